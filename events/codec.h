@@ -1,0 +1,265 @@
+// The tagged field codec: one field list per struct drives binary encoding,
+// decoding and JSON rendering.
+//
+// A struct opts in with a static `fields()` returning a tuple of Field{tag,
+// name, &T::member}. The binary form is the Protocol Buffers wire format (no
+// .proto compiler involved): each present field is a key varint (tag << 3 |
+// kind) followed by a varint, a fixed64 or a length-prefixed byte string.
+// Fields equal to their default are omitted; repeated fields repeat their key;
+// nested structs are length-prefixed byte strings. A reader skips tags it does
+// not know, so fields can be added in any later version without breaking old
+// readers, and missing fields decode as their defaults.
+//
+// Tags are never reused: a removed field's tag is retired, not recycled.
+// Header-only and pure; include it only from .cc files that encode or decode.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "base/digest.h"
+#include "events/wire.h"
+
+namespace carapace {
+
+// A string whose content is JSON text (tool arguments). Stored as bytes;
+// rendered as parsed JSON when it parses.
+struct JsonText {
+  std::string text;
+  friend bool operator==(const JsonText&, const JsonText&) = default;
+};
+
+namespace codec {
+
+enum Kind : uint8_t { kVarint = 0, kFixed64 = 1, kBytes = 2 };
+
+template <class C, class M>
+struct Field {
+  uint32_t tag;
+  std::string_view name;
+  M C::*member;
+};
+
+template <class T>
+concept Described = requires {
+  T::fields();
+};
+
+template <class T>
+struct IsVector : std::false_type {};
+template <class T, class A>
+struct IsVector<std::vector<T, A>> : std::true_type {};
+
+template <class T>
+constexpr bool is_varint_type = std::is_integral_v<T> || std::is_enum_v<T>;  // bool, ints and enums
+
+// Appends the encoding of `value`; a field whose tag is `skip_tag` is left out.
+template <Described T>
+void encode(std::string& out, const T& value, uint32_t skip_tag = 0);
+
+template <class M>
+bool is_default(const M& v) {
+  if constexpr (std::is_same_v<M, bool>)
+    return !v;
+  else if constexpr (is_varint_type<M>)
+    return v == M{};
+  else if constexpr (std::is_same_v<M, double>) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    return bits == 0;
+  } else if constexpr (std::is_same_v<M, std::string>)
+    return v.empty();
+  else if constexpr (std::is_same_v<M, JsonText>)
+    return v.text.empty();
+  else if constexpr (std::is_same_v<M, Digest128>)
+    return v.is_zero();
+  else if constexpr (IsVector<M>::value)
+    return v.empty();
+  else
+    return v == M{};  // a nested struct, omitted when all its fields are defaults
+}
+
+inline void put_key(std::string& out, uint32_t tag, Kind kind) {
+  wire::put_varint(out, (static_cast<uint64_t>(tag) << 3) | kind);
+}
+
+inline void put_bytes(std::string& out, uint32_t tag, std::string_view bytes) {
+  put_key(out, tag, kBytes);
+  wire::put_varint(out, bytes.size());
+  out.append(bytes);
+}
+
+// Encodes one value (not a vector) under `tag`.
+template <class M>
+void encode_one(std::string& out, uint32_t tag, const M& v) {
+  if constexpr (std::is_same_v<M, bool>) {
+    put_key(out, tag, kVarint);
+    out.push_back(v ? 1 : 0);
+  } else if constexpr (std::is_enum_v<M>) {
+    put_key(out, tag, kVarint);
+    wire::put_varint(out, static_cast<uint64_t>(v));
+  } else if constexpr (std::is_integral_v<M> && std::is_signed_v<M>) {
+    put_key(out, tag, kVarint);
+    wire::put_varint(out, wire::zigzag(v));
+  } else if constexpr (std::is_integral_v<M>) {
+    put_key(out, tag, kVarint);
+    wire::put_varint(out, v);
+  } else if constexpr (std::is_same_v<M, double>) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    put_key(out, tag, kFixed64);
+    wire::put_fixed64_le(out, bits);
+  } else if constexpr (std::is_same_v<M, std::string>) {
+    put_bytes(out, tag, v);
+  } else if constexpr (std::is_same_v<M, JsonText>) {
+    put_bytes(out, tag, v.text);
+  } else if constexpr (std::is_same_v<M, Digest128>) {
+    put_key(out, tag, kBytes);
+    out.push_back(16);
+    wire::put_fixed64_be(out, v.hi);
+    wire::put_fixed64_be(out, v.lo);
+  } else {
+    static_assert(Described<M>, "field type has no encoding");
+    // Length-prefixed nested message. Reserve one length byte and shift the
+    // body if its length needs more (rare: bodies under 128 bytes fit).
+    put_key(out, tag, kBytes);
+    size_t len_pos = out.size();
+    out.push_back(0);
+    size_t body_start = out.size();
+    encode(out, v);
+    size_t body_len = out.size() - body_start;
+    size_t len_size = wire::varint_size(body_len);
+    if (len_size > 1) out.insert(len_pos + 1, len_size - 1, '\0');
+    std::string len_bytes;
+    wire::put_varint(len_bytes, body_len);
+    out.replace(len_pos, len_size, len_bytes);
+  }
+}
+
+template <Described T>
+void encode(std::string& out, const T& value, uint32_t skip_tag) {
+  std::apply(
+      [&](const auto&... f) {
+        (
+            [&] {
+              const auto& v = value.*(f.member);
+              using M = std::remove_cvref_t<decltype(v)>;
+              if (f.tag == skip_tag || is_default(v)) return;
+              if constexpr (IsVector<M>::value) {
+                for (const auto& item : v) encode_one(out, f.tag, item);
+              } else {
+                encode_one(out, f.tag, v);
+              }
+            }(),
+            ...);
+      },
+      T::fields());
+}
+
+template <Described T>
+bool decode(std::string_view in, T* out);
+
+// Decodes one value of the field's type from `in` given the wire kind.
+template <class M>
+bool decode_one(Kind kind, std::string_view& in, M* v) {
+  if constexpr (is_varint_type<M>) {
+    uint64_t raw;
+    if (kind != kVarint || !wire::get_varint(in, &raw)) return false;
+    if constexpr (std::is_same_v<M, bool>) {
+      *v = raw != 0;
+    } else if constexpr (std::is_enum_v<M>) {
+      *v = static_cast<M>(raw);
+    } else if constexpr (std::is_signed_v<M>) {
+      *v = static_cast<M>(wire::unzigzag(raw));
+    } else {
+      *v = static_cast<M>(raw);
+    }
+    return true;
+  } else if constexpr (std::is_same_v<M, double>) {
+    if (kind != kFixed64 || in.size() < 8) return false;
+    uint64_t bits = wire::load_fixed64_le(in.data());
+    std::memcpy(v, &bits, 8);
+    in.remove_prefix(8);
+    return true;
+  } else {
+    std::string_view bytes;
+    if (kind != kBytes || !wire::get_bytes(in, &bytes)) return false;
+    if constexpr (std::is_same_v<M, std::string>) {
+      v->assign(bytes);
+      return true;
+    } else if constexpr (std::is_same_v<M, JsonText>) {
+      v->text.assign(bytes);
+      return true;
+    } else if constexpr (std::is_same_v<M, Digest128>) {
+      return Digest128::from_bytes(bytes, v);
+    } else {
+      return decode(bytes, v);
+    }
+  }
+}
+
+inline bool skip_value(Kind kind, std::string_view& in) {
+  switch (kind) {
+    case kVarint: {
+      uint64_t ignored;
+      return wire::get_varint(in, &ignored);
+    }
+    case kFixed64:
+      if (in.size() < 8) return false;
+      in.remove_prefix(8);
+      return true;
+    case kBytes: {
+      std::string_view ignored;
+      return wire::get_bytes(in, &ignored);
+    }
+  }
+  return false;
+}
+
+// Decodes `in` into *out (which should hold defaults). Unknown tags are skipped.
+// Returns false if the bytes are malformed or a known field has the wrong kind.
+template <Described T>
+bool decode(std::string_view in, T* out) {
+  while (!in.empty()) {
+    uint64_t key;
+    if (!wire::get_varint(in, &key)) return false;
+    auto tag = static_cast<uint32_t>(key >> 3);
+    auto raw_kind = static_cast<uint8_t>(key & 7);
+    if (raw_kind > kBytes) return false;
+    auto kind = static_cast<Kind>(raw_kind);
+    int outcome = 0;  // 0 = no field has this tag, 1 = decoded, -1 = malformed
+    std::apply(
+        [&](const auto&... f) {
+          (void)((f.tag == tag ? (
+                                     outcome =
+                                         [&] {
+                                           auto& v = out->*(f.member);
+                                           using M = std::remove_cvref_t<decltype(v)>;
+                                           if constexpr (IsVector<M>::value) {
+                                             typename M::value_type item{};
+                                             if (!decode_one(kind, in, &item)) return -1;
+                                             v.push_back(std::move(item));
+                                             return 1;
+                                           } else {
+                                             return decode_one(kind, in, &v) ? 1 : -1;
+                                           }
+                                         }(),
+                                     true)
+                               : false) ||
+                 ...);
+        },
+        T::fields());
+    if (outcome < 0) return false;
+    if (outcome == 0 && !skip_value(kind, in)) return false;
+  }
+  return true;
+}
+
+}  // namespace codec
+}  // namespace carapace

@@ -1,0 +1,386 @@
+// The event vocabulary: one plain struct per event type of SPEC §2.
+//
+// Everything non-deterministic that a session observes (model output, tool
+// output, hook decisions of external commands, chosen retry delays, the seed of
+// the jitter generator) is a field of some event, so that folding the log
+// never consults the outside world. Each struct lists its fields with stable
+// tags for the codec (events/codec.h); a tag is never reused.
+//
+// Event = seq + timestamp + body, where body is a variant over these structs
+// and UnknownEvent (a type from a newer writer, kept as raw bytes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <variant>
+#include <vector>
+
+#include "base/digest.h"
+#include "events/codec.h"
+#include "events/event_type.h"
+
+namespace carapace {
+
+using codec::Field;
+
+struct TokenUsage {
+  uint64_t input = 0;
+  uint64_t output = 0;
+  uint64_t cache_read = 0;
+  uint64_t cache_write = 0;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "input", &TokenUsage::input}, Field{2, "output", &TokenUsage::output},
+                      Field{3, "cache_read", &TokenUsage::cache_read},
+                      Field{4, "cache_write", &TokenUsage::cache_write}};
+  }
+  friend bool operator==(const TokenUsage&, const TokenUsage&) = default;
+};
+
+// A tool call the model asked for.
+struct ToolCall {
+  std::string id;
+  std::string name;
+  JsonText args;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "id", &ToolCall::id}, Field{2, "name", &ToolCall::name},
+                      Field{3, "args", &ToolCall::args}};
+  }
+  friend bool operator==(const ToolCall&, const ToolCall&) = default;
+};
+
+// One layer of the assembled system prompt (its text is not stored).
+struct PromptSegment {
+  std::string layer;        // identity, tools, workflows, session, custom
+  std::string contributor;  // who produced it: a file, the tool registry, ...
+  uint64_t chars = 0;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "layer", &PromptSegment::layer},
+                      Field{2, "contributor", &PromptSegment::contributor},
+                      Field{3, "chars", &PromptSegment::chars}};
+  }
+  friend bool operator==(const PromptSegment&, const PromptSegment&) = default;
+};
+
+struct SessionStarted {
+  static constexpr EventType kType = EventType::kSessionStarted;
+  std::string agent_id;
+  std::string provider;
+  std::string model;
+  std::string config_digest;
+  std::string parent_session;  // set when forked
+  uint64_t parent_turn = 0;
+  uint64_t parent_seq = 0;
+  uint64_t rng_seed = 0;  // seeds retry jitter; recorded so replay is exact
+  std::string workspace;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "agent_id", &SessionStarted::agent_id},
+                      Field{2, "provider", &SessionStarted::provider},
+                      Field{3, "model", &SessionStarted::model},
+                      Field{4, "config_digest", &SessionStarted::config_digest},
+                      Field{5, "parent_session", &SessionStarted::parent_session},
+                      Field{6, "parent_turn", &SessionStarted::parent_turn},
+                      Field{7, "parent_seq", &SessionStarted::parent_seq},
+                      Field{8, "rng_seed", &SessionStarted::rng_seed},
+                      Field{9, "workspace", &SessionStarted::workspace}};
+  }
+  friend bool operator==(const SessionStarted&, const SessionStarted&) = default;
+};
+
+struct UserMessage {
+  static constexpr EventType kType = EventType::kUserMessage;
+  std::string text;
+
+  static constexpr auto fields() { return std::tuple{Field{1, "text", &UserMessage::text}}; }
+  friend bool operator==(const UserMessage&, const UserMessage&) = default;
+};
+
+struct TurnStarted {
+  static constexpr EventType kType = EventType::kTurnStarted;
+  uint64_t turn = 0;
+
+  static constexpr auto fields() { return std::tuple{Field{1, "turn", &TurnStarted::turn}}; }
+  friend bool operator==(const TurnStarted&, const TurnStarted&) = default;
+};
+
+struct PromptAssembled {
+  static constexpr EventType kType = EventType::kPromptAssembled;
+  uint64_t turn = 0;
+  std::vector<PromptSegment> segments;
+  Digest128 digest;  // of the assembled system prompt text
+  uint64_t total_chars = 0;
+
+  static constexpr auto fields() {
+    return std::tuple{
+        Field{1, "turn", &PromptAssembled::turn}, Field{2, "segments", &PromptAssembled::segments},
+        Field{3, "digest", &PromptAssembled::digest}, Field{4, "total_chars", &PromptAssembled::total_chars}};
+  }
+  friend bool operator==(const PromptAssembled&, const PromptAssembled&) = default;
+};
+
+struct LlmRequested {
+  static constexpr EventType kType = EventType::kLlmRequested;
+  uint64_t turn = 0;
+  uint32_t attempt = 0;  // 1-based
+  std::string model;
+  Digest128 request_digest;
+  std::string body_ref;  // key of the verbatim body in the trace store
+  uint64_t message_count = 0;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "turn", &LlmRequested::turn},
+                      Field{2, "attempt", &LlmRequested::attempt},
+                      Field{3, "model", &LlmRequested::model},
+                      Field{4, "request_digest", &LlmRequested::request_digest},
+                      Field{5, "body_ref", &LlmRequested::body_ref},
+                      Field{6, "message_count", &LlmRequested::message_count}};
+  }
+  friend bool operator==(const LlmRequested&, const LlmRequested&) = default;
+};
+
+enum class ErrorCategory : uint8_t { kNone = 0, kTransient = 1, kPermanent = 2 };
+
+struct LlmFailed {
+  static constexpr EventType kType = EventType::kLlmFailed;
+  uint64_t turn = 0;
+  uint32_t attempt = 0;
+  uint32_t http_status = 0;  // 0 for a transport error
+  std::string error;
+  ErrorCategory category = ErrorCategory::kNone;
+  bool will_retry = false;
+  uint64_t retry_delay_ms = 0;  // the delay chosen (jitter included), if retrying
+  uint64_t retry_after_ms = 0;  // the server's Retry-After, if it sent one
+  uint64_t latency_ms = 0;
+  std::string body_ref;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "turn", &LlmFailed::turn},
+                      Field{2, "attempt", &LlmFailed::attempt},
+                      Field{3, "http_status", &LlmFailed::http_status},
+                      Field{4, "error", &LlmFailed::error},
+                      Field{5, "category", &LlmFailed::category},
+                      Field{6, "will_retry", &LlmFailed::will_retry},
+                      Field{7, "retry_delay_ms", &LlmFailed::retry_delay_ms},
+                      Field{8, "retry_after_ms", &LlmFailed::retry_after_ms},
+                      Field{9, "latency_ms", &LlmFailed::latency_ms},
+                      Field{10, "body_ref", &LlmFailed::body_ref}};
+  }
+  friend bool operator==(const LlmFailed&, const LlmFailed&) = default;
+};
+
+struct LlmResponded {
+  static constexpr EventType kType = EventType::kLlmResponded;
+  uint64_t turn = 0;
+  uint32_t attempt = 0;
+  std::string text;
+  std::vector<ToolCall> tool_calls;
+  std::string finish_reason;
+  TokenUsage usage;
+  double cost_usd = 0;
+  uint64_t latency_ms = 0;
+  std::string body_ref;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "turn", &LlmResponded::turn},
+                      Field{2, "attempt", &LlmResponded::attempt},
+                      Field{3, "text", &LlmResponded::text},
+                      Field{4, "tool_calls", &LlmResponded::tool_calls},
+                      Field{5, "finish_reason", &LlmResponded::finish_reason},
+                      Field{6, "usage", &LlmResponded::usage},
+                      Field{7, "cost_usd", &LlmResponded::cost_usd},
+                      Field{8, "latency_ms", &LlmResponded::latency_ms},
+                      Field{9, "body_ref", &LlmResponded::body_ref}};
+  }
+  friend bool operator==(const LlmResponded&, const LlmResponded&) = default;
+};
+
+struct HookDecided {
+  static constexpr EventType kType = EventType::kHookDecided;
+  std::string hook_event;  // PreToolUse, TurnEnd, ...
+  std::string hook_name;
+  std::string decision;  // allow, deny, modify_args, continue, append_context, system_message, stop
+  std::string reason;
+  JsonText modified_args;
+  std::string tool_call_id;
+  std::string message;  // text of system_message / append_context
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "hook_event", &HookDecided::hook_event},
+                      Field{2, "hook_name", &HookDecided::hook_name},
+                      Field{3, "decision", &HookDecided::decision},
+                      Field{4, "reason", &HookDecided::reason},
+                      Field{5, "modified_args", &HookDecided::modified_args},
+                      Field{6, "tool_call_id", &HookDecided::tool_call_id},
+                      Field{7, "message", &HookDecided::message}};
+  }
+  friend bool operator==(const HookDecided&, const HookDecided&) = default;
+};
+
+struct ToolRequested {
+  static constexpr EventType kType = EventType::kToolRequested;
+  std::string call_id;
+  std::string tool;
+  JsonText args;  // after hooks (modify_args)
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "call_id", &ToolRequested::call_id}, Field{2, "tool", &ToolRequested::tool},
+                      Field{3, "args", &ToolRequested::args}};
+  }
+  friend bool operator==(const ToolRequested&, const ToolRequested&) = default;
+};
+
+struct ToolCompleted {
+  static constexpr EventType kType = EventType::kToolCompleted;
+  std::string call_id;
+  std::string tool;
+  std::string output;
+  bool is_error = false;
+  uint64_t duration_ms = 0;
+  bool timed_out = false;
+  bool truncated = false;
+  uint64_t original_bytes = 0;  // output size before truncation
+  uint64_t kept_bytes = 0;
+  bool interrupted = false;  // the call's outcome was lost to a crash
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "call_id", &ToolCompleted::call_id},
+                      Field{2, "tool", &ToolCompleted::tool},
+                      Field{3, "output", &ToolCompleted::output},
+                      Field{4, "is_error", &ToolCompleted::is_error},
+                      Field{5, "duration_ms", &ToolCompleted::duration_ms},
+                      Field{6, "timed_out", &ToolCompleted::timed_out},
+                      Field{7, "truncated", &ToolCompleted::truncated},
+                      Field{8, "original_bytes", &ToolCompleted::original_bytes},
+                      Field{9, "kept_bytes", &ToolCompleted::kept_bytes},
+                      Field{10, "interrupted", &ToolCompleted::interrupted}};
+  }
+  friend bool operator==(const ToolCompleted&, const ToolCompleted&) = default;
+};
+
+// Messages [first_index, first_index + messages_removed) left the context.
+struct ContextTrimmed {
+  static constexpr EventType kType = EventType::kContextTrimmed;
+  uint64_t first_index = 0;
+  uint64_t messages_removed = 0;
+  uint64_t chars_before = 0;
+  uint64_t chars_after = 0;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "first_index", &ContextTrimmed::first_index},
+                      Field{2, "messages_removed", &ContextTrimmed::messages_removed},
+                      Field{3, "chars_before", &ContextTrimmed::chars_before},
+                      Field{4, "chars_after", &ContextTrimmed::chars_after}};
+  }
+  friend bool operator==(const ContextTrimmed&, const ContextTrimmed&) = default;
+};
+
+// The checkpoint: the state folded from every event up to last_seq hashes to
+// state_hash. Written with a synced WAL.
+struct TurnCommitted {
+  static constexpr EventType kType = EventType::kTurnCommitted;
+  uint64_t turn = 0;  // turns completed so far
+  uint64_t last_seq = 0;
+  Digest128 state_hash;
+  uint32_t hash_version = 0;  // which state_hash() produced it
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "turn", &TurnCommitted::turn}, Field{2, "last_seq", &TurnCommitted::last_seq},
+                      Field{3, "state_hash", &TurnCommitted::state_hash},
+                      Field{4, "hash_version", &TurnCommitted::hash_version}};
+  }
+  friend bool operator==(const TurnCommitted&, const TurnCommitted&) = default;
+};
+
+// Events [from_seq, to_seq] (an incomplete turn) are discarded by the fold.
+struct TurnRolledBack {
+  static constexpr EventType kType = EventType::kTurnRolledBack;
+  uint64_t from_seq = 0;
+  uint64_t to_seq = 0;
+  uint64_t turn = 0;  // the turn that was incomplete
+  std::string reason;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "from_seq", &TurnRolledBack::from_seq},
+                      Field{2, "to_seq", &TurnRolledBack::to_seq}, Field{3, "turn", &TurnRolledBack::turn},
+                      Field{4, "reason", &TurnRolledBack::reason}};
+  }
+  friend bool operator==(const TurnRolledBack&, const TurnRolledBack&) = default;
+};
+
+struct SessionResumed {
+  static constexpr EventType kType = EventType::kSessionResumed;
+  uint64_t checkpoint_seq = 0;
+  uint64_t checkpoint_turn = 0;
+  std::string mode;  // step or turn
+  int64_t pid = 0;
+  std::string host;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "checkpoint_seq", &SessionResumed::checkpoint_seq},
+                      Field{2, "checkpoint_turn", &SessionResumed::checkpoint_turn},
+                      Field{3, "mode", &SessionResumed::mode}, Field{4, "pid", &SessionResumed::pid},
+                      Field{5, "host", &SessionResumed::host}};
+  }
+  friend bool operator==(const SessionResumed&, const SessionResumed&) = default;
+};
+
+struct SessionCompleted {
+  static constexpr EventType kType = EventType::kSessionCompleted;
+  std::string final_answer;
+  std::string stop_reason;  // final_answer, max_turns, hook_stop
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "final_answer", &SessionCompleted::final_answer},
+                      Field{2, "stop_reason", &SessionCompleted::stop_reason}};
+  }
+  friend bool operator==(const SessionCompleted&, const SessionCompleted&) = default;
+};
+
+struct SessionFailed {
+  static constexpr EventType kType = EventType::kSessionFailed;
+  std::string error;
+  std::string stop_reason;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "error", &SessionFailed::error},
+                      Field{2, "stop_reason", &SessionFailed::stop_reason}};
+  }
+  friend bool operator==(const SessionFailed&, const SessionFailed&) = default;
+};
+
+// A record whose type this build does not know: kept byte for byte so that
+// rewriting or bundling a log loses nothing, skipped by the fold.
+struct UnknownEvent {
+  uint16_t type = 0;
+  uint8_t format_version = 0;
+  uint8_t flags = 0;
+  std::string payload;
+  friend bool operator==(const UnknownEvent&, const UnknownEvent&) = default;
+};
+
+using EventBody =
+    std::variant<SessionStarted, UserMessage, TurnStarted, PromptAssembled, LlmRequested, LlmFailed,
+                 LlmResponded, HookDecided, ToolRequested, ToolCompleted, ContextTrimmed, TurnCommitted,
+                 TurnRolledBack, SessionResumed, SessionCompleted, SessionFailed, UnknownEvent>;
+
+struct Event {
+  uint64_t seq = 0;   // 1-based, contiguous within a session
+  int64_t ts_us = 0;  // wall clock at append, microseconds since the Unix epoch
+  EventBody body;
+
+  // The stored type number (UnknownEvent's own for unknown records).
+  uint16_t type_number() const;
+  std::string_view type_name() const { return wire_name(type_number()); }
+  friend bool operator==(const Event&, const Event&) = default;
+};
+
+template <class T>
+const T* get_if(const Event& e) {
+  return std::get_if<T>(&e.body);
+}
+
+}  // namespace carapace

@@ -1,0 +1,291 @@
+#include "events/fold.h"
+
+#include <algorithm>
+#include <string>
+
+namespace carapace {
+namespace {
+
+std::string n(uint64_t v) { return std::to_string(v); }
+
+Status violation(const Event& e, const std::string& what) {
+  return Status::inconsistent("seq " + n(e.seq) + " (" + std::string(e.type_name()) + "): " + what);
+}
+
+// Rules for events that belong to an open turn.
+Status check_in_turn(const SessionState& s, const Event& e, uint64_t turn) {
+  if (!s.turn_open) return violation(e, "no turn is open");
+  if (turn != s.turn) return violation(e, "names turn " + n(turn) + " but turn " + n(s.turn) + " is open");
+  return Status();
+}
+
+PendingToolCall* find_pending(SessionState& s, const std::string& id) {
+  auto it = std::find_if(s.pending.begin(), s.pending.end(),
+                         [&](const PendingToolCall& p) { return p.call.id == id; });
+  return it == s.pending.end() ? nullptr : &*it;
+}
+
+struct Applier {
+  SessionState& s;
+  const Event& e;
+  // True when the caller gave the event up (apply(state, Event&&)): its
+  // strings are moved into the state instead of copied.
+  bool consume;
+
+  template <class T>
+  T take(const T& field) const {
+    return consume ? std::move(const_cast<T&>(field)) : field;
+  }
+
+  Status operator()(const SessionStarted& x) {
+    if (s.status != SessionStatus::kNew) return violation(e, "the session has already started");
+    s.agent_id = x.agent_id;
+    s.provider = x.provider;
+    s.model = x.model;
+    s.config_digest = x.config_digest;
+    s.parent_session = x.parent_session;
+    s.parent_turn = x.parent_turn;
+    s.parent_seq = x.parent_seq;
+    s.rng_seed = x.rng_seed;
+    s.workspace = x.workspace;
+    s.status = SessionStatus::kRunning;
+    return Status();
+  }
+
+  Status operator()(const UserMessage& x) {
+    append_message(s, Message{.role = Role::kUser, .text = take(x.text)});
+    if (s.status != SessionStatus::kRunning) s.status = SessionStatus::kRunning;
+    return Status();
+  }
+
+  Status operator()(const TurnStarted& x) {
+    if (s.turn_open) return violation(e, "turn " + n(s.turn) + " is still open");
+    if (x.turn != s.turn + 1) return violation(e, "turn " + n(x.turn) + " does not follow turn " + n(s.turn));
+    s.turn = x.turn;
+    s.turn_open = true;
+    s.stop_requested = false;
+    return Status();
+  }
+
+  Status operator()(const PromptAssembled& x) {
+    CARAPACE_RETURN_IF_ERROR(check_in_turn(s, e, x.turn));
+    s.last_prompt_digest = x.digest;
+    return Status();
+  }
+
+  Status operator()(const LlmRequested& x) {
+    CARAPACE_RETURN_IF_ERROR(check_in_turn(s, e, x.turn));
+    ++s.llm_attempts;
+    return Status();
+  }
+
+  Status operator()(const LlmFailed& x) {
+    CARAPACE_RETURN_IF_ERROR(check_in_turn(s, e, x.turn));
+    ++s.llm_failures;
+    s.last_error = x.error;
+    return Status();
+  }
+
+  Status operator()(const LlmResponded& x) {
+    CARAPACE_RETURN_IF_ERROR(check_in_turn(s, e, x.turn));
+    if (!s.pending.empty()) {
+      return violation(e, n(s.pending.size()) + " tool calls of the previous response have no result");
+    }
+    for (size_t i = 0; i < x.tool_calls.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (x.tool_calls[i].id == x.tool_calls[j].id) {
+          return violation(e, "tool call id '" + x.tool_calls[i].id + "' appears twice");
+        }
+      }
+    }
+    for (const auto& call : x.tool_calls) s.pending.push_back(PendingToolCall{.call = call});
+    append_message(s,
+                   Message{.role = Role::kAssistant, .text = take(x.text), .tool_calls = take(x.tool_calls)});
+    s.tokens.input += x.usage.input;
+    s.tokens.output += x.usage.output;
+    s.tokens.cache_read += x.usage.cache_read;
+    s.tokens.cache_write += x.usage.cache_write;
+    s.cost_usd += x.cost_usd;
+    ++s.llm_calls;
+    return Status();
+  }
+
+  Status operator()(const HookDecided& x) {
+    ++s.hook_decisions;
+    if (x.decision == "stop") s.stop_requested = true;
+    return Status();
+  }
+
+  Status operator()(const ToolRequested& x) {
+    PendingToolCall* p = find_pending(s, x.call_id);
+    if (p == nullptr) return violation(e, "no pending tool call has id '" + x.call_id + "'");
+    if (p->requested) return violation(e, "tool call '" + x.call_id + "' was already requested");
+    p->requested = true;
+    p->call.args = take(x.args);
+    return Status();
+  }
+
+  Status operator()(const ToolCompleted& x) {
+    PendingToolCall* p = find_pending(s, x.call_id);
+    if (p == nullptr) return violation(e, "no pending tool call has id '" + x.call_id + "'");
+    Message m{.role = Role::kTool,
+              .text = take(x.output),
+              .tool_call_id = x.call_id,
+              .tool_name = p->call.name,
+              .is_error = x.is_error};
+    s.pending.erase(s.pending.begin() + (p - s.pending.data()));
+    append_message(s, std::move(m));
+    ++s.tool_calls;
+    if (x.is_error) ++s.tool_errors;
+    return Status();
+  }
+
+  Status operator()(const ContextTrimmed& x) {
+    if (x.first_index > s.messages.size() || x.messages_removed > s.messages.size() - x.first_index) {
+      return violation(e, "removes messages [" + n(x.first_index) + ", " +
+                              n(x.first_index + x.messages_removed) + ") of " + n(s.messages.size()));
+    }
+    auto first = static_cast<std::ptrdiff_t>(x.first_index);
+    auto last = first + static_cast<std::ptrdiff_t>(x.messages_removed);
+    s.messages.erase(s.messages.begin() + first, s.messages.begin() + last);
+    s.message_digests.erase(s.message_digests.begin() + first, s.message_digests.begin() + last);
+    rechain_messages(s);
+    ++s.context_trims;
+    return Status();
+  }
+
+  Status operator()(const TurnCommitted& x) {
+    if (x.turn != s.turn)
+      return violation(e, "commits turn " + n(x.turn) + " but the session is at turn " + n(s.turn));
+    if (!s.pending.empty()) return violation(e, n(s.pending.size()) + " tool calls have no result");
+    if (x.last_seq + 1 != e.seq)
+      return violation(e, "covers up to seq " + n(x.last_seq) + ", expected " + n(e.seq - 1));
+    s.turn_open = false;
+    s.committed_turn = x.turn;
+    s.committed_seq = e.seq;
+    return Status();
+  }
+
+  Status operator()(const TurnRolledBack&) {
+    ++s.rolled_back_turns;
+    return Status();
+  }
+
+  Status operator()(const SessionResumed&) {
+    ++s.resumes;
+    return Status();
+  }
+
+  Status operator()(const SessionCompleted& x) {
+    s.status = SessionStatus::kCompleted;
+    s.final_answer = x.final_answer;
+    return Status();
+  }
+
+  Status operator()(const SessionFailed& x) {
+    s.status = SessionStatus::kFailed;
+    s.last_error = x.error;
+    return Status();
+  }
+
+  Status operator()(const UnknownEvent&) { return Status(); }
+};
+
+Status apply_event(SessionState& state, const Event& event, bool consume) {
+  if (event.seq <= state.last_seq) {
+    return violation(event, "seq does not advance past " + n(state.last_seq));
+  }
+  bool is_start = std::holds_alternative<SessionStarted>(event.body);
+  if (!is_start && state.status == SessionStatus::kNew && !std::holds_alternative<UnknownEvent>(event.body)) {
+    return violation(event, "comes before session.started");
+  }
+  CARAPACE_RETURN_IF_ERROR(std::visit(Applier{state, event, consume}, event.body));
+  state.last_seq = event.seq;
+  return Status();
+}
+
+}  // namespace
+
+Status apply(SessionState& state, const Event& event) { return apply_event(state, event, false); }
+
+Status apply(SessionState& state, Event&& event) { return apply_event(state, event, true); }
+
+Folder::Folder() : Folder(Options{}) {}
+
+Folder::Folder(Options options) : options_(options) {}
+
+Folder::Folder(SessionState start, Options options)
+    : options_(options), committed_(std::move(start)), last_seq_(committed_.last_seq) {}
+
+Status Folder::add(Event event) {
+  if (event.seq != last_seq_ + 1) {
+    return Status::inconsistent("seq " + n(event.seq) + " follows seq " + n(last_seq_) +
+                                (event.seq > last_seq_ ? ": events are missing" : ": seq goes backwards"));
+  }
+  if (std::holds_alternative<UnknownEvent>(event.body)) ++unknown_skipped_;
+  Status s;
+  if (std::holds_alternative<TurnCommitted>(event.body)) {
+    s = commit(std::move(event));
+  } else if (std::holds_alternative<TurnRolledBack>(event.body)) {
+    s = roll_back(std::move(event));
+  } else {
+    uncommitted_.push_back(std::move(event));
+  }
+  if (s.ok()) {
+    ++last_seq_;
+    ++events_folded_;
+  }
+  return s;
+}
+
+Status Folder::commit(Event event) {
+  // In place: copying the state at every checkpoint would make a fold O(n^2).
+  SessionState& next = committed_;
+  for (Event& e : uncommitted_) CARAPACE_RETURN_IF_ERROR(apply(next, std::move(e)));
+  const auto& c = std::get<TurnCommitted>(event.body);
+  if (options_.verify_hashes) {
+    if (c.hash_version == kStateHashVersion) {
+      Digest128 actual = state_hash(next);
+      if (actual != c.state_hash) {
+        return Status::inconsistent("seq " + n(event.seq) + " (turn.committed, turn " + n(c.turn) +
+                                    "): the folded state hashes to " + actual.hex() +
+                                    " but the checkpoint recorded " + c.state_hash.hex());
+      }
+      ++checkpoints_verified_;
+    } else {
+      ++hash_checks_skipped_;
+    }
+  }
+  CARAPACE_RETURN_IF_ERROR(apply(next, event));
+  uncommitted_.clear();
+  return Status();
+}
+
+Status Folder::roll_back(Event event) {
+  const auto& r = std::get<TurnRolledBack>(event.body);
+  uint64_t first = uncommitted_.empty() ? 0 : uncommitted_.front().seq;
+  uint64_t last = uncommitted_.empty() ? 0 : uncommitted_.back().seq;
+  if (uncommitted_.empty() || r.from_seq != first || r.to_seq != last) {
+    return Status::inconsistent(
+        "seq " + n(event.seq) + " (turn.rolled_back): rolls back [" + n(r.from_seq) + ", " + n(r.to_seq) +
+        "] but the events after the last checkpoint are " +
+        (uncommitted_.empty() ? std::string("none") : "[" + n(first) + ", " + n(last) + "]"));
+  }
+  uncommitted_.clear();
+  return apply(committed_, event);
+}
+
+Status Folder::state_with_uncommitted(SessionState* out) const {
+  SessionState s = committed_;
+  for (const Event& e : uncommitted_) CARAPACE_RETURN_IF_ERROR(apply(s, e));
+  *out = std::move(s);
+  return Status();
+}
+
+Status fold(const std::vector<Event>& events, SessionState* out) {
+  Folder folder;
+  for (const Event& e : events) CARAPACE_RETURN_IF_ERROR(folder.add(e));
+  return folder.state_with_uncommitted(out);
+}
+
+}  // namespace carapace

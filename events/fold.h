@@ -1,0 +1,82 @@
+// The fold: SessionState = fold(apply, initial, events).
+//
+// apply() is pure: it reads the state and one event, changes the state, and
+// consults nothing else (no I/O, no clock, no randomness). Everything the
+// session observed arrives inside events, which is what makes recovery and
+// replay exact. apply() also enforces the log's rules (turns in order, a tool
+// result only for a call the model made, no checkpoint with calls pending) and
+// reports a broken rule as Status::inconsistent, leaving the state unchanged.
+//
+// Folder folds a stored event stream: it checks seq contiguity, holds the
+// events after the last checkpoint until the next turn.committed (checking its
+// state hash) or turn.rolled_back (which discards them), and skips unknown
+// types. Neither is thread-safe; each is cheap to create.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "events/events.h"
+#include "events/session_state.h"
+
+namespace carapace {
+
+Status apply(SessionState& state, const Event& event);
+
+// The same, for an event the caller gives up: its strings move into the state.
+// On error the event may have been partly moved from.
+Status apply(SessionState& state, Event&& event);
+
+class Folder {
+ public:
+  struct Options {
+    // Re-check every turn.committed's state hash (verify and recovery do).
+    bool verify_hashes = true;
+  };
+
+  Folder();
+  explicit Folder(Options options);
+  // Continues from a snapshot: `start` is the state at one of its checkpoints.
+  Folder(SessionState start, Options options);
+
+  // Folds the next event; its seq must follow the previous one. After an
+  // error the folder's state is unspecified and it must not be fed further.
+  Status add(Event event);
+
+  // The state as of the last checkpoint.
+  const SessionState& committed() const { return committed_; }
+
+  // Events after the last checkpoint that no checkpoint or rollback covers yet
+  // (an interrupted turn, when the log ends here).
+  const std::vector<Event>& uncommitted() const { return uncommitted_; }
+
+  // committed() with uncommitted() applied: where the session really stopped.
+  Status state_with_uncommitted(SessionState* out) const;
+
+  uint64_t last_seq() const { return last_seq_; }
+  uint64_t events_folded() const { return events_folded_; }
+  uint64_t checkpoints_verified() const { return checkpoints_verified_; }
+  uint64_t unknown_skipped() const { return unknown_skipped_; }
+  uint64_t hash_checks_skipped() const { return hash_checks_skipped_; }
+
+ private:
+  Status commit(Event event);
+  Status roll_back(Event event);
+
+  Options options_;
+  SessionState committed_;
+  std::vector<Event> uncommitted_;
+  uint64_t last_seq_ = 0;
+  uint64_t events_folded_ = 0;
+  uint64_t checkpoints_verified_ = 0;
+  uint64_t unknown_skipped_ = 0;
+  uint64_t hash_checks_skipped_ = 0;
+};
+
+// Folds a complete in-memory event sequence from the empty state, with the
+// Folder's rules (rollbacks honoured, checkpoint hashes checked); the result
+// includes any events after the last checkpoint.
+Status fold(const std::vector<Event>& events, SessionState* out);
+
+}  // namespace carapace

@@ -1,0 +1,101 @@
+#include "events/session_state.h"
+
+namespace carapace {
+
+std::string_view role_name(Role role) {
+  switch (role) {
+    case Role::kUser:
+      return "user";
+    case Role::kAssistant:
+      return "assistant";
+    case Role::kTool:
+      return "tool";
+  }
+  return "unknown";
+}
+
+std::string_view status_name(SessionStatus status) {
+  switch (status) {
+    case SessionStatus::kNew:
+      return "new";
+    case SessionStatus::kRunning:
+      return "running";
+    case SessionStatus::kCompleted:
+      return "completed";
+    case SessionStatus::kFailed:
+      return "failed";
+  }
+  return "unknown";
+}
+
+Digest128 message_digest(const Message& message) {
+  // A reused buffer: this runs once per message on the fold's hot path.
+  thread_local std::string buffer;
+  buffer.clear();
+  codec::encode(buffer, message);
+  return digest128(buffer);
+}
+
+Digest128 chain_digest(const Digest128& previous, const Digest128& message) {
+  char bytes[32];
+  for (int i = 0; i < 8; ++i) {
+    bytes[i] = static_cast<char>(previous.hi >> (56 - 8 * i));
+    bytes[8 + i] = static_cast<char>(previous.lo >> (56 - 8 * i));
+    bytes[16 + i] = static_cast<char>(message.hi >> (56 - 8 * i));
+    bytes[24 + i] = static_cast<char>(message.lo >> (56 - 8 * i));
+  }
+  return digest128(std::string_view(bytes, sizeof bytes));
+}
+
+void append_message(SessionState& state, Message message) {
+  Digest128 m = message_digest(message);
+  state.messages_digest = chain_digest(state.messages_digest, m);
+  state.message_digests.push_back(m);
+  state.messages.push_back(std::move(message));
+}
+
+void rechain_messages(SessionState& state) {
+  Digest128 d;
+  for (const auto& m : state.message_digests) d = chain_digest(d, m);
+  state.messages_digest = d;
+}
+
+Digest128 digest_messages(const std::vector<Message>& messages) {
+  Digest128 d;
+  for (const auto& m : messages) d = chain_digest(d, message_digest(m));
+  return d;
+}
+
+Digest128 state_hash(const SessionState& state) {
+  thread_local std::string buffer;
+  buffer.clear();
+  // messages_digest is itself a field, so the encoding already ends with it.
+  codec::encode(buffer, state, SessionState::kMessagesTag);
+  return digest128(buffer);
+}
+
+std::string encode_state(const SessionState& state) {
+  std::string out;
+  codec::encode(out, state);
+  return out;
+}
+
+Status decode_state(std::string_view bytes, SessionState* out) {
+  SessionState state;
+  if (!codec::decode(bytes, &state)) {
+    return Status::corruption("snapshot of " + std::to_string(bytes.size()) + " bytes does not decode");
+  }
+  Digest128 stored = state.messages_digest;
+  state.message_digests.reserve(state.messages.size());
+  for (const auto& m : state.messages) state.message_digests.push_back(message_digest(m));
+  rechain_messages(state);
+  Digest128 recomputed = state.messages_digest;
+  if (recomputed != stored) {
+    return Status::corruption("snapshot messages digest " + stored.hex() + " does not match its " +
+                              std::to_string(state.messages.size()) + " messages (" + recomputed.hex() + ")");
+  }
+  *out = std::move(state);
+  return Status();
+}
+
+}  // namespace carapace

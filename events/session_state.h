@@ -1,0 +1,179 @@
+// SessionState: what a session is, as folded from its events.
+//
+// The state holds the conversation (messages with roles, assistant tool calls
+// and their results), the turn counters, token and cost totals, the tool calls
+// still waiting for a result, and the status. System prompts are not part of
+// it: they are rebuilt every turn. The state is a plain value: copy it, compare
+// it, encode it for a snapshot. It is built only by apply() (events/fold.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "base/digest.h"
+#include "base/status.h"
+#include "events/events.h"
+
+namespace carapace {
+
+enum class Role : uint8_t { kUser = 1, kAssistant = 2, kTool = 3 };
+std::string_view role_name(Role role);
+
+struct Message {
+  Role role = Role::kUser;
+  std::string text;
+  std::vector<ToolCall> tool_calls;  // assistant messages
+  std::string tool_call_id;          // tool results
+  std::string tool_name;
+  bool is_error = false;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "role", &Message::role},
+                      Field{2, "text", &Message::text},
+                      Field{3, "tool_calls", &Message::tool_calls},
+                      Field{4, "tool_call_id", &Message::tool_call_id},
+                      Field{5, "tool_name", &Message::tool_name},
+                      Field{6, "is_error", &Message::is_error}};
+  }
+  friend bool operator==(const Message&, const Message&) = default;
+};
+
+// A tool call the model asked for that has no result yet.
+struct PendingToolCall {
+  ToolCall call;           // args as finally requested (after modify_args hooks)
+  bool requested = false;  // tool.requested was recorded: execution may have begun
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "call", &PendingToolCall::call},
+                      Field{2, "requested", &PendingToolCall::requested}};
+  }
+  friend bool operator==(const PendingToolCall&, const PendingToolCall&) = default;
+};
+
+enum class SessionStatus : uint8_t { kNew = 0, kRunning = 1, kCompleted = 2, kFailed = 3 };
+std::string_view status_name(SessionStatus status);
+
+struct SessionState {
+  // From session.started.
+  std::string agent_id;
+  std::string provider;
+  std::string model;
+  std::string config_digest;
+  std::string parent_session;
+  uint64_t parent_turn = 0;
+  uint64_t parent_seq = 0;
+  uint64_t rng_seed = 0;
+  std::string workspace;
+
+  SessionStatus status = SessionStatus::kNew;
+  uint64_t turn = 0;            // the last turn started
+  bool turn_open = false;       // started and not yet committed
+  uint64_t committed_turn = 0;  // turns completed as of the last checkpoint
+  uint64_t committed_seq = 0;   // seq of the last turn.committed
+  uint64_t last_seq = 0;        // seq of the last event folded
+
+  std::vector<Message> messages;
+  std::vector<PendingToolCall> pending;
+
+  TokenUsage tokens;
+  double cost_usd = 0;
+  uint64_t llm_attempts = 0;
+  uint64_t llm_calls = 0;  // successful responses
+  uint64_t llm_failures = 0;
+  uint64_t tool_calls = 0;  // completed, errors included
+  uint64_t tool_errors = 0;
+  uint64_t hook_decisions = 0;
+  uint64_t context_trims = 0;
+  uint64_t rolled_back_turns = 0;
+  uint64_t resumes = 0;
+  bool stop_requested = false;  // a TurnEnd hook said stop
+  Digest128 last_prompt_digest;
+  std::string final_answer;
+  std::string last_error;
+
+  // XXH3-128 chain over `messages` (see state_hash); kept up to date by apply().
+  Digest128 messages_digest;
+  // Each message's own digest, parallel to `messages`: derived, not stored
+  // (decode_state rebuilds it), so that a trim re-chains 32 bytes a message
+  // instead of re-encoding every message.
+  std::vector<Digest128> message_digests;
+
+  static constexpr uint32_t kMessagesTag = 20;
+
+  static constexpr auto fields() {
+    using S = SessionState;
+    return std::tuple{
+        Field{1, "agent_id", &S::agent_id},
+        Field{2, "provider", &S::provider},
+        Field{3, "model", &S::model},
+        Field{4, "config_digest", &S::config_digest},
+        Field{5, "parent_session", &S::parent_session},
+        Field{6, "parent_turn", &S::parent_turn},
+        Field{7, "parent_seq", &S::parent_seq},
+        Field{8, "rng_seed", &S::rng_seed},
+        Field{9, "workspace", &S::workspace},
+        Field{10, "status", &S::status},
+        Field{11, "turn", &S::turn},
+        Field{12, "turn_open", &S::turn_open},
+        Field{13, "committed_turn", &S::committed_turn},
+        Field{14, "committed_seq", &S::committed_seq},
+        Field{15, "last_seq", &S::last_seq},
+        Field{kMessagesTag, "messages", &S::messages},
+        Field{21, "pending", &S::pending},
+        Field{22, "tokens", &S::tokens},
+        Field{23, "cost_usd", &S::cost_usd},
+        Field{24, "llm_attempts", &S::llm_attempts},
+        Field{25, "llm_calls", &S::llm_calls},
+        Field{26, "llm_failures", &S::llm_failures},
+        Field{27, "tool_calls", &S::tool_calls},
+        Field{28, "tool_errors", &S::tool_errors},
+        Field{29, "hook_decisions", &S::hook_decisions},
+        Field{30, "context_trims", &S::context_trims},
+        Field{31, "rolled_back_turns", &S::rolled_back_turns},
+        Field{32, "resumes", &S::resumes},
+        Field{33, "stop_requested", &S::stop_requested},
+        Field{34, "last_prompt_digest", &S::last_prompt_digest},
+        Field{35, "final_answer", &S::final_answer},
+        Field{36, "last_error", &S::last_error},
+        Field{40, "messages_digest", &S::messages_digest},
+    };
+  }
+  friend bool operator==(const SessionState&, const SessionState&) = default;
+};
+
+// Version of the state_hash() definition, stored in every turn.committed.
+constexpr uint32_t kStateHashVersion = 1;
+
+// The canonical hash of a state: XXH3-128 over the state's encoding without
+// its messages (messages_digest included). messages_digest chains the
+// messages: m(i) = XXH3-128(encode(message i)), d(0) = 0,
+// d(i) = XXH3-128(d(i-1) || m(i)), each digest as 16 big-endian bytes. So the
+// hash is a pure function of the state's content, and costs O(1) in the
+// number of messages at a checkpoint instead of O(history).
+Digest128 state_hash(const SessionState& state);
+
+// m(i): the digest of one message.
+Digest128 message_digest(const Message& message);
+
+// d(i) from d(i-1) and m(i).
+Digest128 chain_digest(const Digest128& previous, const Digest128& message);
+
+// Appends a message, keeping messages_digest and message_digests current.
+void append_message(SessionState& state, Message message);
+
+// Recomputes messages_digest from message_digests (after a trim).
+void rechain_messages(SessionState& state);
+
+// Recomputes messages_digest from the messages themselves.
+Digest128 digest_messages(const std::vector<Message>& messages);
+
+// The snapshot encoding of a state (tagged fields, events/codec.h).
+std::string encode_state(const SessionState& state);
+
+// Decodes a snapshot and re-checks its messages_digest against its messages.
+Status decode_state(std::string_view bytes, SessionState* out);
+
+}  // namespace carapace

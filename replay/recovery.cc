@@ -1,0 +1,109 @@
+#include "replay/recovery.h"
+
+#include <spdlog/spdlog.h>
+
+#include "events/fold.h"
+
+namespace carapace {
+namespace {
+
+// Folds the rest of the session's log from `cursor` into `folder`.
+Status fold_rest(std::string_view session, EventCursor* cursor, Folder* folder) {
+  for (; cursor->valid(); cursor->next()) {
+    Event e;
+    CARAPACE_RETURN_IF_ERROR(cursor->event(&e));
+    Status s = folder->add(std::move(e));
+    if (!s.ok()) return s.with_context("session " + std::string(session));
+  }
+  return cursor->status();
+}
+
+void take(const Folder& folder, uint64_t snapshot_seq, RecoveredSession* out) {
+  out->committed = folder.committed();
+  out->uncommitted = folder.uncommitted();
+  out->last_seq = folder.last_seq();
+  out->snapshot_seq = snapshot_seq;
+  out->events_folded = folder.events_folded();
+  out->checkpoints_verified = folder.checkpoints_verified();
+  out->unknown_skipped = folder.unknown_skipped();
+}
+
+// Recovers from `snap`. A failure that shows the snapshot wrong (it does not
+// decode, or its checkpoint's hash disagrees with it) sets *snapshot_wrong; any
+// other failure is the log's and is returned as is.
+Status recover_from_snapshot(const EventLog& log, std::string_view session, const SnapshotEntry& snap,
+                             Folder::Options options, RecoveredSession* out, bool* snapshot_wrong) {
+  *snapshot_wrong = true;
+  SessionState start;
+  CARAPACE_RETURN_IF_ERROR(decode_state(snap.state, &start));
+  if (start.last_seq + 1 != snap.seq) {
+    return Status::corruption("it holds the state at seq " + std::to_string(start.last_seq));
+  }
+  auto cursor = log.cursor(session, snap.seq);
+  if (!cursor->valid() || cursor->seq() != snap.seq) {
+    *snapshot_wrong = false;
+    CARAPACE_RETURN_IF_ERROR(cursor->status());
+    return Status::corruption("session " + std::string(session) + ": seq " + std::to_string(snap.seq) +
+                              ", a checkpoint with a snapshot, is missing from the log");
+  }
+  Event checkpoint;
+  Status s = cursor->event(&checkpoint);
+  if (!s.ok()) {
+    *snapshot_wrong = false;
+    return s;
+  }
+  if (!std::holds_alternative<TurnCommitted>(checkpoint.body)) {
+    return Status::corruption("seq " + std::to_string(snap.seq) + " is a " +
+                              std::string(checkpoint.type_name()) + ", not a checkpoint");
+  }
+  // The snapshot's own checkpoint comes first: its hash check proves the
+  // snapshot right before anything is built on it.
+  Folder folder(std::move(start), options);
+  CARAPACE_RETURN_IF_ERROR(folder.add(std::move(checkpoint)));
+  *snapshot_wrong = false;
+  cursor->next();
+  CARAPACE_RETURN_IF_ERROR(fold_rest(session, cursor.get(), &folder));
+  take(folder, snap.seq, out);
+  return Status();
+}
+
+}  // namespace
+
+Status recover(const EventLog& log, std::string_view session, const RecoverOptions& options,
+               RecoveredSession* out) {
+  uint64_t last = 0;
+  CARAPACE_RETURN_IF_ERROR(log.last_seq(session, &last));
+  if (last == 0) return Status::not_found("no session '" + std::string(session) + "' in " + log.path());
+
+  Folder::Options fold_options{.verify_hashes = options.verify_hashes};
+  RecoveredSession result;
+  result.id = std::string(session);
+  uint64_t max_seq = UINT64_MAX;
+  while (options.use_snapshots) {
+    SnapshotEntry snap;
+    Status found = log.latest_snapshot(session, max_seq, &snap, &result.snapshots_rejected);
+    if (found.is_not_found()) break;
+    CARAPACE_RETURN_IF_ERROR(found);
+    bool snapshot_wrong = false;
+    Status s = recover_from_snapshot(log, session, snap, fold_options, &result, &snapshot_wrong);
+    if (s.ok()) {
+      *out = std::move(result);
+      return Status();
+    }
+    if (!snapshot_wrong) return s;
+    spdlog::warn("session {}: snapshot at seq {} rejected ({}); trying an older one", session, snap.seq,
+                 s.to_string());
+    ++result.snapshots_rejected;
+    if (snap.seq <= 1) break;
+    max_seq = snap.seq - 1;
+  }
+
+  Folder folder(fold_options);
+  auto cursor = log.cursor(session, 1);
+  CARAPACE_RETURN_IF_ERROR(fold_rest(session, cursor.get(), &folder));
+  take(folder, 0, &result);
+  *out = std::move(result);
+  return Status();
+}
+
+}  // namespace carapace

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Installs what Carapace needs on Debian 12 (only the packages that are
+# missing), builds it in build/, then runs the main job or the test suite.
+#
+#   scripts/bootstrap.sh demo    build, then run the demo
+#   scripts/bootstrap.sh test    build, then run every test (CTest)
+#   scripts/bootstrap.sh build   build only
+#
+# Safe to run again: it installs nothing that is already there and the build
+# is incremental. Needs root or sudo only when a package is missing.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+task="${1:-build}"
+case "$task" in
+  demo | test | build) ;;
+  *) echo "usage: scripts/bootstrap.sh demo|test|build" >&2; exit 2 ;;
+esac
+
+# Debian packages, and why each is here (the README says the same).
+packages=(
+  build-essential cmake pkg-config ccache  # the toolchain; ccache speeds up rebuilds
+  librocksdb-dev        # the event log's storage engine
+  libxxhash-dev         # XXH3-128 state hashes and digests
+  nlohmann-json3-dev    # JSON rendering and --json output
+  libspdlog-dev         # structured logs
+  libcli11-dev          # the command line
+  libboost-test-dev     # the test framework
+  libsqlite3-dev        # the SQLite peer in the benchmark
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing: ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+jobs="$(nproc 2>/dev/null || echo 2)"
+echo "== building (build/, Release, -j$jobs)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake --build build -j "$jobs"
+
+case "$task" in
+  demo)
+    echo "== demo"
+    exec scripts/demo.sh
+    ;;
+  test)
+    echo "== tests"
+    cd build
+    exec ctest --output-on-failure -j "$jobs"
+    ;;
+esac

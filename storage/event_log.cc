@@ -1,0 +1,552 @@
+#include "storage/event_log.h"
+
+#include <rocksdb/cache.h>
+#include <rocksdb/convenience.h>
+#include <rocksdb/db.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <future>
+#include <mutex>
+#include <random>
+#include <unordered_map>
+
+#include "base/crc32c.h"
+#include "events/record.h"
+#include "storage/group_commit.h"
+#include "storage/keys.h"
+
+namespace carapace {
+namespace {
+
+namespace fs = std::filesystem;
+
+enum Family : size_t { kDefault = 0, kEvents, kSessions, kCheckpoints, kSnapshots, kFamilyCount };
+
+Status from_rocks(const rocksdb::Status& s, std::string_view what) {
+  if (s.ok()) return Status();
+  std::string msg = std::string(what) + ": " + s.ToString();
+  if (s.IsNotFound()) return Status::not_found(msg);
+  if (s.IsCorruption()) return Status::corruption(msg);
+  if (s.IsInvalidArgument()) return Status::invalid_argument(msg);
+  if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) return Status::busy(msg);
+  if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
+    return Status::busy(msg + " (another carapace process is writing to this home)");
+  }
+  return Status::io_error(msg);
+}
+
+std::string where(std::string_view session, uint64_t seq) {
+  return "session " + std::string(session) + " seq " + std::to_string(seq);
+}
+
+rocksdb::Slice slice(std::string_view v) { return rocksdb::Slice(v.data(), v.size()); }
+std::string_view view(const rocksdb::Slice& s) { return std::string_view(s.data(), s.size()); }
+
+rocksdb::CompressionType pick_compression() {
+  auto supported = rocksdb::GetSupportedCompressions();
+  for (auto wanted : {rocksdb::kLZ4Compression, rocksdb::kSnappyCompression}) {
+    for (auto have : supported) {
+      if (have == wanted) return wanted;
+    }
+  }
+  return rocksdb::kNoCompression;
+}
+
+// Snapshot frame: masked crc32c(key || rest):fixed32 turn:varint state-bytes.
+std::string frame_snapshot(std::string_view key, const SnapshotEntry& snap) {
+  std::string value(4, '\0');
+  wire::put_varint(value, snap.turn);
+  value.append(snap.state);
+  uint32_t crc =
+      crc32c::extend(crc32c::extend(0, key.data(), key.size()), value.data() + 4, value.size() - 4);
+  wire::store_fixed32_le(value.data(), crc32c::mask(crc));
+  return value;
+}
+
+Status unframe_snapshot(std::string_view key, std::string_view value, SnapshotEntry* out) {
+  if (value.size() < 5) return Status::corruption("snapshot frame truncated");
+  uint32_t stored = crc32c::unmask(wire::load_fixed32_le(value.data()));
+  uint32_t crc =
+      crc32c::extend(crc32c::extend(0, key.data(), key.size()), value.data() + 4, value.size() - 4);
+  if (stored != crc) return Status::corruption("snapshot checksum mismatch");
+  std::string_view rest = value.substr(4);
+  if (!wire::get_varint(rest, &out->turn)) return Status::corruption("snapshot turn does not decode");
+  out->state.assign(rest);
+  return Status();
+}
+
+}  // namespace
+
+struct EventLog::Impl {
+  Options options;
+  rocksdb::DB* db = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;  // indexed by Family
+  std::shared_ptr<rocksdb::Cache> cache;
+  std::string secondary_dir;  // readers only
+  std::unique_ptr<GroupCommitter> committer;
+
+  // Per-session write position, for writers: appends must continue it.
+  struct Writer {
+    uint64_t last_seq = 0;
+    uint32_t durable_in_flight = 0;
+  };
+  std::mutex writers_mu;
+  std::unordered_map<std::string, Writer> writers;
+  std::atomic<uint64_t> durable_appends{0};
+  // Blocking durable appends being written right now.
+  std::atomic<int> syncing{0};
+
+  rocksdb::ColumnFamilyHandle* cf(Family f) const { return handles[f]; }
+
+  ~Impl() {
+    committer.reset();  // drains queued durable appends
+    for (auto* h : handles) {
+      if (h != nullptr) db->DestroyColumnFamilyHandle(h);
+    }
+    if (db != nullptr) {
+      db->Close().PermitUncheckedError();
+      delete db;
+    }
+    if (!secondary_dir.empty()) {
+      std::error_code ignored;
+      fs::remove_all(secondary_dir, ignored);
+    }
+  }
+
+  Status read_last_seq(std::string_view session, uint64_t* seq) const {
+    rocksdb::ReadOptions ro;
+    std::string lower = keys::session_prefix(session);
+    rocksdb::Slice lower_slice(lower);
+    ro.iterate_lower_bound = &lower_slice;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, cf(kEvents)));
+    it->SeekForPrev(keys::seq_key(session, UINT64_MAX));
+    *seq = 0;
+    if (it->Valid()) {
+      std::string_view id;
+      if (keys::parse_seq_key(view(it->key()), &id, seq) && id == session) return Status();
+      *seq = 0;
+    }
+    return from_rocks(it->status(), "reading the last seq of session " + std::string(session));
+  }
+
+  // Validates `request` and claims its seqs. On success *queue_behind says a
+  // durable append of this session is still in flight (and takes a slot
+  // behind it, released when the append completes).
+  Status claim(const AppendRequest& request, bool* queue_behind) {
+    const auto& events = request.events;
+    for (size_t i = 1; i < events.size(); ++i) {
+      if (events[i].seq != events[i - 1].seq + 1) {
+        return Status::invalid_argument("append to session " + std::string(request.session) + ": seq " +
+                                        std::to_string(events[i].seq) + " follows " +
+                                        std::to_string(events[i - 1].seq) + " in one batch");
+      }
+    }
+    std::lock_guard lock(writers_mu);
+    auto it = writers.find(std::string(request.session));
+    if (it == writers.end()) {
+      uint64_t last = 0;
+      CARAPACE_RETURN_IF_ERROR(read_last_seq(request.session, &last));
+      it = writers.emplace(std::string(request.session), Writer{last, 0}).first;
+    }
+    Writer& w = it->second;
+    if (!events.empty() && events.front().seq != w.last_seq + 1) {
+      return Status::invalid_argument("append to session " + std::string(request.session) + " at seq " +
+                                      std::to_string(events.front().seq) + ", but its log ends at seq " +
+                                      std::to_string(w.last_seq) + " (is another writer appending to it?)");
+    }
+    if (!events.empty()) w.last_seq = events.back().seq;
+    *queue_behind = w.durable_in_flight > 0;
+    if (*queue_behind) ++w.durable_in_flight;
+    return Status();
+  }
+
+  // An asynchronous durable append now in flight: later appends of the
+  // session queue behind it.
+  void claim_in_flight(const std::string& session) {
+    std::lock_guard lock(writers_mu);
+    ++writers[session].durable_in_flight;
+  }
+
+  // After a failed write the claimed seqs may or may not be on disk: forget
+  // the position so the next append re-reads it.
+  void release(std::string_view session, bool queued, bool failed) {
+    std::lock_guard lock(writers_mu);
+    auto it = writers.find(std::string(session));
+    if (it == writers.end()) return;
+    if (queued && it->second.durable_in_flight > 0) --it->second.durable_in_flight;
+    if (failed && it->second.durable_in_flight == 0) writers.erase(it);
+  }
+
+  Status build_batch(const AppendRequest& request, rocksdb::WriteBatch* batch) const {
+    std::string key;
+    std::string value;
+    bool checkpoint_found = request.checkpoint == nullptr;
+    for (const Event& e : request.events) {
+      key = keys::seq_key(request.session, e.seq);
+      value.clear();
+      encode_record(key, e, &value);
+      CARAPACE_RETURN_IF_ERROR(from_rocks(batch->Put(cf(kEvents), key, value), "batching"));
+      if (request.checkpoint != nullptr && e.seq == request.checkpoint->seq &&
+          std::holds_alternative<TurnCommitted>(e.body)) {
+        checkpoint_found = true;
+      }
+    }
+    if (!checkpoint_found) {
+      return Status::invalid_argument("checkpoint entry at seq " + std::to_string(request.checkpoint->seq) +
+                                      " is not a turn.committed of this append");
+    }
+    if (request.checkpoint != nullptr) {
+      value.clear();
+      codec::encode(value, *request.checkpoint);
+      key = keys::seq_key(request.session, request.checkpoint->seq);
+      CARAPACE_RETURN_IF_ERROR(from_rocks(batch->Put(cf(kCheckpoints), key, value), "batching"));
+    }
+    if (request.meta != nullptr) {
+      value.clear();
+      codec::encode(value, *request.meta);
+      CARAPACE_RETURN_IF_ERROR(
+          from_rocks(batch->Put(cf(kSessions), slice(request.session), value), "batching"));
+    }
+    return Status();
+  }
+};
+
+EventLog::EventLog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+EventLog::~EventLog() = default;
+
+const std::string& EventLog::path() const { return impl_->options.path; }
+EventLog::Mode EventLog::mode() const { return impl_->options.mode; }
+
+Status EventLog::open(const Options& options, std::unique_ptr<EventLog>* out) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  const bool writer = options.mode == Mode::kWriter;
+  std::error_code ec;
+  if (writer) {
+    if (!fs::exists(options.path, ec)) {
+      if (!options.create_if_missing) return Status::not_found("no event log at " + options.path);
+      fs::create_directories(options.path, ec);
+      if (ec) return Status::io_error("cannot create " + options.path + ": " + ec.message());
+      fs::permissions(options.path, fs::perms::owner_all, fs::perm_options::replace, ec);
+      if (ec) return Status::io_error("cannot restrict " + options.path + ": " + ec.message());
+    }
+  } else if (!fs::exists(fs::path(options.path) / "CURRENT", ec)) {
+    return Status::not_found("no event log at " + options.path);
+  }
+
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = writer && options.create_if_missing;
+  db_options.create_missing_column_families = writer;
+  db_options.max_background_jobs = 2;
+  db_options.keep_log_file_num = 3;
+  db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  if (!writer) db_options.max_open_files = -1;  // required of secondaries
+
+  impl->cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = impl->cache;
+  table.block_size = 16 << 10;
+  rocksdb::ColumnFamilyOptions cf_options;
+  cf_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  cf_options.compression = pick_compression();
+
+  std::vector<rocksdb::ColumnFamilyDescriptor> families = {{rocksdb::kDefaultColumnFamilyName, cf_options},
+                                                           {std::string(kEventsFamily), cf_options},
+                                                           {std::string(kSessionsFamily), cf_options},
+                                                           {std::string(kCheckpointsFamily), cf_options},
+                                                           {std::string(kSnapshotsFamily), cf_options}};
+
+  rocksdb::Status s;
+  if (writer) {
+    s = rocksdb::DB::Open(db_options, options.path, families, &impl->handles, &impl->db);
+  } else {
+    std::random_device rd;
+    impl->secondary_dir = (fs::temp_directory_path() /
+                           ("carapace-reader-" + std::to_string(::getpid()) + "-" + std::to_string(rd())))
+                              .string();
+    s = rocksdb::DB::OpenAsSecondary(db_options, options.path, impl->secondary_dir, families, &impl->handles,
+                                     &impl->db);
+  }
+  if (!s.ok()) {
+    impl->handles.clear();
+    impl->db = nullptr;
+    return from_rocks(s, "opening the event log at " + options.path);
+  }
+  if (writer) impl->committer = std::make_unique<GroupCommitter>(impl->db, impl->handles);
+  out->reset(new EventLog(std::move(impl)));
+  return Status();
+}
+
+// Checks the request, builds its batch and claims its seqs. On success
+// *queue_behind says it must go through the committer (durable appends of
+// this session are in flight); the caller then owns a durable_in_flight slot.
+Status EventLog::prepare(const AppendRequest& request, rocksdb::WriteBatch* batch, bool* queue_behind) {
+  if (impl_->options.mode != Mode::kWriter) {
+    return Status::invalid_argument("the event log at " + path() + " is open read-only");
+  }
+  CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(request.session));
+  if (request.events.empty() && request.meta == nullptr) {
+    return Status::invalid_argument("append to session " + std::string(request.session) +
+                                    " has nothing to write");
+  }
+  CARAPACE_RETURN_IF_ERROR(impl_->build_batch(request, batch));
+  return impl_->claim(request, queue_behind);
+}
+
+Status EventLog::append(const AppendRequest& request) {
+  rocksdb::WriteBatch batch;
+  bool queue_behind = false;
+  CARAPACE_RETURN_IF_ERROR(prepare(request, &batch, &queue_behind));
+  std::string session(request.session);
+  const bool synced = request.durability == Durability::kSynced;
+  if (synced) ++impl_->durable_appends;
+  // A durable append that arrives while another is syncing joins the
+  // committer's next group instead of queueing for its own sync.
+  struct SyncingGuard {
+    std::atomic<int>* counter;
+    ~SyncingGuard() {
+      if (counter != nullptr) --*counter;
+    }
+  } guard{synced ? &impl_->syncing : nullptr};
+  if (synced && impl_->syncing.fetch_add(1) > 0 && !queue_behind) {
+    queue_behind = true;
+    impl_->claim_in_flight(session);
+  }
+  if (queue_behind) {
+    std::promise<Status> promise;
+    impl_->committer->submit(std::move(batch), [&](const rocksdb::Status& s) {
+      impl_->release(session, /*queued=*/true, /*failed=*/!s.ok());
+      promise.set_value(from_rocks(s, "append to session " + session));
+    });
+    return promise.get_future().get();
+  }
+  // Alone: written from this thread, without a hand-off to the committer.
+  rocksdb::WriteOptions wo;
+  wo.sync = request.durability == Durability::kSynced;
+  rocksdb::Status s = impl_->db->Write(wo, &batch);
+  if (!s.ok()) impl_->release(session, /*queued=*/false, /*failed=*/true);
+  return from_rocks(s, "append to session " + session);
+}
+
+void EventLog::append_async(const AppendRequest& request, std::function<void(Status)> done) {
+  rocksdb::WriteBatch batch;
+  bool queue_behind = false;
+  Status prepared = prepare(request, &batch, &queue_behind);
+  if (!prepared.ok()) return done(prepared);
+  std::string session(request.session);
+  if (request.durability == Durability::kSynced || queue_behind) {
+    if (request.durability == Durability::kSynced) ++impl_->durable_appends;
+    if (!queue_behind) impl_->claim_in_flight(session);
+    Impl* impl = impl_.get();
+    impl_->committer->submit(std::move(batch),
+                             [impl, session, done = std::move(done)](const rocksdb::Status& s) {
+                               impl->release(session, /*queued=*/true, /*failed=*/!s.ok());
+                               done(from_rocks(s, "durable append to session " + session));
+                             });
+    return;
+  }
+  rocksdb::WriteOptions wo;
+  rocksdb::Status s = impl_->db->Write(wo, &batch);
+  if (!s.ok()) impl_->release(session, /*queued=*/false, /*failed=*/true);
+  done(from_rocks(s, "append to session " + session));
+}
+
+Status EventLog::put_snapshot(std::string_view session, const SnapshotEntry& snapshot) {
+  if (impl_->options.mode != Mode::kWriter) {
+    return Status::invalid_argument("the event log at " + path() + " is open read-only");
+  }
+  std::string key = keys::seq_key(session, snapshot.seq);
+  std::string value = frame_snapshot(key, snapshot);
+  rocksdb::WriteOptions wo;
+  return from_rocks(impl_->db->Put(wo, impl_->cf(kSnapshots), key, value),
+                    "writing a snapshot of session " + std::string(session));
+}
+
+Status EventLog::refresh() {
+  if (impl_->options.mode != Mode::kReader) return Status();
+  return from_rocks(impl_->db->TryCatchUpWithPrimary(), "catching up with the writer");
+}
+
+namespace {
+
+class RocksCursor : public EventCursor {
+ public:
+  RocksCursor(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, std::string_view session, uint64_t from_seq)
+      : session_(session), upper_(keys::session_upper_bound(session)), upper_slice_(upper_) {
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &upper_slice_;
+    ro.readahead_size = 1 << 20;
+    it_.reset(db->NewIterator(ro, cf));
+    it_->Seek(keys::seq_key(session, from_seq));
+    parse();
+  }
+
+  bool valid() const override { return valid_; }
+  void next() override {
+    it_->Next();
+    parse();
+  }
+  uint64_t seq() const override { return seq_; }
+  std::string_view key() const override { return view(it_->key()); }
+  std::string_view value() const override { return view(it_->value()); }
+  Status event(Event* out) const override {
+    Status s = decode_record(key(), value(), seq_, out);
+    return s.ok() ? s : s.with_context(where(session_, seq_));
+  }
+  Status status() const override {
+    if (!bad_key_.empty()) return Status::corruption(bad_key_);
+    return from_rocks(it_->status(), "reading session " + session_);
+  }
+
+ private:
+  void parse() {
+    valid_ = it_->Valid();
+    if (!valid_) return;
+    std::string_view id;
+    if (!keys::parse_seq_key(key(), &id, &seq_) || id != session_) {
+      bad_key_ = "malformed key of " + std::to_string(key().size()) + " bytes in session " + session_;
+      valid_ = false;
+    }
+  }
+
+  std::string session_;
+  std::string upper_;
+  rocksdb::Slice upper_slice_;
+  std::unique_ptr<rocksdb::Iterator> it_;
+  bool valid_ = false;
+  uint64_t seq_ = 0;
+  std::string bad_key_;
+};
+
+}  // namespace
+
+std::unique_ptr<EventCursor> EventLog::cursor(std::string_view session, uint64_t from_seq) const {
+  return std::make_unique<RocksCursor>(impl_->db, impl_->cf(kEvents), session, from_seq);
+}
+
+Status EventLog::read(std::string_view session, uint64_t from_seq, uint64_t to_seq,
+                      std::vector<Event>* out) const {
+  auto c = cursor(session, from_seq);
+  for (; c->valid() && c->seq() <= to_seq; c->next()) {
+    Event e;
+    CARAPACE_RETURN_IF_ERROR(c->event(&e));
+    out->push_back(std::move(e));
+  }
+  return c->status();
+}
+
+Status EventLog::last_seq(std::string_view session, uint64_t* seq) const {
+  return impl_->read_last_seq(session, seq);
+}
+
+Status EventLog::get_meta(std::string_view session, SessionMeta* out) const {
+  std::string value;
+  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(kSessions), slice(session), &value);
+  if (s.IsNotFound()) return Status::not_found("no session '" + std::string(session) + "'");
+  CARAPACE_RETURN_IF_ERROR(from_rocks(s, "reading the index entry of " + std::string(session)));
+  SessionMeta meta;
+  if (!codec::decode(value, &meta)) {
+    return Status::corruption("index entry of session " + std::string(session) + " does not decode");
+  }
+  meta.id = std::string(session);
+  *out = std::move(meta);
+  return Status();
+}
+
+Status EventLog::list_sessions(std::vector<SessionMeta>* out) const {
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(kSessions)));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    SessionMeta meta;
+    if (!codec::decode(view(it->value()), &meta)) {
+      return Status::corruption("index entry of session " + it->key().ToString() + " does not decode");
+    }
+    meta.id = it->key().ToString();
+    out->push_back(std::move(meta));
+  }
+  return from_rocks(it->status(), "listing sessions");
+}
+
+Status EventLog::list_logged_sessions(std::vector<std::string>* out) const {
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(kEvents)));
+  it->SeekToFirst();
+  while (it->Valid()) {
+    std::string_view id;
+    uint64_t seq;
+    if (!keys::parse_seq_key(view(it->key()), &id, &seq)) {
+      return Status::corruption("malformed event key of " + std::to_string(it->key().size()) + " bytes");
+    }
+    out->emplace_back(id);
+    it->Seek(keys::session_upper_bound(id));  // jump to the next session
+  }
+  return from_rocks(it->status(), "listing logged sessions");
+}
+
+Status EventLog::checkpoints(std::string_view session, std::vector<CheckpointEntry>* out) const {
+  rocksdb::ReadOptions ro;
+  std::string upper = keys::session_upper_bound(session);
+  rocksdb::Slice upper_slice(upper);
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(ro, impl_->cf(kCheckpoints)));
+  for (it->Seek(keys::session_prefix(session)); it->Valid(); it->Next()) {
+    CheckpointEntry entry;
+    std::string_view id;
+    if (!keys::parse_seq_key(view(it->key()), &id, &entry.seq) || id != session ||
+        !codec::decode(view(it->value()), &entry)) {
+      return Status::corruption("checkpoint index entry of session " + std::string(session) +
+                                " does not decode");
+    }
+    out->push_back(entry);
+  }
+  return from_rocks(it->status(), "reading checkpoints of " + std::string(session));
+}
+
+Status EventLog::latest_snapshot(std::string_view session, uint64_t max_seq, SnapshotEntry* out,
+                                 uint64_t* skipped) const {
+  rocksdb::ReadOptions ro;
+  std::string lower = keys::session_prefix(session);
+  rocksdb::Slice lower_slice(lower);
+  ro.iterate_lower_bound = &lower_slice;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(ro, impl_->cf(kSnapshots)));
+  for (it->SeekForPrev(keys::seq_key(session, max_seq)); it->Valid(); it->Prev()) {
+    std::string_view id;
+    uint64_t seq;
+    if (!keys::parse_seq_key(view(it->key()), &id, &seq) || id != session) break;
+    SnapshotEntry entry;
+    entry.seq = seq;
+    if (unframe_snapshot(view(it->key()), view(it->value()), &entry).ok()) {
+      *out = std::move(entry);
+      return Status();
+    }
+    if (skipped != nullptr) ++*skipped;
+  }
+  CARAPACE_RETURN_IF_ERROR(from_rocks(it->status(), "reading snapshots of " + std::string(session)));
+  return Status::not_found("no snapshot of session " + std::string(session));
+}
+
+Status EventLog::snapshots(std::string_view session,
+                           std::vector<std::pair<SnapshotEntry, Status>>* out) const {
+  rocksdb::ReadOptions ro;
+  std::string upper = keys::session_upper_bound(session);
+  rocksdb::Slice upper_slice(upper);
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(ro, impl_->cf(kSnapshots)));
+  for (it->Seek(keys::session_prefix(session)); it->Valid(); it->Next()) {
+    SnapshotEntry entry;
+    std::string_view id;
+    if (!keys::parse_seq_key(view(it->key()), &id, &entry.seq) || id != session) {
+      return Status::corruption("malformed snapshot key in session " + std::string(session));
+    }
+    Status s = unframe_snapshot(view(it->key()), view(it->value()), &entry);
+    out->emplace_back(std::move(entry), std::move(s));
+  }
+  return from_rocks(it->status(), "reading snapshots of " + std::string(session));
+}
+
+uint64_t EventLog::durable_appends() const { return impl_->durable_appends.load(); }
+uint64_t EventLog::durable_syncs() const { return impl_->committer ? impl_->committer->syncs() : 0; }
+
+}  // namespace carapace

@@ -1,0 +1,175 @@
+// EventLog: the append-only event log of every session, over RocksDB.
+//
+// One database holds all sessions, in four column families:
+//   events       session_id 0x00 seq  -> record (events/record.h)
+//   sessions     session_id           -> SessionMeta   (the session index)
+//   checkpoints  session_id 0x00 seq  -> CheckpointEntry, for each turn.committed
+//   snapshots    session_id 0x00 seq  -> framed SessionState at that checkpoint
+// (key layout: storage/keys.h). An append is one atomic WriteBatch. Buffered
+// appends are written at once without a WAL sync; durable appends go through
+// the group committer, which shares one synced WAL write among all the durable
+// appends queued at that moment, from any number of sessions.
+//
+// The log is append-only: an append must continue its session's seq exactly,
+// which also keeps a session to one writer per process (a second writer's seq
+// would collide). Another process is kept out by RocksDB's lock; readers
+// (Mode::kReader) open a secondary instance and may run beside a writer.
+//
+// Thread-safe: all methods may be called from many threads at once.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "events/events.h"
+#include "storage/session_meta.h"
+
+namespace rocksdb {
+class WriteBatch;
+}
+
+namespace carapace {
+
+enum class Durability {
+  kBuffered,  // written to the WAL, not synced: survives a process crash, not a power loss
+  kSynced,    // the WAL is synced before the append completes
+};
+
+struct AppendRequest {
+  std::string_view session;
+  std::span<const Event> events;  // seqs continue the session's log, contiguous
+  Durability durability = Durability::kBuffered;
+  const SessionMeta* meta = nullptr;            // replaces the session's index entry
+  const CheckpointEntry* checkpoint = nullptr;  // indexes a turn.committed of `events`
+};
+
+// A snapshot: the encoded state just before the turn.committed at `seq`
+// (the state that checkpoint's hash describes).
+struct SnapshotEntry {
+  uint64_t seq = 0;
+  uint64_t turn = 0;
+  std::string state;  // encode_state() bytes
+};
+
+class EventCursor;
+
+class EventLog {
+ public:
+  enum class Mode {
+    kWriter,  // read-write; one process at a time
+    kReader,  // read-only secondary; sees what writers had written when opened or refreshed
+  };
+
+  struct Options {
+    std::string path;
+    Mode mode = Mode::kWriter;
+    bool create_if_missing = true;  // writers only
+    size_t block_cache_bytes = 64 << 20;
+  };
+
+  // Opens (or, for a writer, creates with owner-only permissions) the log at
+  // options.path. A reader on a path with no log gets not_found.
+  static Status open(const Options& options, std::unique_ptr<EventLog>* out);
+
+  // Completes every queued durable append, then closes the database.
+  ~EventLog();
+
+  EventLog(const EventLog&) = delete;
+  EventLog& operator=(const EventLog&) = delete;
+
+  const std::string& path() const;
+  Mode mode() const;
+
+  // Appends atomically; returns once written (kBuffered) or durable (kSynced).
+  // Written from the calling thread, where concurrent synced appends share
+  // WAL syncs through RocksDB's own write grouping.
+  Status append(const AppendRequest& request);
+
+  // As append(), without blocking on the disk: `done` runs once the append is
+  // durable, on the committer thread (kSynced); or before this returns
+  // (kBuffered, and any error found before writing). A buffered append of a
+  // session whose durable append is still in flight is queued behind it, so
+  // that the log never holds a later step without the earlier one.
+  void append_async(const AppendRequest& request, std::function<void(Status)> done);
+
+  // Writes a snapshot (buffered: a lost snapshot only means a longer recovery).
+  Status put_snapshot(std::string_view session, const SnapshotEntry& snapshot);
+
+  // Readers: catches up with what a writer process wrote since open.
+  Status refresh();
+
+  // A cursor over `session`'s records from `from_seq` on, in seq order.
+  std::unique_ptr<EventCursor> cursor(std::string_view session, uint64_t from_seq = 1) const;
+
+  // Decodes the records [from_seq, to_seq] into *out; stops at the first one
+  // that fails its checksum or does not decode, with an error naming the
+  // session and seq (the events before it are in *out).
+  Status read(std::string_view session, uint64_t from_seq, uint64_t to_seq, std::vector<Event>* out) const;
+
+  // The seq of the session's last record, 0 if it has none.
+  Status last_seq(std::string_view session, uint64_t* seq) const;
+
+  // The session's index entry; not_found if it has none.
+  Status get_meta(std::string_view session, SessionMeta* out) const;
+
+  // Every entry of the session index, ordered by id.
+  Status list_sessions(std::vector<SessionMeta>* out) const;
+
+  // Every session id that has records, read from the events themselves.
+  Status list_logged_sessions(std::vector<std::string>* out) const;
+
+  // The checkpoint index of a session, in seq order.
+  Status checkpoints(std::string_view session, std::vector<CheckpointEntry>* out) const;
+
+  // The latest snapshot at or before `max_seq` whose frame checks out;
+  // not_found if there is none. Corrupt frames are skipped, and counted in
+  // *skipped when it is given.
+  Status latest_snapshot(std::string_view session, uint64_t max_seq, SnapshotEntry* out,
+                         uint64_t* skipped = nullptr) const;
+
+  // Every snapshot of a session (for verify), with each frame's status.
+  Status snapshots(std::string_view session, std::vector<std::pair<SnapshotEntry, Status>>* out) const;
+
+  // Durable appends requested; synced writes the committer thread made for
+  // the asynchronous ones (each carrying every append queued at that moment).
+  uint64_t durable_appends() const;
+  uint64_t durable_syncs() const;
+
+ private:
+  struct Impl;
+  Status prepare(const AppendRequest& request, rocksdb::WriteBatch* batch, bool* queue_behind);
+
+  explicit EventLog(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Iterates one session's records in seq order. Not thread-safe; must not
+// outlive the EventLog that made it.
+class EventCursor {
+ public:
+  virtual ~EventCursor() = default;
+
+  virtual bool valid() const = 0;
+  virtual void next() = 0;
+  virtual uint64_t seq() const = 0;
+  virtual std::string_view key() const = 0;
+  virtual std::string_view value() const = 0;
+  // Decodes the current record; errors name the session and seq.
+  virtual Status event(Event* out) const = 0;
+  // The iterator's own error, once !valid().
+  virtual Status status() const = 0;
+};
+
+// Names of the column families, for tools that open the database directly.
+inline constexpr std::string_view kEventsFamily = "events";
+inline constexpr std::string_view kSessionsFamily = "sessions";
+inline constexpr std::string_view kCheckpointsFamily = "checkpoints";
+inline constexpr std::string_view kSnapshotsFamily = "snapshots";
+
+}  // namespace carapace

@@ -1,0 +1,104 @@
+#include "storage/group_commit.h"
+
+namespace carapace {
+namespace {
+
+// Copies the records of one batch into another (WriteBatch has no public append).
+class Copier : public rocksdb::WriteBatch::Handler {
+ public:
+  Copier(rocksdb::WriteBatch* dst, const std::vector<rocksdb::ColumnFamilyHandle*>& handles)
+      : dst_(dst), handles_(handles) {}
+
+  rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& key, const rocksdb::Slice& value) override {
+    if (cf >= handles_.size() || handles_[cf] == nullptr) {
+      return rocksdb::Status::InvalidArgument("unknown column family id " + std::to_string(cf));
+    }
+    return dst_->Put(handles_[cf], key, value);
+  }
+  rocksdb::Status DeleteCF(uint32_t cf, const rocksdb::Slice& key) override {
+    if (cf >= handles_.size() || handles_[cf] == nullptr) {
+      return rocksdb::Status::InvalidArgument("unknown column family id " + std::to_string(cf));
+    }
+    return dst_->Delete(handles_[cf], key);
+  }
+
+ private:
+  rocksdb::WriteBatch* dst_;
+  const std::vector<rocksdb::ColumnFamilyHandle*>& handles_;
+};
+
+// Upper bound of one merged write; a larger backlog is written in several.
+constexpr size_t kMaxGroupBytes = 4 << 20;
+
+}  // namespace
+
+GroupCommitter::GroupCommitter(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles)
+    : db_(db), handles_(std::move(handles)), thread_([this] { run(); }) {}
+
+GroupCommitter::~GroupCommitter() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void GroupCommitter::submit(rocksdb::WriteBatch batch, Done done) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(Pending{std::move(batch), std::move(done)});
+  }
+  cv_.notify_one();
+}
+
+uint64_t GroupCommitter::syncs() const {
+  std::lock_guard lock(mu_);
+  return syncs_;
+}
+
+uint64_t GroupCommitter::batches() const {
+  std::lock_guard lock(mu_);
+  return batches_;
+}
+
+rocksdb::Status GroupCommitter::write_group(std::vector<Pending>& group) {
+  rocksdb::WriteOptions options;
+  options.sync = true;
+  if (group.size() == 1) return db_->Write(options, &group[0].batch);
+  rocksdb::WriteBatch merged;
+  Copier copier(&merged, handles_);
+  for (auto& p : group) {
+    rocksdb::Status s = p.batch.Iterate(&copier);
+    if (!s.ok()) return s;
+  }
+  return db_->Write(options, &merged);
+}
+
+void GroupCommitter::run() {
+  std::vector<Pending> group;
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and nothing left to write
+      size_t bytes = 0;
+      while (!queue_.empty() &&
+             (group.empty() || bytes + queue_.front().batch.GetDataSize() <= kMaxGroupBytes)) {
+        bytes += queue_.front().batch.GetDataSize();
+        group.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    rocksdb::Status s = write_group(group);
+    {
+      std::lock_guard lock(mu_);
+      ++syncs_;
+      batches_ += group.size();
+    }
+    for (auto& p : group) p.done(s);
+    group.clear();
+  }
+}
+
+}  // namespace carapace

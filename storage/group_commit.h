@@ -1,0 +1,66 @@
+// GroupCommitter: makes batches durable with as few WAL syncs as possible.
+//
+// Callers hand over a WriteBatch and a completion callback; one committer
+// thread takes every batch queued so far, writes them as a single batch with a
+// synced WAL, and then completes them all. Concurrent durable commits from many
+// sessions thus share one fsync (group commit), and no caller's thread ever
+// blocks on the disk unless it chooses to wait. Batches are written in the
+// order they were queued. Thread-safe.
+//
+// Internal to storage/: this header includes RocksDB.
+#pragma once
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace carapace {
+
+class GroupCommitter {
+ public:
+  using Done = std::function<void(const rocksdb::Status&)>;
+
+  // `db` and the handles must outlive the committer. `handles` maps a column
+  // family id to its handle, for merging batches.
+  GroupCommitter(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles);
+  // Writes what is queued, then stops the thread.
+  ~GroupCommitter();
+
+  GroupCommitter(const GroupCommitter&) = delete;
+  GroupCommitter& operator=(const GroupCommitter&) = delete;
+
+  // Queues `batch`; `done` runs on the committer thread once it is durable (or failed).
+  void submit(rocksdb::WriteBatch batch, Done done);
+
+  // Number of synced writes so far, and of batches they carried.
+  uint64_t syncs() const;
+  uint64_t batches() const;
+
+ private:
+  struct Pending {
+    rocksdb::WriteBatch batch;
+    Done done;
+  };
+
+  void run();
+  rocksdb::Status write_group(std::vector<Pending>& group);
+
+  rocksdb::DB* db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;
+  bool stopping_ = false;
+  uint64_t syncs_ = 0;
+  uint64_t batches_ = 0;
+  std::thread thread_;  // last: starts after every other member exists
+};
+
+}  // namespace carapace

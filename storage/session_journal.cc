@@ -1,0 +1,227 @@
+#include "storage/session_journal.h"
+
+#include <chrono>
+#include <future>
+
+#include "events/fold.h"
+#include "storage/keys.h"
+
+namespace carapace {
+
+int64_t system_clock_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+SessionJournal::SessionJournal(EventLog* log, std::string id, JournalOptions options)
+    : log_(log), id_(std::move(id)), options_(std::move(options)) {
+  meta_.id = id_;
+}
+
+Status SessionJournal::create(EventLog* log, std::string id, std::vector<EventBody> opening,
+                              JournalOptions options, std::unique_ptr<SessionJournal>* out) {
+  CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
+  if (opening.empty() || !std::holds_alternative<SessionStarted>(opening.front())) {
+    return Status::invalid_argument("a session opens with session.started");
+  }
+  uint64_t last = 0;
+  CARAPACE_RETURN_IF_ERROR(log->last_seq(id, &last));
+  if (last != 0) {
+    return Status::invalid_argument("session '" + id + "' already exists (" + std::to_string(last) +
+                                    " events); resume it or choose another id");
+  }
+  std::unique_ptr<SessionJournal> journal(new SessionJournal(log, std::move(id), std::move(options)));
+  CARAPACE_RETURN_IF_ERROR(journal->commit(std::move(opening)));
+  *out = std::move(journal);
+  return Status();
+}
+
+std::unique_ptr<SessionJournal> SessionJournal::attach(EventLog* log, std::string id, SessionState committed,
+                                                       std::vector<Event> uncommitted, uint64_t last_seq,
+                                                       JournalOptions options) {
+  std::unique_ptr<SessionJournal> journal(new SessionJournal(log, std::move(id), std::move(options)));
+  journal->state_ = std::move(committed);
+  journal->uncommitted_ = std::move(uncommitted);
+  journal->last_seq_ = last_seq;
+  journal->last_snapshot_turn_ = journal->state_.committed_turn;
+  SessionMeta previous;
+  if (log->get_meta(journal->id_, &previous).ok()) journal->meta_ = previous;
+  return journal;
+}
+
+bool SessionJournal::broken() const {
+  std::lock_guard lock(shared_->mu);
+  return !shared_->broken_reason.empty();
+}
+
+void SessionJournal::mark_broken(const Status& why) {
+  std::lock_guard lock(shared_->mu);
+  if (shared_->broken_reason.empty()) shared_->broken_reason = why.to_string();
+}
+
+Status SessionJournal::check_writable() const {
+  {
+    std::lock_guard lock(shared_->mu);
+    if (!shared_->broken_reason.empty()) {
+      return Status::aborted("session " + id_ + " stopped writing after: " + shared_->broken_reason +
+                             "; recover the session to continue");
+    }
+  }
+  if (!uncommitted_.empty()) {
+    return Status::invalid_argument("session " + id_ + " has " + std::to_string(uncommitted_.size()) +
+                                    " events of an interrupted turn; roll them back or adopt them first");
+  }
+  return Status();
+}
+
+Status SessionJournal::stage(std::vector<EventBody>&& bodies, std::vector<Event>* events) {
+  const uint64_t first_seq = last_seq_ + 1;
+  for (auto& body : bodies) {
+    Event e{last_seq_ + 1, options_.clock(), std::move(body)};
+    Status s = apply(state_, e);
+    if (!s.ok()) {
+      if (e.seq == first_seq) {
+        events->clear();  // nothing applied: the journal is still whole
+      } else {
+        mark_broken(s);
+      }
+      last_seq_ = first_seq - 1;
+      return s.with_context("session " + id_);
+    }
+    ++last_seq_;
+    events->push_back(std::move(e));
+  }
+  return Status();
+}
+
+Status SessionJournal::stage_commit(std::vector<EventBody>&& step, std::vector<Event>* events,
+                                    CheckpointEntry* checkpoint, SessionMeta* meta,
+                                    std::string* snapshot_state) {
+  CARAPACE_RETURN_IF_ERROR(stage(std::move(step), events));
+  // A snapshot holds the state just before its turn.committed, so that
+  // recovery re-checks the checkpoint's hash against it before trusting it.
+  uint64_t every = options_.snapshot_every_turns;
+  if (every > 0 && state_.turn > 0 && state_.turn % every == 0 && state_.turn != last_snapshot_turn_) {
+    *snapshot_state = encode_state(state_);
+  }
+  TurnCommitted c{.turn = state_.turn,
+                  .last_seq = last_seq_,
+                  .state_hash = state_hash(state_),
+                  .hash_version = kStateHashVersion};
+  Event e{last_seq_ + 1, options_.clock(), c};
+  Status s = apply(state_, e);
+  if (!s.ok()) {
+    if (!events->empty()) mark_broken(s);
+    last_seq_ -= events->size();
+    return s.with_context("session " + id_);
+  }
+  ++last_seq_;
+  *checkpoint = CheckpointEntry{.seq = e.seq, .turn = c.turn, .state_hash = c.state_hash};
+  *meta = meta_from_state(id_, state_, e.ts_us, &meta_);
+  meta_ = *meta;
+  events->push_back(std::move(e));
+  return Status();
+}
+
+Status SessionJournal::append(std::vector<EventBody> step) {
+  CARAPACE_RETURN_IF_ERROR(check_writable());
+  if (step.empty()) return Status();
+  std::vector<Event> events;
+  CARAPACE_RETURN_IF_ERROR(stage(std::move(step), &events));
+  Status s = log_->append(AppendRequest{.session = id_, .events = events});
+  if (!s.ok()) mark_broken(s);
+  return s;
+}
+
+Status SessionJournal::prepare_commit(std::vector<EventBody>&& step, PreparedCommit* out) {
+  CARAPACE_RETURN_IF_ERROR(check_writable());
+  std::string snapshot_state;
+  CARAPACE_RETURN_IF_ERROR(
+      stage_commit(std::move(step), &out->events, &out->checkpoint, &out->meta, &snapshot_state));
+  if (!snapshot_state.empty()) {
+    out->snapshot = std::make_shared<SnapshotEntry>(SnapshotEntry{
+        .seq = out->checkpoint.seq, .turn = out->checkpoint.turn, .state = std::move(snapshot_state)});
+    last_snapshot_turn_ = out->checkpoint.turn;
+  }
+  return Status();
+}
+
+AppendRequest SessionJournal::PreparedCommit::request(const std::string& id) const {
+  return AppendRequest{.session = id,
+                       .events = events,
+                       .durability = Durability::kSynced,
+                       .meta = &meta,
+                       .checkpoint = &checkpoint};
+}
+
+// Runs once the checkpoint is durable or has failed. The snapshot is written
+// only after its checkpoint is durable: it must never describe a checkpoint
+// the log does not have; and a lost snapshot only lengthens a later recovery,
+// so its own failure never fails the turn.
+void SessionJournal::finish_commit(EventLog* log, const std::string& id, Shared& shared,
+                                   const std::shared_ptr<SnapshotEntry>& snapshot, const Status& s) {
+  if (!s.ok()) {
+    std::lock_guard lock(shared.mu);
+    if (shared.broken_reason.empty()) shared.broken_reason = s.to_string();
+  } else if (snapshot) {
+    log->put_snapshot(id, *snapshot).ok();
+  }
+}
+
+void SessionJournal::commit_async(std::vector<EventBody> step, std::function<void(Status)> done) {
+  auto prepared = std::make_shared<PreparedCommit>();
+  Status s = prepare_commit(std::move(step), prepared.get());
+  if (!s.ok()) return done(s);
+  log_->append_async(prepared->request(id_),
+                     [log = log_, id = id_, shared = shared_, prepared, done = std::move(done)](Status st) {
+                       finish_commit(log, id, *shared, prepared->snapshot, st);
+                       done(std::move(st));
+                     });
+}
+
+Status SessionJournal::commit(std::vector<EventBody> step) {
+  PreparedCommit prepared;
+  CARAPACE_RETURN_IF_ERROR(prepare_commit(std::move(step), &prepared));
+  Status s = log_->append(prepared.request(id_));
+  finish_commit(log_, id_, *shared_, prepared.snapshot, s);
+  return s;
+}
+
+Status SessionJournal::roll_back_uncommitted(std::string reason) {
+  if (uncommitted_.empty()) return Status();
+  TurnRolledBack r{.from_seq = uncommitted_.front().seq,
+                   .to_seq = uncommitted_.back().seq,
+                   .turn = state_.turn + 1,
+                   .reason = std::move(reason)};
+  // The interrupted turn is the one after the last checkpoint, if it started.
+  for (const Event& e : uncommitted_) {
+    if (const auto* t = get_if<TurnStarted>(e)) r.turn = t->turn;
+  }
+  Event e{last_seq_ + 1, options_.clock(), r};
+  Status s = apply(state_, e);
+  if (!s.ok()) return s.with_context("session " + id_);
+  std::vector<Event> events{std::move(e)};
+  s = log_->append(AppendRequest{.session = id_, .events = events, .durability = Durability::kSynced});
+  if (!s.ok()) {
+    mark_broken(s);
+    return s;
+  }
+  last_seq_ = events.back().seq;
+  uncommitted_.clear();
+  return Status();
+}
+
+Status SessionJournal::adopt_uncommitted() {
+  for (const Event& e : uncommitted_) {
+    Status s = apply(state_, e);
+    if (!s.ok()) {
+      mark_broken(s);
+      return s.with_context("session " + id_);
+    }
+  }
+  uncommitted_.clear();
+  return Status();
+}
+
+}  // namespace carapace

@@ -1,0 +1,124 @@
+// SessionJournal: the write side of one session.
+//
+// It numbers the session's events, applies each to the folded state as it is
+// appended (so the fold's rules are checked before anything is written),
+// writes every step as one atomic batch, and ends a turn with a checkpoint:
+// a turn.committed carrying the state's hash, written with its step in one
+// synced batch together with the checkpoint index and session index entries.
+// Every `snapshot_every_turns` turns it also stores a snapshot of the state.
+//
+// If a write fails, or a step breaks the fold's rules after part of it was
+// applied, the journal is broken: its state may be ahead of the log, and it
+// refuses further appends. Recover the session (replay/recovery.h) to go on.
+//
+// Not thread-safe: a session has one writer. The EventLog must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "events/events.h"
+#include "events/session_state.h"
+#include "storage/event_log.h"
+
+namespace carapace {
+
+// Microseconds since the Unix epoch; injectable so tests control time.
+using WallClock = std::function<int64_t()>;
+int64_t system_clock_us();
+
+struct JournalOptions {
+  uint64_t snapshot_every_turns = 100;  // 0: never
+  WallClock clock = system_clock_us;
+};
+
+class SessionJournal {
+ public:
+  // Starts session `id` (which must not exist yet): writes `opening` (a
+  // session.started, then typically the task's user.message) with a
+  // checkpoint, durably.
+  static Status create(EventLog* log, std::string id, std::vector<EventBody> opening, JournalOptions options,
+                       std::unique_ptr<SessionJournal>* out);
+
+  // Continues a session whose state at its last checkpoint is `committed`,
+  // whose log ends at `last_seq`, and whose events after that checkpoint are
+  // `uncommitted`. Before appending, the caller settles those events: either
+  // roll_back_uncommitted() (turn mode) or adopt_uncommitted() (step mode).
+  static std::unique_ptr<SessionJournal> attach(EventLog* log, std::string id, SessionState committed,
+                                                std::vector<Event> uncommitted, uint64_t last_seq,
+                                                JournalOptions options);
+
+  // Appends a turn.rolled_back covering the uncommitted events, durably. The
+  // events stay on disk; the fold skips them. A no-op if there are none.
+  Status roll_back_uncommitted(std::string reason);
+
+  // Folds the uncommitted events into the state, keeping the interrupted
+  // turn's completed steps.
+  Status adopt_uncommitted();
+
+  // Appends one step as an atomic batch, without a sync.
+  Status append(std::vector<EventBody> step);
+
+  // Appends `step` and a turn.committed in one synced batch, then a snapshot
+  // when one is due.
+  Status commit(std::vector<EventBody> step = {});
+
+  // commit() without blocking on the disk: `done` runs on the log's committer
+  // thread once the checkpoint is durable (or failed, which breaks the
+  // journal). The state is updated before this returns, and the caller may
+  // append the next step at once: the log queues it behind the checkpoint.
+  void commit_async(std::vector<EventBody> step, std::function<void(Status)> done);
+
+  const std::string& id() const { return id_; }
+  const SessionState& state() const { return state_; }
+  uint64_t last_seq() const { return last_seq_; }
+  bool broken() const;
+  const std::vector<Event>& uncommitted() const { return uncommitted_; }
+
+ private:
+  SessionJournal(EventLog* log, std::string id, JournalOptions options);
+
+  Status check_writable() const;
+  // Numbers `bodies`, applies them to the state and moves them into *events.
+  Status stage(std::vector<EventBody>&& bodies, std::vector<Event>* events);
+  // stage() plus the checkpoint event and its index entries; *snapshot_state
+  // gets the encoded pre-checkpoint state when a snapshot is due.
+  Status stage_commit(std::vector<EventBody>&& step, std::vector<Event>* events, CheckpointEntry* checkpoint,
+                      SessionMeta* meta, std::string* snapshot_state);
+  void mark_broken(const Status& why);
+
+  // What the committer thread's callbacks may touch.
+  struct Shared {
+    std::mutex mu;
+    std::string broken_reason;
+  };
+
+  // A staged checkpoint, ready to be written.
+  struct PreparedCommit {
+    std::vector<Event> events;
+    CheckpointEntry checkpoint;
+    SessionMeta meta;
+    std::shared_ptr<SnapshotEntry> snapshot;  // when one is due
+    AppendRequest request(const std::string& id) const;
+  };
+  Status prepare_commit(std::vector<EventBody>&& step, PreparedCommit* out);
+  static void finish_commit(EventLog* log, const std::string& id, Shared& shared,
+                            const std::shared_ptr<SnapshotEntry>& snapshot, const Status& s);
+
+  EventLog* log_;
+  std::string id_;
+  JournalOptions options_;
+  SessionState state_;
+  uint64_t last_seq_ = 0;
+  std::vector<Event> uncommitted_;
+  SessionMeta meta_;
+  uint64_t last_snapshot_turn_ = 0;
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+};
+
+}  // namespace carapace

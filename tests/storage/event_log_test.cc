@@ -1,0 +1,345 @@
+#include <sys/stat.h>
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+#include "events/record.h"
+#include "storage/event_log.h"
+#include "storage/keys.h"
+#include "tests/support/printing.h"
+#include "tests/support/raw_db.h"
+#include "tests/support/session_builder.h"
+#include "tests/support/temp_dir.h"
+
+using namespace carapace;
+using carapace::testing::SessionBuilder;
+using carapace::testing::TempDir;
+
+namespace {
+
+struct LogFixture {
+  TempDir dir;
+  std::unique_ptr<EventLog> log;
+
+  LogFixture() { open(); }
+
+  std::string path() const { return dir.sub("log"); }
+  void open(EventLog::Mode mode = EventLog::Mode::kWriter) {
+    log.reset();
+    CHECK_OK(EventLog::open(EventLog::Options{.path = path(), .mode = mode}, &log));
+  }
+
+  std::vector<Event> read_all(std::string_view session) {
+    std::vector<Event> out;
+    CHECK_OK(log->read(session, 1, UINT64_MAX, &out));
+    return out;
+  }
+
+  Status append(std::string_view session, const std::vector<Event>& events,
+                Durability durability = Durability::kBuffered) {
+    return log->append(AppendRequest{.session = session, .events = events, .durability = durability});
+  }
+};
+
+std::vector<Event> slice(const std::vector<Event>& events, size_t from, size_t to) {
+  return std::vector<Event>(events.begin() + static_cast<std::ptrdiff_t>(from),
+                            events.begin() + static_cast<std::ptrdiff_t>(to));
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(event_log_tests, LogFixture)
+
+BOOST_AUTO_TEST_CASE(appended_events_read_back_in_order) {
+  SessionBuilder b;
+  b.start().turn({"shell", "read_file"});
+  const auto& events = b.events();
+  CHECK_OK(append("s1", slice(events, 0, 3)));
+  CHECK_OK(append("s1", slice(events, 3, events.size()), Durability::kSynced));
+  BOOST_TEST((read_all("s1") == events));
+  uint64_t last = 0;
+  CHECK_OK(log->last_seq("s1", &last));
+  BOOST_TEST(last == events.size());
+  std::vector<Event> tail;
+  CHECK_OK(log->read("s1", 5, 7, &tail));
+  BOOST_REQUIRE(tail.size() == 3u);
+  BOOST_TEST(tail.front().seq == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(events_survive_a_reopen) {
+  SessionBuilder b;
+  b.start().turn();
+  CHECK_OK(append("s1", b.events(), Durability::kSynced));
+  open();
+  BOOST_TEST((read_all("s1") == b.events()));
+}
+
+BOOST_AUTO_TEST_CASE(appends_must_continue_the_sessions_seq) {
+  SessionBuilder b;
+  b.start().turn();
+  const auto& events = b.events();
+  Status s = append("s1", slice(events, 2, 4));
+  BOOST_TEST(s.is_invalid_argument());
+  BOOST_TEST(s.message().find("at seq 3, but its log ends at seq 0") != std::string::npos);
+  CHECK_OK(append("s1", slice(events, 0, 4)));
+  // Rewriting seq 1..2 would overwrite history: refused, and nothing changes.
+  s = append("s1", slice(events, 0, 2));
+  BOOST_TEST(s.is_invalid_argument());
+  BOOST_TEST((read_all("s1") == slice(events, 0, 4)));
+  // A batch with a hole inside.
+  std::vector<Event> holey = {events[4], events[6]};
+  s = append("s1", holey);
+  BOOST_TEST(s.is_invalid_argument());
+  BOOST_TEST(s.message().find("seq 7 follows 5 in one batch") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(the_seq_position_is_read_back_after_a_reopen) {
+  SessionBuilder b;
+  b.start().turn();
+  const auto& events = b.events();
+  CHECK_OK(append("s1", slice(events, 0, 3)));
+  open();
+  BOOST_TEST(append("s1", slice(events, 0, 3)).is_invalid_argument());
+  CHECK_OK(append("s1", slice(events, 3, events.size())));
+  BOOST_TEST((read_all("s1") == events));
+}
+
+BOOST_AUTO_TEST_CASE(session_ids_that_share_a_prefix_stay_apart) {
+  SessionBuilder a, b, c;
+  a.start("a");
+  b.start("b").turn();
+  c.start("c").turn().turn();
+  CHECK_OK(append("s1", a.events()));
+  CHECK_OK(append("s10", b.events()));
+  CHECK_OK(append("s1.x", c.events()));
+  BOOST_TEST((read_all("s1") == a.events()));
+  BOOST_TEST((read_all("s10") == b.events()));
+  BOOST_TEST((read_all("s1.x") == c.events()));
+  std::vector<std::string> ids;
+  CHECK_OK(log->list_logged_sessions(&ids));
+  BOOST_TEST((ids == std::vector<std::string>{"s1", "s1.x", "s10"}));
+  uint64_t last = 0;
+  CHECK_OK(log->last_seq("s1", &last));
+  BOOST_TEST(last == a.events().size());
+}
+
+BOOST_AUTO_TEST_CASE(bad_session_ids_are_refused) {
+  SessionBuilder b;
+  b.start();
+  for (std::string id : {std::string(""), std::string("a b"), std::string("x\0y", 3), std::string(200, 'a'),
+                         std::string("ünï")}) {
+    Status s = append(id, b.events());
+    BOOST_TEST(s.is_invalid_argument(), s.to_string());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(checkpoint_and_index_entries_commit_with_their_batch) {
+  SessionBuilder b;
+  b.start();
+  const Event& commit = b.events().back();
+  const auto& c = std::get<TurnCommitted>(commit.body);
+  CheckpointEntry entry{.seq = commit.seq, .turn = c.turn, .state_hash = c.state_hash};
+  SessionMeta meta = meta_from_state("s1", b.state(), 1234, nullptr);
+  CHECK_OK(log->append(AppendRequest{.session = "s1",
+                                     .events = b.events(),
+                                     .durability = Durability::kSynced,
+                                     .meta = &meta,
+                                     .checkpoint = &entry}));
+  std::vector<CheckpointEntry> checkpoints;
+  CHECK_OK(log->checkpoints("s1", &checkpoints));
+  BOOST_REQUIRE(checkpoints.size() == 1u);
+  BOOST_TEST((checkpoints[0] == entry));
+  SessionMeta stored;
+  CHECK_OK(log->get_meta("s1", &stored));
+  BOOST_TEST((stored == meta));
+  std::vector<SessionMeta> all;
+  CHECK_OK(log->list_sessions(&all));
+  BOOST_TEST(all.size() == 1u);
+  BOOST_TEST(log->get_meta("nope", &stored).is_not_found());
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_entry_must_index_a_turn_committed_of_its_batch) {
+  SessionBuilder b;
+  b.start();
+  CheckpointEntry wrong{.seq = 1, .turn = 0};
+  Status s = log->append(AppendRequest{.session = "s1", .events = b.events(), .checkpoint = &wrong});
+  BOOST_TEST(s.is_invalid_argument());
+  uint64_t last = 0;
+  CHECK_OK(log->last_seq("s1", &last));
+  BOOST_TEST(last == 0u);  // nothing was written
+}
+
+BOOST_AUTO_TEST_CASE(durable_appends_from_many_threads_all_land) {
+  // Blocking appends, written from each thread.
+  constexpr int kSessions = 16;
+  constexpr int kTurns = 15;
+  std::vector<SessionBuilder> builders(kSessions);
+  for (auto& b : builders) {
+    b.start();
+    for (int t = 0; t < kTurns; ++t) b.turn({"shell"});
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  std::atomic<uint64_t> appends{0};
+  for (int i = 0; i < kSessions; ++i) {
+    threads.emplace_back([&, i] {
+      const auto& events = builders[i].events();
+      size_t pos = 0;
+      while (pos < events.size()) {
+        size_t end = std::min(events.size(), pos + 7);
+        Status s = append("session-" + std::to_string(i), slice(events, pos, end), Durability::kSynced);
+        if (!s.ok()) ++failures;
+        ++appends;
+        pos = end;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  BOOST_TEST(failures.load() == 0);
+  for (int i = 0; i < kSessions; ++i) {
+    BOOST_TEST((read_all("session-" + std::to_string(i)) == builders[i].events()));
+  }
+  BOOST_TEST(log->durable_appends() == appends.load());
+}
+
+BOOST_AUTO_TEST_CASE(asynchronous_durable_appends_share_syncs_and_keep_order) {
+  // Appends queued while the committer syncs go out together in one write.
+  constexpr int kSessions = 16;
+  std::vector<SessionBuilder> builders(kSessions);
+  for (auto& b : builders) b.start().turn().turn();
+  std::vector<std::promise<Status>> done(kSessions * 4);
+  std::vector<std::future<Status>> futures;
+  for (auto& p : done) futures.push_back(p.get_future());
+  size_t slot = 0;
+  for (int i = 0; i < kSessions; ++i) {
+    const auto& events = builders[i].events();
+    for (size_t pos = 0; pos < events.size(); pos += 4) {
+      size_t n = std::min<size_t>(4, events.size() - pos);
+      auto* p = &done[slot++];
+      log->append_async(AppendRequest{.session = "async-" + std::to_string(i),
+                                      .events = std::span(events).subspan(pos, n),
+                                      .durability = Durability::kSynced},
+                        [p](Status s) { p->set_value(s); });
+    }
+  }
+  for (size_t i = 0; i < slot; ++i) CHECK_OK(futures[i].get());
+  for (int i = 0; i < kSessions; ++i) {
+    BOOST_TEST((read_all("async-" + std::to_string(i)) == builders[i].events()));
+  }
+  BOOST_TEST(log->durable_appends() == slot);
+  BOOST_TEST(log->durable_syncs() >= 1u);
+  BOOST_TEST(log->durable_syncs() <= slot);
+  BOOST_TEST_MESSAGE(slot << " asynchronous durable appends took " << log->durable_syncs()
+                          << " synced writes");
+}
+
+BOOST_AUTO_TEST_CASE(a_buffered_append_may_follow_a_durable_one_still_in_flight) {
+  SessionBuilder b;
+  b.start().turn().turn();
+  const auto& events = b.events();
+  std::promise<Status> first;
+  log->append_async(
+      AppendRequest{
+          .session = "s1", .events = std::span(events).subspan(0, 3), .durability = Durability::kSynced},
+      [&](Status s) { first.set_value(s); });
+  // Without waiting: the log queues this behind the durable append.
+  CHECK_OK(append("s1", slice(events, 3, events.size())));
+  CHECK_OK(first.get_future().get());
+  BOOST_TEST((read_all("s1") == events));
+}
+
+BOOST_AUTO_TEST_CASE(the_data_directory_is_owner_only) {
+  struct stat st {};
+  BOOST_REQUIRE(::stat(path().c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 0777) == 0700u);
+}
+
+BOOST_AUTO_TEST_CASE(a_second_writer_is_kept_out_and_readers_are_not) {
+  SessionBuilder b;
+  b.start().turn();
+  CHECK_OK(append("s1", b.events(), Durability::kSynced));
+  std::unique_ptr<EventLog> second;
+  Status s = EventLog::open(EventLog::Options{.path = path()}, &second);
+  BOOST_TEST(s.is_busy(), s.to_string());
+
+  std::unique_ptr<EventLog> reader;
+  CHECK_OK(EventLog::open(EventLog::Options{.path = path(), .mode = EventLog::Mode::kReader}, &reader));
+  std::vector<Event> seen;
+  CHECK_OK(reader->read("s1", 1, UINT64_MAX, &seen));
+  BOOST_TEST((seen == b.events()));
+  BOOST_TEST(reader->append(AppendRequest{.session = "s1", .events = b.events()}).is_invalid_argument());
+
+  // The writer goes on; the reader catches up on refresh().
+  SessionBuilder more = b;
+  more.turn();
+  CHECK_OK(append("s1", slice(more.events(), b.events().size(), more.events().size()), Durability::kSynced));
+  CHECK_OK(reader->refresh());
+  seen.clear();
+  CHECK_OK(reader->read("s1", 1, UINT64_MAX, &seen));
+  BOOST_TEST((seen == more.events()));
+}
+
+BOOST_AUTO_TEST_CASE(a_reader_of_a_missing_log_gets_not_found) {
+  std::unique_ptr<EventLog> reader;
+  Status s =
+      EventLog::open(EventLog::Options{.path = dir.sub("nothing"), .mode = EventLog::Mode::kReader}, &reader);
+  BOOST_TEST(s.is_not_found());
+}
+
+BOOST_AUTO_TEST_CASE(the_latest_intact_snapshot_is_found) {
+  for (uint64_t seq : {10, 20, 30}) {
+    CHECK_OK(log->put_snapshot(
+        "s1", SnapshotEntry{.seq = seq, .turn = seq / 10, .state = "state@" + std::to_string(seq)}));
+  }
+  CHECK_OK(log->put_snapshot("s10", SnapshotEntry{.seq = 99, .turn = 9, .state = "other session"}));
+  SnapshotEntry snap;
+  CHECK_OK(log->latest_snapshot("s1", UINT64_MAX, &snap));
+  BOOST_TEST(snap.seq == 30u);
+  BOOST_TEST(snap.state == "state@30");
+  CHECK_OK(log->latest_snapshot("s1", 25, &snap));
+  BOOST_TEST(snap.seq == 20u);
+  BOOST_TEST(snap.turn == 2u);
+  BOOST_TEST(log->latest_snapshot("s1", 5, &snap).is_not_found());
+
+  log.reset();
+  {
+    testing::RawDb raw(path());
+    std::string key = keys::seq_key("s1", 30);
+    std::string value = raw.get(kSnapshotsFamily, key);
+    value[value.size() - 1] ^= 1;
+    raw.put(kSnapshotsFamily, key, value);
+  }
+  open();
+  uint64_t skipped = 0;
+  CHECK_OK(log->latest_snapshot("s1", UINT64_MAX, &snap, &skipped));
+  BOOST_TEST(snap.seq == 20u);
+  BOOST_TEST(skipped == 1u);
+  std::vector<std::pair<SnapshotEntry, Status>> all;
+  CHECK_OK(log->snapshots("s1", &all));
+  BOOST_REQUIRE(all.size() == 3u);
+  BOOST_TEST(all[2].second.is_corruption());
+}
+
+BOOST_AUTO_TEST_CASE(a_cursor_reports_the_damaged_record_by_seq) {
+  SessionBuilder b;
+  b.start().turn();
+  CHECK_OK(append("s1", b.events()));
+  log.reset();
+  {
+    testing::RawDb raw(path());
+    std::string key = keys::seq_key("s1", 4);
+    std::string value = raw.get(kEventsFamily, key);
+    value[value.size() / 2] ^= 0x40;
+    raw.put(kEventsFamily, key, value);
+  }
+  open(EventLog::Mode::kReader);
+  std::vector<Event> out;
+  Status s = log->read("s1", 1, UINT64_MAX, &out);
+  BOOST_TEST(s.is_corruption());
+  BOOST_TEST(s.message().find("session s1 seq 4: checksum mismatch") != std::string::npos, s.message());
+  BOOST_TEST(out.size() == 3u);  // the records before it
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,170 @@
+#include <boost/test/unit_test.hpp>
+
+#include <future>
+
+#include "events/fold.h"
+#include "storage/session_journal.h"
+#include "storage/synthetic_writer.h"
+#include "tests/support/printing.h"
+#include "tests/support/temp_dir.h"
+
+using namespace carapace;
+using carapace::testing::TempDir;
+
+namespace {
+
+struct JournalFixture {
+  TempDir dir;
+  std::unique_ptr<EventLog> log;
+  int64_t now = 1'700'000'000'000'000;
+
+  JournalFixture() { CHECK_OK(EventLog::open(EventLog::Options{.path = dir.sub("log")}, &log)); }
+
+  JournalOptions options(uint64_t snapshot_every = 0) {
+    return JournalOptions{.snapshot_every_turns = snapshot_every, .clock = [this] { return now += 1000; }};
+  }
+
+  std::unique_ptr<SessionJournal> create(const std::string& id, uint64_t snapshot_every = 0) {
+    std::unique_ptr<SessionJournal> j;
+    CHECK_OK(SessionJournal::create(log.get(), id,
+                                    {SessionStarted{.agent_id = "t", .model = "m"}, UserMessage{"task"}},
+                                    options(snapshot_every), &j));
+    return j;
+  }
+
+  std::vector<Event> read_all(const std::string& id) {
+    std::vector<Event> out;
+    CHECK_OK(log->read(id, 1, UINT64_MAX, &out));
+    return out;
+  }
+
+  // Steps of one turn with one tool call.
+  static void run_turn(SessionJournal& j, const std::string& call_id) {
+    uint64_t t = j.state().turn + 1;
+    CHECK_OK(j.append({TurnStarted{t}, LlmRequested{.turn = t, .attempt = 1}}));
+    CHECK_OK(j.append(
+        {LlmResponded{.turn = t, .attempt = 1, .tool_calls = {{call_id, "shell", JsonText{"{}"}}}}}));
+    CHECK_OK(j.append({ToolRequested{call_id, "shell", JsonText{"{}"}}}));
+    CHECK_OK(j.commit({ToolCompleted{.call_id = call_id, .tool = "shell", .output = "ok"}}));
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(journal_tests, JournalFixture)
+
+BOOST_AUTO_TEST_CASE(create_writes_the_opening_with_a_checkpoint) {
+  auto j = create("s1");
+  std::vector<Event> events = read_all("s1");
+  BOOST_REQUIRE(events.size() == 3u);
+  BOOST_TEST(events[0].type_name() == "session.started");
+  BOOST_TEST(events[1].type_name() == "user.message");
+  BOOST_TEST(events[2].type_name() == "turn.committed");
+  BOOST_TEST(events[1].ts_us > events[0].ts_us);  // the injected clock
+  SessionMeta meta;
+  CHECK_OK(log->get_meta("s1", &meta));
+  BOOST_TEST(meta.committed_seq == 3u);
+  BOOST_TEST(meta.agent_id == "t");
+  BOOST_TEST((meta.status == SessionStatus::kRunning));
+}
+
+BOOST_AUTO_TEST_CASE(a_session_is_created_once) {
+  auto j = create("s1");
+  std::unique_ptr<SessionJournal> again;
+  Status s = SessionJournal::create(log.get(), "s1", {SessionStarted{}}, options(), &again);
+  BOOST_TEST(s.is_invalid_argument());
+  BOOST_TEST(s.message().find("already exists") != std::string::npos);
+  s = SessionJournal::create(log.get(), "s2", {UserMessage{"no start"}}, options(), &again);
+  BOOST_TEST(s.is_invalid_argument());
+}
+
+BOOST_AUTO_TEST_CASE(the_journal_state_equals_a_fold_of_what_it_wrote) {
+  auto j = create("s1");
+  for (int i = 0; i < 5; ++i) run_turn(*j, "c" + std::to_string(i));
+  Folder folder;
+  for (Event& e : read_all("s1")) CHECK_OK(folder.add(std::move(e)));
+  BOOST_TEST((folder.committed() == j->state()));
+  BOOST_TEST(folder.checkpoints_verified() == 6u);
+  std::vector<CheckpointEntry> checkpoints;
+  CHECK_OK(log->checkpoints("s1", &checkpoints));
+  BOOST_TEST(checkpoints.size() == 6u);
+  BOOST_TEST(checkpoints.back().turn == 5u);
+  BOOST_TEST(checkpoints.back().seq == j->last_seq());
+}
+
+BOOST_AUTO_TEST_CASE(a_step_the_fold_refuses_is_not_written) {
+  auto j = create("s1");
+  uint64_t before = j->last_seq();
+  Status s = j->append({ToolCompleted{.call_id = "never-asked"}});
+  BOOST_TEST(s.is_inconsistent());
+  BOOST_TEST(s.message().find("session s1: seq 4 (tool.completed)") != std::string::npos, s.message());
+  BOOST_TEST(j->last_seq() == before);
+  BOOST_TEST(!j->broken());
+  run_turn(*j, "c1");  // still usable
+  BOOST_TEST(read_all("s1").size() == j->last_seq());
+}
+
+BOOST_AUTO_TEST_CASE(a_step_refused_halfway_breaks_the_journal) {
+  auto j = create("s1");
+  Status s = j->append({TurnStarted{1}, TurnStarted{2}});
+  BOOST_TEST(s.is_inconsistent());
+  BOOST_TEST(j->broken());
+  Status next = j->append({UserMessage{"more"}});
+  BOOST_TEST(next.is_aborted());
+  BOOST_TEST(next.message().find("recover the session") != std::string::npos);
+  BOOST_TEST(read_all("s1").size() == 3u);  // nothing of the bad step was written
+}
+
+BOOST_AUTO_TEST_CASE(snapshots_are_written_every_k_turns_before_their_checkpoint) {
+  auto j = create("s1", /*snapshot_every=*/3);
+  for (int i = 0; i < 10; ++i) run_turn(*j, "c" + std::to_string(i));
+  std::vector<std::pair<SnapshotEntry, Status>> snaps;
+  CHECK_OK(log->snapshots("s1", &snaps));
+  BOOST_REQUIRE(snaps.size() == 3u);
+  std::vector<CheckpointEntry> checkpoints;
+  CHECK_OK(log->checkpoints("s1", &checkpoints));
+  for (size_t i = 0; i < snaps.size(); ++i) {
+    const auto& [snap, frame] = snaps[i];
+    CHECK_OK(frame);
+    BOOST_TEST(snap.turn == 3 * (i + 1));
+    SessionState state;
+    CHECK_OK(decode_state(snap.state, &state));
+    BOOST_TEST(state.last_seq + 1 == snap.seq);  // the state just before its checkpoint
+    auto it = std::find_if(checkpoints.begin(), checkpoints.end(),
+                           [&](const auto& c) { return c.seq == snap.seq; });
+    BOOST_REQUIRE(it != checkpoints.end());
+    BOOST_TEST((state_hash(state) == it->state_hash));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(asynchronous_commits_pipeline_with_appends) {
+  auto j = create("s1");
+  std::vector<std::future<Status>> done;
+  for (int i = 0; i < 20; ++i) {
+    uint64_t t = j->state().turn + 1;
+    CHECK_OK(j->append({TurnStarted{t}}));
+    auto p = std::make_shared<std::promise<Status>>();
+    done.push_back(p->get_future());
+    j->commit_async({LlmResponded{.turn = t, .text = "done " + std::to_string(t)}},
+                    [p](Status s) { p->set_value(s); });
+  }
+  for (auto& f : done) CHECK_OK(f.get());
+  Folder folder;
+  for (Event& e : read_all("s1")) CHECK_OK(folder.add(std::move(e)));
+  BOOST_TEST(folder.committed().committed_turn == 20u);
+  BOOST_TEST((folder.committed() == j->state()));
+}
+
+BOOST_AUTO_TEST_CASE(a_synthetic_session_writes_through_the_journal) {
+  SyntheticWriteStats stats;
+  CHECK_OK(write_synthetic_session(log.get(), "synth", SyntheticOptions{.turns = 25, .seed = 3}, options(10),
+                                   &stats));
+  BOOST_TEST(stats.turns == 25u);
+  BOOST_TEST(stats.checkpoints == 26u);
+  BOOST_TEST(read_all("synth").size() == stats.events);
+  SessionMeta meta;
+  CHECK_OK(log->get_meta("synth", &meta));
+  BOOST_TEST((meta.status == SessionStatus::kCompleted));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

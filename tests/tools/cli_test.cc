@@ -1,0 +1,172 @@
+// Runs the real `carapace` binary against a temp home and checks its output
+// and exit codes, including after records are damaged behind its back.
+#define BOOST_TEST_MODULE cli_test
+#include <sys/wait.h>
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "storage/keys.h"
+#include "tests/support/raw_db.h"
+#include "tests/support/temp_dir.h"
+
+using namespace carapace;
+using nlohmann::json;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct CliFixture {
+  testing::TempDir dir;
+
+  Result run(const std::string& args) {
+    std::string out = dir.sub("out.txt"), err = dir.sub("err.txt");
+    std::string cmd = std::string(CARAPACE_BIN) + " --home '" + dir.sub("home") + "' " + args + " >'" + out +
+                      "' 2>'" + err + "' </dev/null";
+    int status = std::system(cmd.c_str());
+    Result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  json run_json(const std::string& args, int expected_code = 0) {
+    Result r = run(args + " --json");
+    BOOST_TEST(r.code == expected_code, args << ": " << r.err);
+    json j = json::parse(r.out, nullptr, false);
+    BOOST_REQUIRE_MESSAGE(!j.is_discarded(), "not JSON: " << r.out);
+    return j;
+  }
+
+  void corrupt(const std::string& id, uint64_t seq) {
+    testing::RawDb raw(dir.sub("home") + "/log");
+    std::string key = keys::seq_key(id, seq);
+    std::string value = raw.get(kEventsFamily, key);
+    value[value.size() - 1] ^= 0x04;
+    raw.put(kEventsFamily, key, value);
+  }
+};
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(cli, CliFixture)
+
+BOOST_AUTO_TEST_CASE(help_is_everywhere) {
+  Result r = run("--help");
+  BOOST_TEST(r.code == 0);
+  for (const char* cmd : {"log", "sessions", "verify"}) BOOST_TEST(contains(r.out, cmd), cmd);
+  BOOST_TEST(run("log --help").code == 0);
+  for (const char* args : {"log synth --help", "log show --help", "sessions --help", "verify --help"}) {
+    Result sub = run(args);
+    BOOST_TEST(sub.code == 0, args);
+    BOOST_TEST(contains(sub.out, "--json"), args);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
+  BOOST_TEST(run("").code == 2);
+  BOOST_TEST(run("log synth").code == 2);  // --turns is required
+  BOOST_TEST(run("log synth --turns zero").code == 2);
+  BOOST_TEST(run("frobnicate").code == 2);
+}
+
+BOOST_AUTO_TEST_CASE(an_empty_home_says_what_to_do) {
+  Result r = run("sessions");
+  BOOST_TEST(r.code == 1);
+  BOOST_TEST(contains(r.err, "carapace log synth"));
+  json j = run_json("log show nobody", 1);
+  BOOST_TEST(j["success"] == false);
+  BOOST_TEST(j["error"]["code"] == "not found");
+}
+
+BOOST_AUTO_TEST_CASE(synth_show_sessions_verify) {
+  Result w = run("log synth --session s1 --turns 6 --seed 3");
+  BOOST_TEST(w.code == 0, w.err);
+  BOOST_TEST(contains(w.out, "wrote session s1"));
+  BOOST_TEST(contains(w.out, "carapace log show s1"));
+
+  Result show = run("log show s1");
+  BOOST_TEST(show.code == 0);
+  BOOST_TEST(contains(show.out, "session.started"));
+  BOOST_TEST(contains(show.out, "turn.committed"));
+  BOOST_TEST(contains(show.out, "session.completed"));
+
+  json events = run_json("log show s1 --type tool.completed");
+  BOOST_TEST(events["success"] == true);
+  BOOST_TEST(events["data"]["events"].size() == 10u);  // 5 turns with 2 calls; the 6th answers
+  BOOST_TEST(events["data"]["events"][0]["type"] == "tool.completed");
+
+  json synth = run_json("log synth --session s2 --turns 3");
+  BOOST_TEST(synth["data"]["turns"] == 3);
+
+  json sessions = run_json("sessions");
+  BOOST_REQUIRE(sessions["data"].size() == 2u);
+  BOOST_TEST(sessions["data"][0]["id"] == "s1");
+  BOOST_TEST(sessions["data"][0]["status"] == "completed");
+  BOOST_TEST(sessions["data"][0]["turns"] == 6);
+
+  Result verify = run("verify");
+  BOOST_TEST(verify.code == 0);
+  BOOST_TEST(contains(verify.out, "all 2 sessions verified"));
+  json v = run_json("verify s1");
+  BOOST_TEST(v["success"] == true);
+  BOOST_TEST(v["data"]["sessions"][0]["checkpoints_verified"] == 7);
+}
+
+BOOST_AUTO_TEST_CASE(a_session_is_written_once) {
+  BOOST_TEST(run("log synth --session s1 --turns 2").code == 0);
+  Result again = run("log synth --session s1 --turns 2");
+  BOOST_TEST(again.code == 1);
+  BOOST_TEST(contains(again.err, "already exists"));
+  Result bad = run("log synth --session 'a b' --turns 2");
+  BOOST_TEST(bad.code == 1);
+  BOOST_TEST(contains(bad.err, "has character 32"));
+}
+
+BOOST_AUTO_TEST_CASE(verify_names_the_damaged_record) {
+  BOOST_TEST(run("log synth --session good --turns 4").code == 0);
+  BOOST_TEST(run("log synth --session bad --turns 4").code == 0);
+  corrupt("bad", 17);
+
+  Result r = run("verify --all");
+  BOOST_TEST(r.code == 1);
+  BOOST_TEST(contains(r.out, "ok    good"));
+  BOOST_TEST(contains(r.out, "FAIL  bad"));
+  BOOST_TEST(contains(r.out, "seq 17  checksum: checksum mismatch"), r.out);
+
+  json j = run_json("verify", 1);
+  BOOST_TEST(j["success"] == false);
+  BOOST_REQUIRE(j["data"]["issues"].size() == 1u);
+  BOOST_TEST(j["data"]["issues"][0]["session"] == "bad");
+  BOOST_TEST(j["data"]["issues"][0]["seq"] == 17);
+  BOOST_TEST(j["data"]["issues"][0]["kind"] == "checksum");
+
+  Result show = run("log show bad");
+  BOOST_TEST(show.code == 1);
+  BOOST_TEST(contains(show.out, "    16 "));  // the records before the damage are shown
+  BOOST_TEST(!contains(show.out, "    17 "));
+  BOOST_TEST(contains(show.err, "session bad seq 17: checksum mismatch"));
+
+  BOOST_TEST(run("verify good").code == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,70 @@
+#include "tools/cli.h"
+
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+
+namespace carapace::cli {
+
+std::string Context::home() const {
+  if (!home_flag.empty()) return home_flag;
+  if (const char* env = std::getenv("CARAPACE_HOME"); env != nullptr && *env != '\0') return env;
+  const char* user_home = std::getenv("HOME");
+  return std::string(user_home != nullptr ? user_home : ".") + "/.carapace";
+}
+
+std::unique_ptr<EventLog> Context::open_log(EventLog::Mode mode) const {
+  std::unique_ptr<EventLog> log;
+  Status s = EventLog::open(EventLog::Options{.path = log_path(), .mode = mode}, &log);
+  if (s.ok()) return log;
+  if (s.is_not_found()) {
+    fail(s,
+         "nothing has been written to " + home() + " yet; run `carapace log synth --turns 5` or pass --home");
+  } else if (s.is_busy()) {
+    fail(s, "another carapace process is writing to " + home() + "; wait for it or pass another --home");
+  } else {
+    fail(s);
+  }
+  return nullptr;
+}
+
+int Context::fail(const Status& status, const std::string& hint) const {
+  if (json) {
+    nlohmann::json j{
+        {"success", false},
+        {"error", {{"code", std::string(code_name(status.code()))}, {"message", status.message()}}}};
+    if (!hint.empty()) j["error"]["hint"] = hint;
+    std::cout << dump(j) << "\n";
+  } else {
+    std::cerr << "carapace: " << status.to_string() << "\n";
+    if (!hint.empty()) std::cerr << "  " << hint << "\n";
+  }
+  return kExitFailed;
+}
+
+void Context::print_success(const nlohmann::json& data, const std::string& summary) const {
+  std::cout << dump(nlohmann::json{{"success", true}, {"data", data}, {"summary", summary}}) << "\n";
+}
+
+void add_json_flag(CLI::App* cmd, Context& ctx) {
+  cmd->add_flag("--json", ctx.json, "Print JSON: {\"success\", \"data\", \"summary\"}");
+}
+
+std::string dump(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string count(uint64_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+std::string local_time(int64_t ts_us) {
+  std::time_t secs = static_cast<std::time_t>(ts_us / 1000000);
+  std::tm tm{};
+  localtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+}  // namespace carapace::cli

@@ -1,0 +1,58 @@
+// What every `carapace` subcommand shares: the data home, opening the log,
+// and the output conventions (human lines, or --json as
+// {"success", "data", "summary"}; errors name what was wrong and what to do).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "storage/event_log.h"
+
+namespace carapace::cli {
+
+// Exit codes.
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;  // the command ran and found a problem, or failed
+constexpr int kExitUsage = 2;   // the command line was wrong
+
+struct Context {
+  std::string home_flag;  // --home
+  bool json = false;      // --json of the running subcommand
+  std::function<int()> run;
+
+  // --home, else $CARAPACE_HOME, else ~/.carapace.
+  std::string home() const;
+  std::string log_path() const { return home() + "/log"; }
+
+  // Opens the log; prints the error (with a hint) and returns nullptr on failure.
+  std::unique_ptr<EventLog> open_log(EventLog::Mode mode) const;
+
+  // Prints a failure as a human line on stderr or a JSON envelope on stdout.
+  int fail(const Status& status, const std::string& hint = "") const;
+
+  // Prints {"success": true, "data": data, "summary": summary}.
+  void print_success(const nlohmann::json& data, const std::string& summary) const;
+};
+
+// Adds --json to a subcommand.
+void add_json_flag(CLI::App* cmd, Context& ctx);
+
+// Dumps JSON, replacing invalid UTF-8 rather than failing.
+std::string dump(const nlohmann::json& j, int indent = -1);
+
+// "1 session", "3 sessions".
+std::string count(uint64_t n, const std::string& noun);
+
+// "2026-11-21 19:16:04" in local time.
+std::string local_time(int64_t ts_us);
+
+void register_log_commands(CLI::App& app, Context& ctx);
+void register_sessions_command(CLI::App& app, Context& ctx);
+void register_verify_command(CLI::App& app, Context& ctx);
+
+}  // namespace carapace::cli

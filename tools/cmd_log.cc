@@ -1,0 +1,200 @@
+// carapace log synth | show
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <random>
+
+#include "events/event_json.h"
+#include "events/event_summary.h"
+#include "storage/keys.h"
+#include "storage/synthetic_writer.h"
+#include "tools/cli.h"
+
+namespace carapace::cli {
+namespace {
+
+struct SynthArgs {
+  std::string session;
+  uint64_t turns = 0;
+  uint32_t tool_calls = 2;
+  uint64_t seed = 1;
+  uint64_t snapshot_every = 100;
+  uint64_t context_budget = 400'000;
+  uint32_t output_bytes = 600;
+};
+
+std::string generated_id() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  std::random_device rd;
+  char suffix[8];
+  std::snprintf(suffix, sizeof suffix, "%04x", rd() & 0xffff);
+  return std::string("synth-") + stamp + "-" + suffix;
+}
+
+int run_synth(Context& ctx, const SynthArgs& args) {
+  std::string id = args.session.empty() ? generated_id() : args.session;
+  Status valid = keys::validate_session_id(id);
+  if (!valid.ok()) return ctx.fail(valid);
+  auto log = ctx.open_log(EventLog::Mode::kWriter);
+  if (!log) return kExitFailed;
+
+  SyntheticOptions options{.turns = args.turns,
+                           .tool_calls_per_turn = args.tool_calls,
+                           .seed = args.seed,
+                           .context_budget_chars = args.context_budget,
+                           .tool_output_bytes = args.output_bytes};
+  JournalOptions journal{.snapshot_every_turns = args.snapshot_every};
+  const bool show_progress = !ctx.json && isatty(STDERR_FILENO);
+  auto start = std::chrono::steady_clock::now();
+  auto last_print = start;
+  SyntheticWriteStats stats;
+  Status s =
+      write_synthetic_session(log.get(), id, options, journal, &stats, [&](const SyntheticWriteStats& st) {
+        auto now = std::chrono::steady_clock::now();
+        if (show_progress && now - last_print > std::chrono::milliseconds(200)) {
+          last_print = now;
+          std::fprintf(stderr, "\r  writing %s: turn %llu/%llu, %llu events", id.c_str(),
+                       static_cast<unsigned long long>(st.turns), static_cast<unsigned long long>(args.turns),
+                       static_cast<unsigned long long>(st.events));
+        }
+      });
+  if (show_progress) std::fprintf(stderr, "\r\033[K");
+  if (!s.ok())
+    return ctx.fail(
+        s, "the events written before the failure are intact; `carapace verify " + id + "` checks them");
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::string summary = "wrote session " + id + ": " + count(stats.events, "event") + ", " +
+                        count(stats.turns, "turn") + ", " + count(stats.checkpoints, "checkpoint");
+  if (ctx.json) {
+    ctx.print_success({{"session", id},
+                       {"events", stats.events},
+                       {"turns", stats.turns},
+                       {"checkpoints", stats.checkpoints},
+                       {"elapsed_ms", ms},
+                       {"home", ctx.home()}},
+                      summary);
+  } else {
+    char elapsed[32];
+    std::snprintf(elapsed, sizeof elapsed, " in %.0f ms", ms);
+    std::cout << summary << elapsed << "\n"
+              << "  look at it:  carapace log show " << id << "\n";
+  }
+  return kExitOk;
+}
+
+struct ShowArgs {
+  std::string session;
+  uint64_t from = 1;
+  uint64_t to = UINT64_MAX;
+  std::string type;
+};
+
+std::string offset(int64_t ts_us, int64_t base_us) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "+%.3fs", static_cast<double>(ts_us - base_us) / 1e6);
+  return buf;
+}
+
+int run_show(Context& ctx, const ShowArgs& args) {
+  Status valid = keys::validate_session_id(args.session);
+  if (!valid.ok()) return ctx.fail(valid);
+  if (!args.type.empty() && !event_type_from_name(args.type)) {
+    return ctx.fail(Status::invalid_argument("--type '" + args.type + "' is not an event type"),
+                    "types look like llm.responded or tool.completed");
+  }
+  auto log = ctx.open_log(EventLog::Mode::kReader);
+  if (!log) return kExitFailed;
+  uint64_t last = 0;
+  Status s = log->last_seq(args.session, &last);
+  if (s.ok() && last == 0) {
+    return ctx.fail(Status::not_found("no session '" + args.session + "' in " + ctx.home()),
+                    "`carapace sessions` lists the sessions there");
+  }
+  if (!s.ok()) return ctx.fail(s);
+
+  nlohmann::json events = nlohmann::json::array();
+  int64_t base_us = 0;
+  uint64_t shown = 0;
+  Status problem;
+  auto cursor = log->cursor(args.session, 1);
+  for (; cursor->valid() && cursor->seq() <= args.to; cursor->next()) {
+    Event e;
+    Status decoded = cursor->event(&e);
+    if (!decoded.ok()) {
+      problem = decoded;
+      break;
+    }
+    if (base_us == 0) base_us = e.ts_us;
+    if (e.seq < args.from || (!args.type.empty() && e.type_name() != args.type)) continue;
+    ++shown;
+    if (ctx.json) {
+      events.push_back(event_to_json(e));
+    } else {
+      std::printf("%6llu  %10s  %-18s %s\n", static_cast<unsigned long long>(e.seq),
+                  offset(e.ts_us, base_us).c_str(), std::string(e.type_name()).c_str(),
+                  event_summary(e).c_str());
+    }
+  }
+  if (problem.ok()) problem = cursor->status();
+  std::string summary = count(shown, "event") + " of session " + args.session;
+  if (!problem.ok()) {
+    if (!ctx.json) std::fflush(stdout);
+    return ctx.fail(problem, "the events above it are intact; `carapace verify " + args.session +
+                                 "` reports every damaged record");
+  }
+  if (ctx.json) {
+    ctx.print_success({{"session", args.session}, {"events", events}}, summary);
+  } else if (base_us != 0) {
+    std::printf("%s, started %s\n", summary.c_str(), local_time(base_us).c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_log_commands(CLI::App& app, Context& ctx) {
+  auto* log = app.add_subcommand("log", "Write and read session event logs");
+  log->require_subcommand(1);
+
+  auto synth_args = std::make_shared<SynthArgs>();
+  auto* synth = log->add_subcommand(
+      "synth",
+      "Write a realistic synthetic session (a testing and benchmarking aid: no model, no tools run)");
+  synth->add_option("--session", synth_args->session, "Session id (default: synth-<time>-<random>)");
+  synth->add_option("--turns", synth_args->turns, "Turns to write")
+      ->required()
+      ->check(CLI::Range(1, 10'000'000));
+  synth->add_option("--tool-calls", synth_args->tool_calls, "Tool calls per turn")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
+  synth->add_option("--seed", synth_args->seed, "Seed of the generator")->capture_default_str();
+  synth->add_option("--snapshot-every", synth_args->snapshot_every, "Snapshot every K turns (0: never)")
+      ->capture_default_str();
+  synth
+      ->add_option("--context-budget", synth_args->context_budget,
+                   "Trim the oldest turns past this many characters (0: never)")
+      ->capture_default_str();
+  synth->add_option("--output-bytes", synth_args->output_bytes, "Typical tool output size")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 24));
+  add_json_flag(synth, ctx);
+  synth->callback(
+      [&ctx, synth_args] { ctx.run = [&ctx, synth_args] { return run_synth(ctx, *synth_args); }; });
+
+  auto show_args = std::make_shared<ShowArgs>();
+  auto* show = log->add_subcommand("show", "Print a session's events in order, one line each");
+  show->add_option("session", show_args->session, "Session id")->required();
+  show->add_option("--from", show_args->from, "First seq to show")->capture_default_str();
+  show->add_option("--to", show_args->to, "Last seq to show");
+  show->add_option("--type", show_args->type, "Only events of this type (e.g. tool.completed)");
+  add_json_flag(show, ctx);
+  show->callback([&ctx, show_args] { ctx.run = [&ctx, show_args] { return run_show(ctx, *show_args); }; });
+}
+
+}  // namespace carapace::cli

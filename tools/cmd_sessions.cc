@@ -1,0 +1,66 @@
+// carapace sessions
+#include <cstdio>
+#include <iostream>
+
+#include "events/session_state.h"
+#include "tools/cli.h"
+
+namespace carapace::cli {
+namespace {
+
+int run_sessions(Context& ctx) {
+  auto log = ctx.open_log(EventLog::Mode::kReader);
+  if (!log) return kExitFailed;
+  std::vector<SessionMeta> sessions;
+  Status s = log->list_sessions(&sessions);
+  if (!s.ok()) return ctx.fail(s, "`carapace verify --all` checks the session index against the log");
+  std::string summary = count(sessions.size(), "session") + " in " + ctx.home();
+  if (ctx.json) {
+    nlohmann::json data = nlohmann::json::array();
+    for (const auto& m : sessions) {
+      uint64_t last = 0;
+      log->last_seq(m.id, &last).ok();
+      data.push_back({{"id", m.id},
+                      {"status", std::string(status_name(m.status))},
+                      {"turns", m.committed_turn},
+                      {"checkpoint_seq", m.committed_seq},
+                      {"last_seq", last},
+                      {"agent_id", m.agent_id},
+                      {"provider", m.provider},
+                      {"model", m.model},
+                      {"parent_session", m.parent_session},
+                      {"parent_turn", m.parent_turn},
+                      {"created_us", m.created_us},
+                      {"updated_us", m.updated_us}});
+    }
+    ctx.print_success(data, summary);
+    return kExitOk;
+  }
+  if (sessions.empty()) {
+    std::cout << "no sessions in " << ctx.home() << "\n";
+    return kExitOk;
+  }
+  std::printf("%-32s %-10s %6s %9s  %-19s  %s\n", "SESSION", "STATUS", "TURNS", "EVENTS", "UPDATED", "MODEL");
+  for (const auto& m : sessions) {
+    uint64_t last = 0;
+    log->last_seq(m.id, &last).ok();
+    std::string model = m.provider + "/" + m.model;
+    if (!m.parent_session.empty())
+      model += "  (fork of " + m.parent_session + "@" + std::to_string(m.parent_turn) + ")";
+    std::printf("%-32s %-10s %6llu %9llu  %-19s  %s\n", m.id.c_str(),
+                std::string(status_name(m.status)).c_str(), static_cast<unsigned long long>(m.committed_turn),
+                static_cast<unsigned long long>(last), local_time(m.updated_us).c_str(), model.c_str());
+  }
+  std::cout << summary << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_sessions_command(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand("sessions", "List the sessions in the data directory");
+  add_json_flag(cmd, ctx);
+  cmd->callback([&ctx] { ctx.run = [&ctx] { return run_sessions(ctx); }; });
+}
+
+}  // namespace carapace::cli
