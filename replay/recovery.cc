@@ -18,6 +18,13 @@ Status fold_rest(std::string_view session, EventCursor* cursor, Folder* folder) 
   return cursor->status();
 }
 
+void warn_unknown(const RecoveredSession& r) {
+  if (r.unknown_skipped > 0) {
+    spdlog::warn("session {}: skipped {} events of types this build does not know (written by a newer carapace)",
+                 r.id, r.unknown_skipped);
+  }
+}
+
 void take(const Folder& folder, uint64_t snapshot_seq, RecoveredSession* out) {
   out->committed = folder.committed();
   out->uncommitted = folder.uncommitted();
@@ -87,6 +94,7 @@ Status recover(const EventLog& log, std::string_view session, const RecoverOptio
     bool snapshot_wrong = false;
     Status s = recover_from_snapshot(log, session, snap, fold_options, &result, &snapshot_wrong);
     if (s.ok()) {
+      warn_unknown(result);
       *out = std::move(result);
       return Status();
     }
@@ -102,6 +110,7 @@ Status recover(const EventLog& log, std::string_view session, const RecoverOptio
   auto cursor = log.cursor(session, 1);
   CARAPACE_RETURN_IF_ERROR(fold_rest(session, cursor.get(), &folder));
   take(folder, 0, &result);
+  warn_unknown(result);
   *out = std::move(result);
   return Status();
 }
