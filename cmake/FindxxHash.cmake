@@ -7,6 +7,7 @@ if(xxHash_FOUND AND NOT TARGET xxHash::xxhash)
   add_library(xxHash::xxhash UNKNOWN IMPORTED)
   set_target_properties(xxHash::xxhash PROPERTIES
     IMPORTED_LOCATION "${xxHash_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${xxHash_INCLUDE_DIR}"
     INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${xxHash_INCLUDE_DIR}")
 endif()
 mark_as_advanced(xxHash_INCLUDE_DIR xxHash_LIBRARY)

@@ -70,6 +70,7 @@ struct Applier {
   Status operator()(const PromptAssembled& x) {
     CARAPACE_RETURN_IF_ERROR(check_in_turn(s, e, x.turn));
     s.last_prompt_digest = x.digest;
+    s.hook_system_messages.clear();  // the prompt just assembled included them
     return Status();
   }
 
@@ -113,6 +114,10 @@ struct Applier {
   Status operator()(const HookDecided& x) {
     ++s.hook_decisions;
     if (x.decision == "stop") s.stop_requested = true;
+    if (x.decision == "system_message" && !x.message.empty()) s.hook_system_messages.push_back(take(x.message));
+    if (x.decision == "append_context" && !x.message.empty()) {
+      append_message(s, Message{.role = Role::kUser, .text = take(x.message)});
+    }
     return Status();
   }
 

@@ -89,7 +89,10 @@ struct SessionState {
   uint64_t context_trims = 0;
   uint64_t rolled_back_turns = 0;
   uint64_t resumes = 0;
-  bool stop_requested = false;  // a TurnEnd hook said stop
+  bool stop_requested = false;  // a hook said stop
+  // System messages hooks added, for the next prompt's session layer;
+  // consumed (cleared) by the next prompt.assembled.
+  std::vector<std::string> hook_system_messages;
   Digest128 last_prompt_digest;
   std::string final_answer;
   std::string last_error;
@@ -138,6 +141,7 @@ struct SessionState {
         Field{34, "last_prompt_digest", &S::last_prompt_digest},
         Field{35, "final_answer", &S::final_answer},
         Field{36, "last_error", &S::last_error},
+        Field{37, "hook_system_messages", &S::hook_system_messages},
         Field{40, "messages_digest", &S::messages_digest},
     };
   }

@@ -20,6 +20,7 @@ esac
 # Debian packages, and why each is here (the README says the same).
 packages=(
   build-essential cmake pkg-config ccache  # the toolchain; ccache speeds up rebuilds
+  libcaf-dev            # the actor framework (CAF 0.17.6)
   librocksdb-dev        # the event log's storage engine
   libxxhash-dev         # XXH3-128 state hashes and digests
   nlohmann-json3-dev    # JSON rendering and --json output

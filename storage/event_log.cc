@@ -333,6 +333,7 @@ Status EventLog::append(const AppendRequest& request) {
 }
 
 void EventLog::append_async(const AppendRequest& request, std::function<void(Status)> done) {
+  if (impl_->options.inline_durable_appends) return done(append(request));
   rocksdb::WriteBatch batch;
   bool queue_behind = false;
   Status prepared = prepare(request, &batch, &queue_behind);

@@ -71,6 +71,11 @@ class EventLog {
     Mode mode = Mode::kWriter;
     bool create_if_missing = true;  // writers only
     size_t block_cache_bytes = 64 << 20;
+    // append_async writes durable appends on the calling thread and completes
+    // them before returning, instead of on the committer thread. For
+    // deterministic single-threaded schedulers (CAF's test coordinator),
+    // which must never hear from another thread.
+    bool inline_durable_appends = false;
   };
 
   // Opens (or, for a writer, creates with owner-only permissions) the log at

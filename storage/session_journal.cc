@@ -124,13 +124,17 @@ Status SessionJournal::stage_commit(std::vector<EventBody>&& step, std::vector<E
   return Status();
 }
 
-Status SessionJournal::append(std::vector<EventBody> step) {
+Status SessionJournal::append(std::vector<EventBody> step, std::vector<Event>* written) {
   CARAPACE_RETURN_IF_ERROR(check_writable());
   if (step.empty()) return Status();
   std::vector<Event> events;
   CARAPACE_RETURN_IF_ERROR(stage(std::move(step), &events));
   Status s = log_->append(AppendRequest{.session = id_, .events = events});
-  if (!s.ok()) mark_broken(s);
+  if (!s.ok()) {
+    mark_broken(s);
+    return s;
+  }
+  if (written != nullptr) *written = std::move(events);
   return s;
 }
 
@@ -169,10 +173,12 @@ void SessionJournal::finish_commit(EventLog* log, const std::string& id, Shared&
   }
 }
 
-void SessionJournal::commit_async(std::vector<EventBody> step, std::function<void(Status)> done) {
+void SessionJournal::commit_async(std::vector<EventBody> step, std::function<void(Status)> done,
+                                  std::vector<Event>* staged) {
   auto prepared = std::make_shared<PreparedCommit>();
   Status s = prepare_commit(std::move(step), prepared.get());
   if (!s.ok()) return done(s);
+  if (staged != nullptr) *staged = prepared->events;
   log_->append_async(prepared->request(id_),
                      [log = log_, id = id_, shared = shared_, prepared, done = std::move(done)](Status st) {
                        finish_commit(log, id, *shared, prepared->snapshot, st);

@@ -61,8 +61,9 @@ class SessionJournal {
   // turn's completed steps.
   Status adopt_uncommitted();
 
-  // Appends one step as an atomic batch, without a sync.
-  Status append(std::vector<EventBody> step);
+  // Appends one step as an atomic batch, without a sync. `written`, if
+  // given, receives the events as written.
+  Status append(std::vector<EventBody> step, std::vector<Event>* written = nullptr);
 
   // Appends `step` and a turn.committed in one synced batch, then a snapshot
   // when one is due.
@@ -72,7 +73,10 @@ class SessionJournal {
   // thread once the checkpoint is durable (or failed, which breaks the
   // journal). The state is updated before this returns, and the caller may
   // append the next step at once: the log queues it behind the checkpoint.
-  void commit_async(std::vector<EventBody> step, std::function<void(Status)> done);
+  // `staged`, if given, receives a copy of the events at once (before they
+  // are durable).
+  void commit_async(std::vector<EventBody> step, std::function<void(Status)> done,
+                    std::vector<Event>* staged = nullptr);
 
   const std::string& id() const { return id_; }
   const SessionState& state() const { return state_; }

@@ -1,11 +1,17 @@
 // carapace: the command-line front end. Each subcommand is a thin layer over
 // the library (tools/cmd_*.cc); this file only wires them up.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <iostream>
 
 #include "tools/cli.h"
 
 int main(int argc, char** argv) {
   using namespace carapace::cli;
+  // Logs go to stderr; stdout carries answers and --json output only.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("carapace"));
+  spdlog::set_level(spdlog::level::warn);
   CLI::App app{"carapace: a durable, observable runtime for LLM agents"};
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
   app.require_subcommand(1);
@@ -14,6 +20,7 @@ int main(int argc, char** argv) {
   register_log_commands(app, ctx);
   register_sessions_command(app, ctx);
   register_verify_command(app, ctx);
+  register_run_command(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

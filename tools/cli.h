@@ -54,5 +54,6 @@ std::string local_time(int64_t ts_us);
 void register_log_commands(CLI::App& app, Context& ctx);
 void register_sessions_command(CLI::App& app, Context& ctx);
 void register_verify_command(CLI::App& app, Context& ctx);
+void register_run_command(CLI::App& app, Context& ctx);
 
 }  // namespace carapace::cli

@@ -170,6 +170,24 @@ BOOST_AUTO_TEST_CASE(hooks_count_and_stop_is_remembered_until_the_next_turn) {
   BOOST_TEST(!s.stop_requested);
 }
 
+BOOST_AUTO_TEST_CASE(hook_messages_reach_the_state) {
+  SessionState s = in_turn({});
+  size_t before = s.messages.size();
+  CHECK_OK(try_apply(
+      s, HookDecided{.hook_event = "TurnEnd", .decision = "system_message", .message = "be brief"}));
+  CHECK_OK(try_apply(
+      s, HookDecided{.hook_event = "TurnEnd", .decision = "append_context", .message = "tests fail"}));
+  BOOST_TEST((s.hook_system_messages == std::vector<std::string>{"be brief"}));
+  BOOST_REQUIRE(s.messages.size() == before + 1);
+  BOOST_TEST(s.messages.back().text == "tests fail");
+  BOOST_TEST((s.messages.back().role == Role::kUser));
+  CHECK_OK(try_apply(s, TurnCommitted{.turn = 1, .last_seq = s.last_seq}));
+  CHECK_OK(try_apply(s, TurnStarted{2}));
+  BOOST_TEST(s.hook_system_messages.size() == 1u);  // kept until a prompt uses them
+  CHECK_OK(try_apply(s, PromptAssembled{.turn = 2}));
+  BOOST_TEST(s.hook_system_messages.empty());
+}
+
 BOOST_AUTO_TEST_CASE(context_trimmed_removes_a_range_and_rechains_the_digest) {
   SessionBuilder b;
   b.start().turn({"shell", "shell"}).turn({"shell"});

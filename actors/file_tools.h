@@ -1,0 +1,43 @@
+// File tools: the built-in "read_file", "write_file" and "list_dir" tools,
+// which read and change files inside the session's workspace.
+//
+// Every path a model gives goes through resolve_in_workspace
+// (actors/workspace.h); a path outside the workspace, or one that leaves it
+// through a symbolic link, fails the call with a message saying so. Files are
+// text: read_file refuses a file with NUL bytes. Offsets and limits count
+// bytes, so that they compose with the size list_dir reports.
+//
+//   read_file  {"path", "offset"?, "limit"?}  idempotent. Returns the bytes of
+//              [offset, offset+limit); at most max_read_bytes of them: beyond
+//              that, truncated is set, original_bytes is the file's size, and a
+//              last line says which offset to read on from.
+//   write_file {"path", "content", "append"?} not idempotent (an append run
+//              again after a crash writes twice). Replaces the file, or
+//              appends to it; creates missing parent directories inside the
+//              workspace.
+//   list_dir   {"path"? = "."}               idempotent. One entry a line,
+//              sorted by name: "name/" for a directory, "name (N bytes)" for a
+//              file, "name -> target" for a symbolic link; at most
+//              max_list_entries lines, then a line counting the rest.
+//
+// Thread safety: the tool functions hold only immutable options and may be
+// called from several threads at once; they block on file I/O.
+#pragma once
+
+#include <cstdint>
+
+#include "actors/tool.h"
+
+namespace carapace {
+
+struct FileToolOptions {
+  uint64_t max_read_bytes = 256 * 1024;
+  uint64_t max_write_bytes = 4 * 1024 * 1024;
+  uint64_t max_list_entries = 1000;
+};
+
+ToolDefinition make_read_file_tool(const FileToolOptions& options);
+ToolDefinition make_write_file_tool(const FileToolOptions& options);
+ToolDefinition make_list_dir_tool(const FileToolOptions& options);
+
+}  // namespace carapace

@@ -1,0 +1,16 @@
+// The hook actor: runs the hooks that match a HookInput and resolves their
+// decisions (actors/hooks.h). C++ hooks run inline; when a command hook
+// matches, all of that input's hooks run in a detached helper actor, so no
+// scheduler thread waits on a child process.
+#pragma once
+
+#include <memory>
+
+#include "actors/caf_types.h"
+#include "actors/hooks.h"
+
+namespace carapace {
+
+HookActor spawn_hook_actor(caf::actor_system& system, std::shared_ptr<HookRegistry> hooks);
+
+}  // namespace carapace

@@ -1,0 +1,176 @@
+// Hooks: code that the agent loop consults at seven points of a session, and
+// the rules that combine their decisions.
+//
+//   AgentStart, TurnStart, TurnEnd, PreToolUse, PostToolUse,
+//   PostToolUseFailure, AgentStop
+//
+// A hook is a C++ callable or an external command (the HookInput as JSON on
+// its stdin, a decision as JSON on its stdout, a timeout). Tool events match
+// a hook by a regex on the tool name. Decisions combine by priority:
+// PreToolUse  deny > modify_args > allow (the first modify_args wins);
+// others      stop > system_message > append_context > continue, where every
+//             system_message and append_context is kept unless stop wins.
+// A hook that throws, fails, times out or answers nonsense is logged and
+// skipped, never fatal. Every decision becomes a hook.decided event.
+//
+// HookRegistry is thread-safe; the rest is plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/status.h"
+#include "events/codec.h"
+
+namespace carapace {
+
+enum class HookEvent : uint8_t {
+  kAgentStart = 1,
+  kTurnStart,
+  kTurnEnd,
+  kPreToolUse,
+  kPostToolUse,
+  kPostToolUseFailure,
+  kAgentStop,
+};
+std::string_view hook_event_name(HookEvent event);
+std::optional<HookEvent> hook_event_from_name(std::string_view name);
+bool is_tool_event(HookEvent event);
+
+enum class Decision : uint8_t {
+  kContinue = 0,
+  kAppendContext,
+  kSystemMessage,
+  kStop,
+  kAllow,
+  kModifyArgs,
+  kDeny,
+};
+std::string_view decision_name(Decision d);
+std::optional<Decision> decision_from_name(std::string_view name);
+// Whether `d` is a decision hooks of `event` may make.
+bool decision_fits(HookEvent event, Decision d);
+
+// What a hook is told.
+struct HookInput {
+  HookEvent event = HookEvent::kAgentStart;
+  std::string session_id;
+  uint64_t turn = 0;
+  std::string tool_name;     // tool events
+  std::string tool_call_id;  // tool events
+  JsonText args;             // tool events
+  std::string result;        // PostToolUse(Failure): the tool's output
+  bool is_error = false;
+  std::string text;  // AgentStart: the task; TurnEnd: the assistant text; AgentStop: the final answer
+
+  static constexpr auto fields() {
+    using H = HookInput;
+    return std::tuple{codec::Field{1, "event", &H::event},
+                      codec::Field{2, "session_id", &H::session_id},
+                      codec::Field{3, "turn", &H::turn},
+                      codec::Field{4, "tool_name", &H::tool_name},
+                      codec::Field{5, "tool_call_id", &H::tool_call_id},
+                      codec::Field{6, "args", &H::args},
+                      codec::Field{7, "result", &H::result},
+                      codec::Field{8, "is_error", &H::is_error},
+                      codec::Field{9, "text", &H::text}};
+  }
+  friend bool operator==(const HookInput&, const HookInput&) = default;
+};
+
+// What one hook decided.
+struct HookDecision {
+  std::string hook_name;
+  Decision decision = Decision::kContinue;
+  std::string reason;
+  JsonText modified_args;  // modify_args
+  std::string message;     // system_message, append_context
+
+  static constexpr auto fields() {
+    using D = HookDecision;
+    return std::tuple{codec::Field{1, "hook_name", &D::hook_name}, codec::Field{2, "decision", &D::decision},
+                      codec::Field{3, "reason", &D::reason},
+                      codec::Field{4, "modified_args", &D::modified_args},
+                      codec::Field{5, "message", &D::message}};
+  }
+  friend bool operator==(const HookDecision&, const HookDecision&) = default;
+};
+
+// Every matching hook's decision, and their combination.
+struct HookVerdict {
+  std::vector<HookDecision> decisions;  // in registration order; failed hooks left out
+  std::vector<std::string> failures;    // "hook <name>: <why>", already logged
+  Decision resolved = Decision::kContinue;
+  std::string reason;      // of the winning decision
+  JsonText modified_args;  // modify_args
+  std::vector<std::string> system_messages;
+  std::vector<std::string> appended_context;
+
+  static constexpr auto fields() {
+    using V = HookVerdict;
+    return std::tuple{codec::Field{1, "decisions", &V::decisions},
+                      codec::Field{2, "failures", &V::failures},
+                      codec::Field{3, "resolved", &V::resolved},
+                      codec::Field{4, "reason", &V::reason},
+                      codec::Field{5, "modified_args", &V::modified_args},
+                      codec::Field{6, "system_messages", &V::system_messages},
+                      codec::Field{7, "appended_context", &V::appended_context}};
+  }
+  friend bool operator==(const HookVerdict&, const HookVerdict&) = default;
+};
+
+// Combines decisions by the priorities above. With no decisions: allow
+// (PreToolUse) or continue.
+HookVerdict resolve_decisions(HookEvent event, std::vector<HookDecision> decisions);
+
+using HookFunction = std::function<HookDecision(const HookInput&)>;
+
+struct HookDefinition {
+  std::string name;
+  HookEvent event = HookEvent::kPreToolUse;
+  std::string matcher;               // ECMAScript regex on the tool name; empty matches every tool
+  HookFunction function;             // a C++ hook, or
+  std::vector<std::string> command;  // an external command (argv)
+  uint64_t timeout_ms = 10000;       // commands only
+};
+
+// The hooks registered in a runtime. Thread-safe; hooks can be added and
+// removed while sessions run (the next firing sees the change).
+class HookRegistry {
+ public:
+  struct Entry {
+    HookDefinition definition;
+    std::regex matcher;
+  };
+
+  // invalid_argument naming the hook if it has no name, a bad matcher, or
+  // neither or both of a function and a command.
+  Status add(HookDefinition hook);
+  bool remove(const std::string& name);
+
+  // The hooks for `event` (and, for tool events, matching `tool_name`), in
+  // registration order.
+  std::vector<std::shared_ptr<const Entry>> matching(HookEvent event, const std::string& tool_name) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<const Entry>> hooks_;
+};
+
+// Runs one hook on `input`: a C++ function in this thread, a command as a
+// child process (blocking: call it off the actor scheduler). On failure
+// returns an error naming the hook and the reason.
+Status run_hook(const HookRegistry::Entry& hook, const HookInput& input, HookDecision* out);
+
+// Runs every hook in `hooks` and resolves; failures are logged and skipped.
+HookVerdict run_hooks(const std::vector<std::shared_ptr<const HookRegistry::Entry>>& hooks,
+                      const HookInput& input);
+
+}  // namespace carapace

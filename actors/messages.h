@@ -1,0 +1,162 @@
+// The messages actors exchange: plain structs with field lists (so one
+// generic CAF inspect serializes them all, see actors/caf_types.h), free of
+// CAF headers so that pure code can use them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "actors/retry_policy.h"
+#include "actors/tool.h"
+#include "events/events.h"
+#include "events/session_state.h"
+
+namespace carapace {
+
+using codec::Field;
+
+// ---- provider ---------------------------------------------------------------
+
+struct ProviderRequest {
+  std::string session_id;
+  uint64_t turn = 0;
+  uint32_t attempt = 0;        // 1-based within the turn
+  uint64_t attempt_index = 0;  // attempts this session made before this one
+  std::string model;
+  std::string system_prompt;
+  std::vector<Message> messages;
+  std::vector<ToolSpec> tools;
+
+  static constexpr auto fields() {
+    using R = ProviderRequest;
+    return std::tuple{Field{1, "session_id", &R::session_id}, Field{2, "turn", &R::turn},
+                      Field{3, "attempt", &R::attempt},       Field{4, "attempt_index", &R::attempt_index},
+                      Field{5, "model", &R::model},           Field{6, "system_prompt", &R::system_prompt},
+                      Field{7, "messages", &R::messages},     Field{8, "tools", &R::tools}};
+  }
+  friend bool operator==(const ProviderRequest&, const ProviderRequest&) = default;
+};
+
+struct ProviderResponse {
+  std::string text;
+  std::vector<ToolCall> tool_calls;
+  std::string finish_reason;
+  TokenUsage usage;
+
+  static constexpr auto fields() {
+    using R = ProviderResponse;
+    return std::tuple{Field{1, "text", &R::text}, Field{2, "tool_calls", &R::tool_calls},
+                      Field{3, "finish_reason", &R::finish_reason}, Field{4, "usage", &R::usage}};
+  }
+  friend bool operator==(const ProviderResponse&, const ProviderResponse&) = default;
+};
+
+// The outcome of one provider attempt.
+struct ProviderReply {
+  bool ok = false;
+  ProviderResponse response;  // when ok
+  ProviderFailure failure;    // otherwise
+  uint64_t latency_ms = 0;    // measured, or simulated by the scripted provider
+
+  static constexpr auto fields() {
+    using R = ProviderReply;
+    return std::tuple{Field{1, "ok", &R::ok}, Field{2, "response", &R::response},
+                      Field{3, "failure", &R::failure}, Field{4, "latency_ms", &R::latency_ms}};
+  }
+  friend bool operator==(const ProviderReply&, const ProviderReply&) = default;
+};
+
+// A piece of a streamed response: text, or a fragment of a tool call.
+struct StreamDelta {
+  std::string session_id;
+  uint64_t turn = 0;
+  uint32_t attempt = 0;
+  std::string text;
+  int32_t tool_index = -1;  // >= 0 for a tool call fragment
+  std::string tool_id;
+  std::string tool_name;
+  std::string args_fragment;
+
+  static constexpr auto fields() {
+    using D = StreamDelta;
+    return std::tuple{Field{1, "session_id", &D::session_id}, Field{2, "turn", &D::turn},
+                      Field{3, "attempt", &D::attempt},       Field{4, "text", &D::text},
+                      Field{5, "tool_index", &D::tool_index}, Field{6, "tool_id", &D::tool_id},
+                      Field{7, "tool_name", &D::tool_name},   Field{8, "args_fragment", &D::args_fragment}};
+  }
+  friend bool operator==(const StreamDelta&, const StreamDelta&) = default;
+};
+
+// ---- tools ------------------------------------------------------------------
+
+struct ToolInvocation {
+  std::string session_id;
+  ToolCall call;
+  std::string workspace;
+
+  static constexpr auto fields() {
+    using T = ToolInvocation;
+    return std::tuple{Field{1, "session_id", &T::session_id}, Field{2, "call", &T::call},
+                      Field{3, "workspace", &T::workspace}};
+  }
+  friend bool operator==(const ToolInvocation&, const ToolInvocation&) = default;
+};
+
+struct ToolOutcome {
+  std::string call_id;
+  std::string output;
+  bool is_error = false;
+  bool timed_out = false;
+  bool truncated = false;
+  uint64_t original_bytes = 0;
+  uint64_t duration_ms = 0;
+
+  static constexpr auto fields() {
+    using T = ToolOutcome;
+    return std::tuple{Field{1, "call_id", &T::call_id},        Field{2, "output", &T::output},
+                      Field{3, "is_error", &T::is_error},      Field{4, "timed_out", &T::timed_out},
+                      Field{5, "truncated", &T::truncated},    Field{6, "original_bytes", &T::original_bytes},
+                      Field{7, "duration_ms", &T::duration_ms}};
+  }
+  friend bool operator==(const ToolOutcome&, const ToolOutcome&) = default;
+};
+
+// ---- sessions ---------------------------------------------------------------
+
+// How a session stands when its loop stops (completed, failed, or waiting for input).
+struct SessionOutcome {
+  std::string session_id;
+  SessionStatus status = SessionStatus::kNew;
+  std::string final_answer;
+  std::string stop_reason;
+  std::string error;
+  uint64_t turns = 0;
+  TokenUsage tokens;
+  double cost_usd = 0;
+  uint64_t last_seq = 0;
+
+  static constexpr auto fields() {
+    using O = SessionOutcome;
+    return std::tuple{Field{1, "session_id", &O::session_id},
+                      Field{2, "status", &O::status},
+                      Field{3, "final_answer", &O::final_answer},
+                      Field{4, "stop_reason", &O::stop_reason},
+                      Field{5, "error", &O::error},
+                      Field{6, "turns", &O::turns},
+                      Field{7, "tokens", &O::tokens},
+                      Field{8, "cost_usd", &O::cost_usd},
+                      Field{9, "last_seq", &O::last_seq}};
+  }
+  friend bool operator==(const SessionOutcome&, const SessionOutcome&) = default;
+};
+
+struct UserInput {
+  std::string text;
+
+  static constexpr auto fields() { return std::tuple{Field{1, "text", &UserInput::text}}; }
+  friend bool operator==(const UserInput&, const UserInput&) = default;
+};
+
+}  // namespace carapace

@@ -1,0 +1,58 @@
+// The session actor: one agent session's loop (SPEC §4), and the only writer
+// of its events.
+//
+// Each turn: turn.started and TurnStart hooks; the prompt assembled from its
+// layers, the context trimmed past its budget; the provider called through
+// the retry policy (every attempt and every chosen delay recorded; backoff by
+// delayed message, so tests run it in virtual time); each tool call gated by
+// PreToolUse hooks, run by the tool actors, followed by PostToolUse(Failure)
+// hooks; TurnEnd hooks; then a checkpoint. The loop stops at a final answer,
+// at max_turns, when a hook says stop, or when the provider fails for good;
+// the session then waits for another user message. Subscribers hear every
+// event as it is appended, and the provider's streamed deltas.
+//
+// Nothing here blocks a scheduler thread for long: steps are unsynced
+// appends; checkpoints complete asynchronously; tools, hooks and providers
+// answer by message.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "actors/caf_types.h"
+#include "actors/pricing.h"
+#include "actors/prompt.h"
+#include "actors/retry_policy.h"
+#include "actors/tool_registry.h"
+#include "storage/session_journal.h"
+
+namespace carapace {
+
+// What a session takes from the configuration.
+struct SessionSettings {
+  uint64_t max_turns = 20;
+  uint64_t context_max_chars = 400'000;
+  RetryConfig retry;
+  PromptConfig prompt;
+  std::string instructions;  // the session instructions layer
+  PriceTable prices;
+  std::string workspace;                          // canonical path the tools are confined to
+  uint64_t tool_timeout_ms = 15 * 60 * 1000;      // no result by then: the call failed
+  uint64_t provider_timeout_ms = 10 * 60 * 1000;  // no reply by then: a transport failure
+};
+
+struct SessionContext {
+  std::string id;
+  std::shared_ptr<SessionJournal> journal;  // its opening already durable
+  SessionSettings settings;
+  std::shared_ptr<ToolRegistry> tools;
+  std::shared_ptr<HookRegistry> hooks;
+  ProviderActor provider;
+  ToolActor tool_host;
+  HookActor hook_host;
+};
+
+// Spawns the session's actor. Send it start_atom to run its loop.
+SessionActor spawn_session(caf::actor_system& system, std::shared_ptr<SessionContext> context);
+
+}  // namespace carapace

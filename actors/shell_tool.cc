@@ -1,0 +1,216 @@
+#include "actors/shell_tool.h"
+
+#include <filesystem>
+#include <memory>
+#include <regex>
+#include <utility>
+
+#include "actors/process.h"
+#include "actors/workspace.h"
+
+namespace carapace {
+namespace {
+
+struct BlockedPattern {
+  std::string text;
+  std::regex regex;
+};
+
+// What a call reads; built once by make_shell_tool and shared, never changed.
+struct ShellConfig {
+  ShellToolOptions options;
+  std::vector<BlockedPattern> blocked;
+  Status invalid;  // not OK: every call fails with it
+};
+
+ToolResult error_result(std::string message) {
+  ToolResult result;
+  result.output = std::move(message);
+  result.is_error = true;
+  return result;
+}
+
+Status compile_patterns(const std::vector<std::string>& patterns, std::vector<BlockedPattern>* out) {
+  for (const std::string& pattern : patterns) {
+    if (pattern.empty()) {
+      return Status::invalid_argument("a blocked pattern is empty; it would refuse every command");
+    }
+    try {
+      out->push_back(BlockedPattern{pattern, std::regex(pattern, std::regex::ECMAScript)});
+    } catch (const std::regex_error& e) {
+      return Status::invalid_argument("blocked pattern '" + pattern +
+                                      "' is not a valid ECMAScript regex: " + e.what());
+    }
+  }
+  return Status::ok_status();
+}
+
+// A positive whole number of milliseconds; models sometimes write 5000.0.
+bool parse_timeout(const nlohmann::json& value, uint64_t* timeout_ms) {
+  if (value.is_number_unsigned()) {
+    *timeout_ms = value.get<uint64_t>();
+  } else if (value.is_number_integer()) {  // signed: parsed JSON never is when >= 0, built JSON can be
+    int64_t ms = value.get<int64_t>();
+    if (ms <= 0) return false;
+    *timeout_ms = static_cast<uint64_t>(ms);
+  } else if (value.is_number_float()) {
+    double ms = value.get<double>();
+    if (!(ms >= 1 && ms <= 1e15) || ms != static_cast<double>(static_cast<uint64_t>(ms))) return false;
+    *timeout_ms = static_cast<uint64_t>(ms);
+  } else {
+    return false;  // strings, booleans, ...
+  }
+  return *timeout_ms > 0;
+}
+
+std::string describe(const ShellToolOptions& options) {
+  return "Runs a command line with `bash -c` and returns its output (stdout and stderr merged, in order). "
+         "Use it to build, test, search and inspect. The command starts in the session's workspace "
+         "directory, or in `cwd` (a directory inside the workspace); stdin is empty, so interactive "
+         "programs see end-of-file. Each call is a new shell: `cd` and variables do not carry over. "
+         "The timeout is " +
+         std::to_string(options.timeout_ms) + " ms unless `timeout_ms` asks otherwise (at most " +
+         std::to_string(options.max_timeout_ms) +
+         " ms); at the timeout the command and every process it started are killed. Output over " +
+         std::to_string(options.max_output_bytes) +
+         " bytes keeps its beginning and its end with a marker between them; send large output to a "
+         "file and read the parts you need. A background process that keeps the output open holds the "
+         "call until the timeout: redirect its output (`cmd > log 2>&1 &`). A non-zero exit, a signal "
+         "or a timeout makes the result an error whose last line says which, e.g. [exit status 1].";
+}
+
+JsonText schema(const ShellToolOptions& options) {
+  nlohmann::json s = {
+      {"type", "object"},
+      {"properties",
+       {{"command", {{"type", "string"}, {"description", "The bash command line to run."}}},
+        {"timeout_ms",
+         {{"type", "integer"},
+          {"minimum", 1},
+          {"maximum", options.max_timeout_ms},
+          {"description", "Deadline in milliseconds (default " + std::to_string(options.timeout_ms) + ")."}}},
+        {"cwd",
+         {{"type", "string"},
+          {"description", "Working directory, relative to the workspace (default: the workspace)."}}}}},
+      {"required", {"command"}},
+      {"additionalProperties", false}};
+  return JsonText{s.dump()};
+}
+
+void add_line(ToolResult* result, const std::string& line) {
+  if (!result->output.empty() && result->output.back() != '\n') result->output += '\n';
+  result->output += line;
+}
+
+ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, const ToolContext& context) {
+  if (!config.invalid.ok()) {
+    return error_result("the shell tool is misconfigured: " + config.invalid.message());
+  }
+  if (!args.is_object()) {
+    return error_result("the arguments must be a JSON object such as {\"command\": \"ls -l\"}");
+  }
+  auto command_it = args.find("command");
+  if (command_it == args.end() || !command_it->is_string()) {
+    return error_result("missing \"command\": give the bash command line to run, as a string");
+  }
+  const std::string& command = command_it->get_ref<const std::string&>();
+  if (command.empty()) return error_result("\"command\" is empty: give the bash command line to run");
+
+  uint64_t timeout_ms = config.options.timeout_ms;
+  if (auto it = args.find("timeout_ms"); it != args.end() && !it->is_null()) {
+    if (!parse_timeout(*it, &timeout_ms)) {
+      return error_result("\"timeout_ms\" must be a positive integer number of milliseconds, not " +
+                          it->dump());
+    }
+  }
+  timeout_ms = std::min(timeout_ms, config.options.max_timeout_ms);
+
+  for (const BlockedPattern& pattern : config.blocked) {
+    bool match = true;  // a pattern that cannot be evaluated refuses
+    try {
+      match = std::regex_search(command, pattern.regex);
+    } catch (const std::regex_error&) {
+    }
+    if (match) {
+      return error_result("command refused: it matches the blocked pattern '" + pattern.text +
+                          "'; it was not run");
+    }
+  }
+
+  std::string workspace;
+  if (Status s = canonical_workspace(context.workspace, &workspace); !s.ok()) {
+    return error_result("the session has no usable workspace: " + s.message());
+  }
+  std::string cwd = workspace;
+  if (auto it = args.find("cwd"); it != args.end() && !it->is_null()) {
+    if (!it->is_string()) return error_result("\"cwd\" must be a string: a directory inside the workspace");
+    const std::string& requested = it->get_ref<const std::string&>();
+    if (Status s = resolve_in_workspace(workspace, requested, /*must_exist=*/true, &cwd); !s.ok()) {
+      return error_result("cwd: " + s.message());
+    }
+    std::error_code ec;
+    if (!std::filesystem::is_directory(cwd, ec)) {
+      return error_result("cwd: '" + requested +
+                          "' is not a directory; give a directory inside the workspace");
+    }
+  }
+
+  ProcessResult process = run_process(ProcessOptions{.argv = {"bash", "-c", command},
+                                                     .cwd = cwd,
+                                                     .timeout_ms = timeout_ms,
+                                                     .max_output_bytes = config.options.max_output_bytes});
+  if (!process.started) return error_result(process.error);
+
+  ToolResult result;
+  result.output = std::move(process.output);
+  result.truncated = process.truncated;
+  result.original_bytes = process.truncated ? process.output_bytes : 0;
+  if (process.timed_out) {
+    result.is_error = true;
+    result.timed_out = true;
+    add_line(&result,
+             "[timed out after " + std::to_string(timeout_ms) + " ms; the process group was killed]");
+  } else if (process.term_signal != 0) {
+    result.is_error = true;
+    add_line(&result, "[killed by signal " + std::to_string(process.term_signal) + "]");
+  } else if (process.exit_code != 0) {
+    result.is_error = true;
+    add_line(&result, "[exit status " + std::to_string(process.exit_code) + "]");
+  }
+  if (!process.error.empty()) {  // the run was cut short by the runtime's own failure
+    result.is_error = true;
+    add_line(&result, "[" + process.error + "]");
+  }
+  return result;
+}
+
+}  // namespace
+
+Status validate_shell_options(const ShellToolOptions& options) {
+  if (options.timeout_ms == 0 || options.timeout_ms > options.max_timeout_ms) {
+    return Status::invalid_argument("shell timeout_ms " + std::to_string(options.timeout_ms) +
+                                    " must be between 1 and max_timeout_ms (" +
+                                    std::to_string(options.max_timeout_ms) + ")");
+  }
+  std::vector<BlockedPattern> compiled;
+  return compile_patterns(options.blocked_patterns, &compiled);
+}
+
+ToolDefinition make_shell_tool(const ShellToolOptions& options) {
+  auto config = std::make_shared<ShellConfig>();
+  config->options = options;
+  config->invalid = validate_shell_options(options);
+  if (config->invalid.ok()) config->invalid = compile_patterns(options.blocked_patterns, &config->blocked);
+  std::shared_ptr<const ShellConfig> shared = std::move(config);
+
+  ToolDefinition tool;
+  tool.spec = ToolSpec{
+      .name = "shell", .description = describe(options), .schema = schema(options), .idempotent = false};
+  tool.blocking = true;
+  tool.run = [shared](const nlohmann::json& args, const ToolContext& context) {
+    return run_shell(*shared, args, context);
+  };
+  return tool;
+}
+
+}  // namespace carapace

@@ -1,0 +1,49 @@
+// Shell tool: the built-in "shell" tool, which runs `bash -c <command>` in the
+// session's workspace under a deadline (see actors/process.h).
+//
+// Arguments: {"command": string, "timeout_ms"?: integer, "cwd"?: string}. The
+// command runs with the workspace (or `cwd`, confined to it) as its working
+// directory, an empty stdin, and stdout and stderr merged. A command that
+// matches a blocked pattern is refused without running. The result is an
+// error when the command could not start, exited non-zero, was killed by a
+// signal, or timed out; a last line says which ("[exit status 2]",
+// "[killed by signal 9]", "[timed out after 30000 ms; the process group was
+// killed]"). When the output is over the cap, its head and tail are kept
+// with a marker between them; truncated is set and original_bytes is the
+// number of bytes the command wrote (0 when not truncated).
+//
+// The command can do anything the runtime's user can: the workspace is its
+// starting point, not a sandbox. Blocked patterns catch a model's obvious
+// mistakes, not a determined one.
+//
+// Thread safety: the tool function holds only immutable state and may be
+// called from several threads at once; each call blocks its thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/tool.h"
+#include "base/status.h"
+
+namespace carapace {
+
+struct ShellToolOptions {
+  uint64_t timeout_ms = 30000;  // default per call; a call may ask for less or more, capped by max_timeout_ms
+  uint64_t max_timeout_ms = 600000;
+  uint64_t max_output_bytes = 64 * 1024;
+  std::vector<std::string> blocked_patterns;  // ECMAScript regexes searched in the command
+};
+
+// OK, or Status::invalid_argument naming the first blocked pattern that is
+// not a valid ECMAScript regex, or a timeout that is 0 or above
+// max_timeout_ms. Call it before make_shell_tool.
+Status validate_shell_options(const ShellToolOptions& options);
+
+// The "shell" tool (blocking, not idempotent). With options that
+// validate_shell_options rejects, every call fails with the reason, so a bad
+// blocked pattern never silently lets commands through.
+ToolDefinition make_shell_tool(const ShellToolOptions& options);
+
+}  // namespace carapace

@@ -1,0 +1,63 @@
+// Tool: what the model can call, as declared to it (ToolSpec) and as run
+// (ToolDefinition's function). Built-in tools (shell, read_file, write_file,
+// list_dir) and tools an embedding program registers are the same kind.
+//
+// A tool function receives the call's arguments as JSON and a ToolContext;
+// it returns a ToolResult. A failure is a result with is_error set, which the
+// model sees and reasons about; the runtime never retries a tool. A function
+// that throws is caught by the runtime and reported the same way.
+//
+// Thread safety: a tool function may be called from several threads at once
+// (one call per session at a time, many sessions). Blocking tools run on
+// threads of their own, never on the actor scheduler's workers.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <tuple>
+
+#include "events/codec.h"
+
+namespace carapace {
+
+// A tool as the model sees it.
+struct ToolSpec {
+  std::string name;
+  std::string description;
+  JsonText schema;          // JSON Schema of the arguments object
+  bool idempotent = false;  // safe to run again after a crash interrupted it
+
+  static constexpr auto fields() {
+    return std::tuple{
+        codec::Field{1, "name", &ToolSpec::name}, codec::Field{2, "description", &ToolSpec::description},
+        codec::Field{3, "schema", &ToolSpec::schema}, codec::Field{4, "idempotent", &ToolSpec::idempotent}};
+  }
+  friend bool operator==(const ToolSpec&, const ToolSpec&) = default;
+};
+
+struct ToolResult {
+  std::string output;  // what the model reads
+  bool is_error = false;
+  bool timed_out = false;
+  bool truncated = false;       // output was cut to the tool's cap (a marker says so)
+  uint64_t original_bytes = 0;  // output size before truncation (0: same as output.size())
+};
+
+struct ToolContext {
+  std::string workspace;  // absolute, canonical path of the session's workspace root
+  std::string session_id;
+  std::string call_id;
+};
+
+using ToolFunction = std::function<ToolResult(const nlohmann::json& args, const ToolContext& context)>;
+
+struct ToolDefinition {
+  ToolSpec spec;
+  bool blocking = true;  // may block (I/O, processes): runs on a thread of its own
+  ToolFunction run;
+};
+
+}  // namespace carapace

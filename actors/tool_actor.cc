@@ -1,0 +1,154 @@
+#include "actors/tool_actor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <unordered_map>
+
+namespace carapace {
+namespace {
+
+ToolOutcome error_outcome(const std::string& call_id, std::string message) {
+  return ToolOutcome{.call_id = call_id, .output = std::move(message), .is_error = true};
+}
+
+// Runs one blocking call on its own thread, then quits.
+ToolActor::behavior_type tool_call(ToolActor::pointer self, std::shared_ptr<const ToolDefinition> tool) {
+  return {[=](const ToolInvocation& invocation) -> ToolOutcome {
+    ToolOutcome outcome = run_tool(*tool, invocation);
+    self->quit();
+    return outcome;
+  }};
+}
+
+ToolActor::behavior_type tool_worker(ToolActor::pointer self, std::shared_ptr<ToolRegistry> tools,
+                                     std::string name) {
+  return {[=](const ToolInvocation& invocation) -> caf::result<ToolOutcome> {
+    auto tool = tools->find(name);
+    if (!tool) {
+      return error_outcome(invocation.call.id, "tool " + name + " is no longer registered");
+    }
+    if (!tool->blocking) return run_tool(*tool, invocation);
+    auto helper = self->spawn<caf::detached>(tool_call, tool);
+    return self->delegate(helper, invocation);
+  }};
+}
+
+struct SupervisorState {
+  SupervisorState() = default;
+  std::shared_ptr<ToolRegistry> tools;
+  std::unordered_map<std::string, ToolActor> workers;      // by tool name
+  std::unordered_map<caf::actor_addr, std::string> names;  // worker -> tool
+  uint64_t next_id = 0;
+  struct InFlight {
+    std::string worker_tool;
+    std::string call_id;
+    caf::typed_response_promise<ToolOutcome> promise;
+  };
+  std::unordered_map<uint64_t, InFlight> in_flight;
+
+  void finish(uint64_t id, ToolOutcome outcome) {
+    auto it = in_flight.find(id);
+    if (it == in_flight.end()) return;
+    it->second.promise.deliver(std::move(outcome));
+    in_flight.erase(it);
+  }
+};
+
+using SupervisorPtr = ToolSupervisorActor::stateful_pointer<SupervisorState>;
+
+ToolActor worker_for(SupervisorPtr self, const std::string& name) {
+  auto it = self->state.workers.find(name);
+  if (it != self->state.workers.end()) return it->second;
+  ToolActor worker = self->spawn(tool_worker, self->state.tools, name);
+  self->monitor(worker);
+  self->state.workers.emplace(name, worker);
+  self->state.names.emplace(worker.address(), name);
+  return worker;
+}
+
+ToolSupervisorActor::behavior_type tool_supervisor(SupervisorPtr self, std::shared_ptr<ToolRegistry> tools) {
+  self->state.tools = std::move(tools);
+  self->set_down_handler([=](const caf::down_msg& down) {
+    auto n = self->state.names.find(down.source);
+    if (n == self->state.names.end()) return;
+    std::string name = n->second;
+    std::string why = caf::to_string(down.reason);
+    self->state.names.erase(n);
+    self->state.workers.erase(name);
+    spdlog::warn("tool actor for {} stopped: {}; restarting it", name, why);
+    std::vector<uint64_t> lost;
+    for (const auto& [id, f] : self->state.in_flight) {
+      if (f.worker_tool == name) lost.push_back(id);
+    }
+    for (uint64_t id : lost) {
+      std::string call_id = self->state.in_flight[id].call_id;
+      self->state.finish(id,
+                         error_outcome(call_id, "the tool actor for " + name + " stopped (" + why +
+                                                    ") before this call finished; it was restarted, and the "
+                                                    "call's outcome is unknown"));
+    }
+    worker_for(self, name);
+  });
+  return {
+      [=](ToolInvocation& invocation) -> caf::typed_response_promise<ToolOutcome> {
+        auto promise = self->make_response_promise<ToolOutcome>();
+        std::string name = invocation.call.name;
+        if (!self->state.tools->find(name)) {
+          promise.deliver(error_outcome(invocation.call.id, "unknown tool " + name));
+          return promise;
+        }
+        uint64_t id = ++self->state.next_id;
+        self->state.in_flight.emplace(id, SupervisorState::InFlight{name, invocation.call.id, promise});
+        std::string call_id = invocation.call.id;
+        self->request(worker_for(self, name), caf::infinite, std::move(invocation))
+            .then([=](ToolOutcome outcome) { self->state.finish(id, std::move(outcome)); },
+                  [=](caf::error& e) {
+                    self->state.finish(id, error_outcome(call_id, "the tool actor for " + name +
+                                                                      " failed: " + caf::to_string(e)));
+                  });
+        return promise;
+      },
+      [=](worker_atom, const std::string& name) -> ToolActor { return worker_for(self, name); },
+  };
+}
+
+}  // namespace
+
+ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocation) {
+  auto start = std::chrono::steady_clock::now();
+  ToolOutcome outcome{.call_id = invocation.call.id};
+  nlohmann::json args = nlohmann::json::parse(
+      invocation.call.args.text.empty() ? "{}" : invocation.call.args.text, nullptr, false);
+  if (args.is_discarded() || !args.is_object()) {
+    outcome.output =
+        "the arguments of " + tool.spec.name + " are not a JSON object: " + invocation.call.args.text;
+    outcome.is_error = true;
+  } else {
+    try {
+      ToolResult r =
+          tool.run(args, ToolContext{invocation.workspace, invocation.session_id, invocation.call.id});
+      outcome.output = std::move(r.output);
+      outcome.is_error = r.is_error;
+      outcome.timed_out = r.timed_out;
+      outcome.truncated = r.truncated;
+      outcome.original_bytes = r.original_bytes;
+    } catch (const std::exception& e) {
+      outcome.output = "tool " + tool.spec.name + " failed: " + e.what();
+      outcome.is_error = true;
+    } catch (...) {
+      outcome.output = "tool " + tool.spec.name + " failed with a non-standard exception";
+      outcome.is_error = true;
+    }
+  }
+  outcome.duration_ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start)
+          .count());
+  return outcome;
+}
+
+ToolSupervisorActor spawn_tool_supervisor(caf::actor_system& system, std::shared_ptr<ToolRegistry> tools) {
+  return system.spawn(tool_supervisor, std::move(tools));
+}
+
+}  // namespace carapace

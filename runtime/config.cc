@@ -1,0 +1,385 @@
+#include "runtime/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <limits>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace carapace {
+namespace {
+
+using nlohmann::json;
+
+constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+
+// Walks one JSON object, checking types and ranges, naming the key path.
+class Reader {
+ public:
+  Reader(const json& j, std::string path, const std::string& source, std::vector<std::string>* warnings)
+      : j_(j), path_(std::move(path)), source_(source), warnings_(warnings) {}
+
+  Status object() const {
+    if (!j_.is_object()) return error(path_.empty() ? "the file" : path_, "must be an object");
+    return Status();
+  }
+
+  std::string key(const std::string& k) const { return path_.empty() ? k : path_ + "." + k; }
+  bool has(const std::string& k) const { return j_.contains(k); }
+  Reader child(const std::string& k) const { return Reader(j_[k], key(k), source_, warnings_); }
+  const json& raw(const std::string& k) const { return j_[k]; }
+
+  Status error(const std::string& where, const std::string& what) const {
+    return Status::invalid_argument(source_ + ": " + where + ": " + what);
+  }
+
+  Status get(const std::string& k, uint64_t* out, uint64_t min = 0, uint64_t max = kMax) const {
+    if (!has(k)) return Status();
+    const json& v = j_[k];
+    bool ok = v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+    uint64_t n = ok ? v.get<uint64_t>() : 0;
+    if (!ok || n < min || n > max) {
+      std::string range = max == kMax ? "from " + std::to_string(min)
+                                      : "from " + std::to_string(min) + " to " + std::to_string(max);
+      return error(key(k), "must be a whole number " + range + ", got " + v.dump());
+    }
+    *out = n;
+    return Status();
+  }
+
+  Status get(const std::string& k, uint32_t* out, uint32_t min, uint32_t max) const {
+    uint64_t v = *out;
+    CARAPACE_RETURN_IF_ERROR(get(k, &v, min, max));
+    *out = static_cast<uint32_t>(v);
+    return Status();
+  }
+
+  Status get(const std::string& k, double* out) const {
+    if (!has(k)) return Status();
+    const json& v = j_[k];
+    if (!v.is_number() || v.get<double>() < 0) return error(key(k), "must be a number >= 0, got " + v.dump());
+    *out = v.get<double>();
+    return Status();
+  }
+
+  Status get(const std::string& k, std::string* out) const {
+    if (!has(k)) return Status();
+    if (!j_[k].is_string()) return error(key(k), "must be a string, got " + j_[k].dump());
+    *out = j_[k].get<std::string>();
+    return Status();
+  }
+
+  Status get(const std::string& k, std::vector<std::string>* out) const {
+    if (!has(k)) return Status();
+    const json& v = j_[k];
+    if (!v.is_array()) return error(key(k), "must be an array of strings, got " + v.dump());
+    std::vector<std::string> items;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_string()) return error(key(k) + "[" + std::to_string(i) + "]", "must be a string");
+      items.push_back(v[i].get<std::string>());
+    }
+    *out = std::move(items);
+    return Status();
+  }
+
+  void warn_unknown(const std::set<std::string>& known) const {
+    for (const auto& [k, v] : j_.items()) {
+      if (!known.count(k)) warnings_->push_back(source_ + ": unknown key " + key(k) + " (ignored)");
+    }
+  }
+
+ private:
+  const json& j_;
+  std::string path_;
+  const std::string& source_;
+  std::vector<std::string>* warnings_;
+};
+
+Status read_provider(const Reader& r, ProviderConfig* p) {
+  CARAPACE_RETURN_IF_ERROR(r.object());
+  r.warn_unknown({"name", "model", "scenario", "timeout_ms"});
+  CARAPACE_RETURN_IF_ERROR(r.get("name", &p->name));
+  if (p->name != "scripted") {
+    return r.error(r.key("name"), "\"" + p->name + "\" is not a provider of this build; use \"scripted\"");
+  }
+  CARAPACE_RETURN_IF_ERROR(r.get("model", &p->model));
+  CARAPACE_RETURN_IF_ERROR(r.get("scenario", &p->scenario));
+  return r.get("timeout_ms", &p->timeout_ms, 1);
+}
+
+Status read_retry(const Reader& r, RetryConfig* c) {
+  CARAPACE_RETURN_IF_ERROR(r.object());
+  r.warn_unknown({"max_retries", "base_delay_ms", "max_delay_ms", "retryable_statuses"});
+  CARAPACE_RETURN_IF_ERROR(r.get("max_retries", &c->max_retries, 0, 100));
+  CARAPACE_RETURN_IF_ERROR(r.get("base_delay_ms", &c->base_delay_ms, 0, 3'600'000));
+  CARAPACE_RETURN_IF_ERROR(r.get("max_delay_ms", &c->max_delay_ms, 0, 3'600'000));
+  if (c->base_delay_ms > c->max_delay_ms) {
+    return r.error(r.key("base_delay_ms"), "is " + std::to_string(c->base_delay_ms) +
+                                               ", more than max_delay_ms (" +
+                                               std::to_string(c->max_delay_ms) + ")");
+  }
+  if (r.has("retryable_statuses")) {
+    const json& v = r.raw("retryable_statuses");
+    if (!v.is_array()) return r.error(r.key("retryable_statuses"), "must be an array of HTTP statuses");
+    c->retryable_statuses.clear();
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_number_integer() || v[i].get<int64_t>() < 100 || v[i].get<int64_t>() > 599) {
+        return r.error(r.key("retryable_statuses") + "[" + std::to_string(i) + "]",
+                       "must be an HTTP status (100-599)");
+      }
+      c->retryable_statuses.push_back(v[i].get<uint32_t>());
+    }
+  }
+  return Status();
+}
+
+Status read_session(const Reader& r, Config* c) {
+  CARAPACE_RETURN_IF_ERROR(r.object());
+  r.warn_unknown({"max_turns", "context_max_chars", "instructions", "workspace", "snapshot_every_turns"});
+  CARAPACE_RETURN_IF_ERROR(r.get("max_turns", &c->max_turns, 1, 100'000));
+  CARAPACE_RETURN_IF_ERROR(r.get("context_max_chars", &c->context_max_chars, 0));
+  CARAPACE_RETURN_IF_ERROR(r.get("instructions", &c->instructions));
+  CARAPACE_RETURN_IF_ERROR(r.get("workspace", &c->workspace));
+  return r.get("snapshot_every_turns", &c->snapshot_every_turns, 0);
+}
+
+Status read_prompt(const Reader& r, PromptConfig* p) {
+  CARAPACE_RETURN_IF_ERROR(r.object());
+  r.warn_unknown({"identity", "identity_file", "custom_instructions_file", "workflows"});
+  CARAPACE_RETURN_IF_ERROR(r.get("identity", &p->identity));
+  CARAPACE_RETURN_IF_ERROR(r.get("identity_file", &p->identity_file));
+  CARAPACE_RETURN_IF_ERROR(r.get("custom_instructions_file", &p->custom_instructions_file));
+  if (r.has("workflows")) {
+    const json& v = r.raw("workflows");
+    if (!v.is_array()) return r.error(r.key("workflows"), "must be an array of {\"name\", \"description\"}");
+    p->workflows.clear();
+    for (size_t i = 0; i < v.size(); ++i) {
+      WorkflowEntry entry;
+      if (!v[i].is_object() || !v[i].contains("name") || !v[i]["name"].is_string()) {
+        return r.error(r.key("workflows") + "[" + std::to_string(i) + "]", "needs a \"name\" string");
+      }
+      entry.name = v[i]["name"];
+      if (v[i].contains("description")) {
+        if (!v[i]["description"].is_string()) {
+          return r.error(r.key("workflows") + "[" + std::to_string(i) + "].description", "must be a string");
+        }
+        entry.description = v[i]["description"];
+      }
+      p->workflows.push_back(std::move(entry));
+    }
+  }
+  return Status();
+}
+
+Status read_tools(const Reader& r, Config* c) {
+  CARAPACE_RETURN_IF_ERROR(r.object());
+  r.warn_unknown({"enabled", "call_timeout_ms", "shell", "files"});
+  CARAPACE_RETURN_IF_ERROR(r.get("enabled", &c->tools_enabled));
+  static const std::set<std::string> kBuiltins = {"shell", "read_file", "write_file", "list_dir"};
+  for (size_t i = 0; i < c->tools_enabled.size(); ++i) {
+    if (!kBuiltins.count(c->tools_enabled[i])) {
+      return r.error(
+          r.key("enabled") + "[" + std::to_string(i) + "]",
+          "\"" + c->tools_enabled[i] + "\" is not a built-in tool (shell, read_file, write_file, list_dir)");
+    }
+  }
+  CARAPACE_RETURN_IF_ERROR(r.get("call_timeout_ms", &c->tool_timeout_ms, 1));
+  if (r.has("shell")) {
+    Reader s = r.child("shell");
+    CARAPACE_RETURN_IF_ERROR(s.object());
+    s.warn_unknown({"timeout_ms", "max_timeout_ms", "max_output_bytes", "blocked_patterns"});
+    CARAPACE_RETURN_IF_ERROR(s.get("timeout_ms", &c->shell.timeout_ms, 1));
+    CARAPACE_RETURN_IF_ERROR(s.get("max_timeout_ms", &c->shell.max_timeout_ms, 1));
+    CARAPACE_RETURN_IF_ERROR(s.get("max_output_bytes", &c->shell.max_output_bytes, 256));
+    CARAPACE_RETURN_IF_ERROR(s.get("blocked_patterns", &c->shell.blocked_patterns));
+    Status valid = validate_shell_options(c->shell);
+    if (!valid.ok()) return s.error(s.key("blocked_patterns"), valid.message());
+  }
+  if (r.has("files")) {
+    Reader f = r.child("files");
+    CARAPACE_RETURN_IF_ERROR(f.object());
+    f.warn_unknown({"max_read_bytes", "max_write_bytes", "max_list_entries"});
+    CARAPACE_RETURN_IF_ERROR(f.get("max_read_bytes", &c->files.max_read_bytes, 1));
+    CARAPACE_RETURN_IF_ERROR(f.get("max_write_bytes", &c->files.max_write_bytes, 1));
+    CARAPACE_RETURN_IF_ERROR(f.get("max_list_entries", &c->files.max_list_entries, 1));
+  }
+  return Status();
+}
+
+Status read_hooks(const Reader& r, const json& v, std::vector<HookConfig>* hooks) {
+  if (!v.is_array()) return r.error(r.key("hooks"), "must be an array of hooks");
+  hooks->clear();
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string where = r.key("hooks") + "[" + std::to_string(i) + "]";
+    if (!v[i].is_object()) return r.error(where, "must be an object");
+    for (const auto& [k, value] : v[i].items()) {
+      static const std::set<std::string> kKnown = {"name", "event", "matcher", "command", "timeout_ms"};
+      if (!kKnown.count(k)) return r.error(where, "unknown key \"" + k + "\"");
+    }
+    HookConfig hook;
+    auto str = [&](const char* k, std::string* out) -> Status {
+      if (!v[i].contains(k)) return Status();
+      if (!v[i][k].is_string()) return r.error(where + "." + k, "must be a string");
+      *out = v[i][k];
+      return Status();
+    };
+    CARAPACE_RETURN_IF_ERROR(str("name", &hook.name));
+    if (hook.name.empty()) return r.error(where + ".name", "is required");
+    std::string event;
+    CARAPACE_RETURN_IF_ERROR(str("event", &event));
+    auto parsed = hook_event_from_name(event);
+    if (!parsed) {
+      return r.error(where + ".event", "\"" + event +
+                                           "\" is not a hook event (AgentStart, TurnStart, TurnEnd, "
+                                           "PreToolUse, PostToolUse, PostToolUseFailure, AgentStop)");
+    }
+    hook.event = *parsed;
+    CARAPACE_RETURN_IF_ERROR(str("matcher", &hook.matcher));
+    try {
+      std::regex check(hook.matcher.empty() ? ".*" : hook.matcher);
+    } catch (const std::regex_error& e) {
+      return r.error(where + ".matcher", "is not a valid regex: " + std::string(e.what()));
+    }
+    const json& cmd = v[i].contains("command") ? v[i]["command"] : json();
+    if (cmd.is_string()) {
+      hook.command = {"/bin/sh", "-c", cmd.get<std::string>()};
+    } else if (cmd.is_array() && !cmd.empty() &&
+               std::all_of(cmd.begin(), cmd.end(), [](const json& a) { return a.is_string(); })) {
+      for (const auto& a : cmd) hook.command.push_back(a);
+    } else {
+      return r.error(where + ".command", "must be a command line string or an array of strings");
+    }
+    if (v[i].contains("timeout_ms")) {
+      const json& t = v[i]["timeout_ms"];
+      if (!t.is_number_unsigned() || t.get<uint64_t>() == 0)
+        return r.error(where + ".timeout_ms", "must be a whole number >= 1");
+      hook.timeout_ms = t;
+    }
+    hooks->push_back(std::move(hook));
+  }
+  return Status();
+}
+
+Status read_prices(const Reader& r, const json& v, PriceTable* prices) {
+  if (!v.is_object()) return r.error(r.key("prices"), "must be an object of model -> prices");
+  for (const auto& [model, p] : v.items()) {
+    std::string where = r.key("prices") + "." + model;
+    if (!p.is_object()) return r.error(where, "must be an object");
+    ModelPrice price;
+    static const std::set<std::string> kKnown = {"input_per_mtok", "output_per_mtok", "cache_read_per_mtok",
+                                                 "cache_write_per_mtok"};
+    for (const auto& [k, value] : p.items()) {
+      if (!kKnown.count(k)) return r.error(where, "unknown key \"" + k + "\"");
+      if (!value.is_number() || value.get<double>() < 0)
+        return r.error(where + "." + k, "must be a number >= 0");
+    }
+    price.input_per_mtok = p.value("input_per_mtok", 0.0);
+    price.output_per_mtok = p.value("output_per_mtok", 0.0);
+    price.cache_read_per_mtok = p.value("cache_read_per_mtok", 0.0);
+    price.cache_write_per_mtok = p.value("cache_write_per_mtok", 0.0);
+    (*prices)[model] = price;
+  }
+  return Status();
+}
+
+}  // namespace
+
+PriceTable Config::default_prices() {
+  return PriceTable{{"scripted-1", ModelPrice{.input_per_mtok = 3.0,
+                                              .output_per_mtok = 15.0,
+                                              .cache_read_per_mtok = 0.3,
+                                              .cache_write_per_mtok = 3.75}}};
+}
+
+Status parse_config(std::string_view text, const std::string& source, Config* out,
+                    std::vector<std::string>* warnings) {
+  json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded()) return Status::invalid_argument(source + ": is not valid JSON");
+  Config c;
+  Reader r(doc, "", source, warnings);
+  CARAPACE_RETURN_IF_ERROR(r.object());
+  r.warn_unknown({"agent_id", "provider", "retry", "session", "prompt", "tools", "hooks", "prices"});
+  CARAPACE_RETURN_IF_ERROR(r.get("agent_id", &c.agent_id));
+  if (r.has("provider")) CARAPACE_RETURN_IF_ERROR(read_provider(r.child("provider"), &c.provider));
+  if (r.has("retry")) CARAPACE_RETURN_IF_ERROR(read_retry(r.child("retry"), &c.retry));
+  if (r.has("session")) CARAPACE_RETURN_IF_ERROR(read_session(r.child("session"), &c));
+  if (r.has("prompt")) CARAPACE_RETURN_IF_ERROR(read_prompt(r.child("prompt"), &c.prompt));
+  if (r.has("tools")) CARAPACE_RETURN_IF_ERROR(read_tools(r.child("tools"), &c));
+  if (r.has("hooks")) CARAPACE_RETURN_IF_ERROR(read_hooks(r, doc["hooks"], &c.hooks));
+  if (r.has("prices")) CARAPACE_RETURN_IF_ERROR(read_prices(r, doc["prices"], &c.prices));
+  *out = std::move(c);
+  return Status();
+}
+
+Status load_config(const std::string& path, Config* out, std::vector<std::string>* warnings) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::not_found("cannot read config file " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_config(ss.str(), path, out, warnings);
+}
+
+json config_to_json(const Config& c) {
+  json hooks = json::array();
+  for (const auto& h : c.hooks) {
+    hooks.push_back({{"name", h.name},
+                     {"event", std::string(hook_event_name(h.event))},
+                     {"matcher", h.matcher},
+                     {"command", h.command},
+                     {"timeout_ms", h.timeout_ms}});
+  }
+  json workflows = json::array();
+  for (const auto& w : c.prompt.workflows)
+    workflows.push_back({{"name", w.name}, {"description", w.description}});
+  json prices = json::object();
+  for (const auto& [model, p] : c.prices) {
+    prices[model] = {{"input_per_mtok", p.input_per_mtok},
+                     {"output_per_mtok", p.output_per_mtok},
+                     {"cache_read_per_mtok", p.cache_read_per_mtok},
+                     {"cache_write_per_mtok", p.cache_write_per_mtok}};
+  }
+  return json{
+      {"agent_id", c.agent_id},
+      {"provider",
+       {{"name", c.provider.name},
+        {"model", c.provider.model},
+        {"scenario", c.provider.scenario},
+        {"timeout_ms", c.provider.timeout_ms}}},
+      {"retry",
+       {{"max_retries", c.retry.max_retries},
+        {"base_delay_ms", c.retry.base_delay_ms},
+        {"max_delay_ms", c.retry.max_delay_ms},
+        {"retryable_statuses", c.retry.retryable_statuses}}},
+      {"session",
+       {{"max_turns", c.max_turns},
+        {"context_max_chars", c.context_max_chars},
+        {"instructions", c.instructions},
+        {"workspace", c.workspace},
+        {"snapshot_every_turns", c.snapshot_every_turns}}},
+      {"prompt",
+       {{"identity", c.prompt.identity},
+        {"identity_file", c.prompt.identity_file},
+        {"custom_instructions_file", c.prompt.custom_instructions_file},
+        {"workflows", workflows}}},
+      {"tools",
+       {{"enabled", c.tools_enabled},
+        {"call_timeout_ms", c.tool_timeout_ms},
+        {"shell",
+         {{"timeout_ms", c.shell.timeout_ms},
+          {"max_timeout_ms", c.shell.max_timeout_ms},
+          {"max_output_bytes", c.shell.max_output_bytes},
+          {"blocked_patterns", c.shell.blocked_patterns}}},
+        {"files",
+         {{"max_read_bytes", c.files.max_read_bytes},
+          {"max_write_bytes", c.files.max_write_bytes},
+          {"max_list_entries", c.files.max_list_entries}}}}},
+      {"hooks", hooks},
+      {"prices", prices},
+  };
+}
+
+std::string config_digest(const Config& config) { return digest128(config_to_json(config).dump()).hex(); }
+
+}  // namespace carapace

@@ -1,0 +1,79 @@
+// Config: the runtime's configuration, from one JSON file (docs/config.md).
+//
+// Every key is optional and has a documented default; keys are snake_case.
+// Loading warns about unknown keys (a typo must not pass silently) and
+// rejects a bad value with its key path and the reason, before anything
+// runs: "config.json: retry.max_retries: must be a whole number from 0 to
+// 100, got -1". A plain value: copy it freely.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <vector>
+
+#include "actors/file_tools.h"
+#include "actors/hooks.h"
+#include "actors/pricing.h"
+#include "actors/prompt.h"
+#include "actors/retry_policy.h"
+#include "actors/shell_tool.h"
+#include "base/status.h"
+
+namespace carapace {
+
+struct ProviderConfig {
+  std::string name = "scripted";
+  std::string model = "scripted-1";
+  std::string scenario;  // the scripted provider's scenario file
+  uint64_t timeout_ms = 10 * 60 * 1000;
+};
+
+// A command hook declared in the config file (C++ hooks are registered in code).
+struct HookConfig {
+  std::string name;
+  HookEvent event = HookEvent::kPreToolUse;
+  std::string matcher;
+  std::vector<std::string> command;
+  uint64_t timeout_ms = 10000;
+};
+
+struct Config {
+  std::string agent_id = "carapace";
+  ProviderConfig provider;
+  RetryConfig retry;
+
+  // session
+  uint64_t max_turns = 20;
+  uint64_t context_max_chars = 400'000;
+  std::string instructions;  // the session instructions layer
+  std::string workspace;     // default workspace ("": the current directory)
+  uint64_t snapshot_every_turns = 100;
+
+  PromptConfig prompt;
+
+  // tools
+  std::vector<std::string> tools_enabled = {"shell", "read_file", "write_file", "list_dir"};
+  uint64_t tool_timeout_ms = 15 * 60 * 1000;
+  ShellToolOptions shell;
+  FileToolOptions files;
+
+  std::vector<HookConfig> hooks;
+  PriceTable prices = default_prices();
+
+  // The price of the scripted model, so that runs without a network show costs.
+  static PriceTable default_prices();
+};
+
+// Parses `text` (named `source` in messages) over the defaults.
+Status parse_config(std::string_view text, const std::string& source, Config* out,
+                    std::vector<std::string>* warnings);
+Status load_config(const std::string& path, Config* out, std::vector<std::string>* warnings);
+
+// The effective configuration as JSON (every key, defaults included).
+nlohmann::json config_to_json(const Config& config);
+
+// A digest of config_to_json(), recorded in session.started.
+std::string config_digest(const Config& config);
+
+}  // namespace carapace

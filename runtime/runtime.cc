@@ -1,0 +1,289 @@
+#include "runtime/runtime.h"
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <random>
+
+#include "actors/caf_types.h"
+#include "actors/file_tools.h"
+#include "actors/hook_actor.h"
+#include "actors/provider_actor.h"
+#include "actors/scripted_provider.h"
+#include "actors/session_actor.h"
+#include "actors/shell_tool.h"
+#include "actors/tool_actor.h"
+#include "actors/workspace.h"
+#include "storage/keys.h"
+
+namespace carapace {
+namespace {
+
+SubscriberActor::behavior_type subscriber(SubscriberActor::pointer,
+                                          std::function<void(const Event&)> on_event,
+                                          std::function<void(const StreamDelta&)> on_delta) {
+  return {
+      [=](const EventNotice& notice) {
+        if (on_event) on_event(notice.event);
+      },
+      [=](const StreamDelta& delta) {
+        if (on_delta) on_delta(delta);
+      },
+  };
+}
+
+Status make_provider(const Config& config, std::shared_ptr<Provider>* out) {
+  if (config.provider.name != "scripted") {
+    return Status::invalid_argument("provider \"" + config.provider.name +
+                                    "\" is not available in this build");
+  }
+  if (config.provider.scenario.empty()) {
+    return Status::invalid_argument(
+        "the scripted provider needs a scenario file: pass --scenario FILE or set provider.scenario in the "
+        "config");
+  }
+  Scenario scenario;
+  CARAPACE_RETURN_IF_ERROR(load_scenario(config.provider.scenario, &scenario));
+  *out = std::make_shared<ScriptedProvider>(std::move(scenario));
+  return Status();
+}
+
+}  // namespace
+
+struct Runtime::Impl {
+  Options options;
+  std::string digest;
+  std::unique_ptr<caf::actor_system_config> owned_config;
+  std::unique_ptr<caf::actor_system> owned_system;
+  caf::actor_system* system = nullptr;
+  std::unique_ptr<EventLog> log;
+  std::shared_ptr<ToolRegistry> tools = std::make_shared<ToolRegistry>();
+  std::shared_ptr<HookRegistry> hooks = std::make_shared<HookRegistry>();
+  std::shared_ptr<Provider> provider;
+  ProviderSupervisorActor provider_supervisor;
+  ToolSupervisorActor tool_supervisor;
+  HookActor hook_actor;
+
+  std::mutex mu;
+  std::map<std::string, SessionActor> sessions;
+  std::map<uint64_t, SubscriberActor> subscriptions;
+  uint64_t next_subscription = 0;
+
+  SessionActor find(const std::string& id) {
+    std::lock_guard lock(mu);
+    auto it = sessions.find(id);
+    return it == sessions.end() ? SessionActor{} : it->second;
+  }
+
+  void stop_actors() {
+    std::vector<caf::actor> all;
+    {
+      std::lock_guard lock(mu);
+      for (auto& [id, s] : sessions) all.push_back(caf::actor_cast<caf::actor>(s));
+      for (auto& [id, s] : subscriptions) all.push_back(caf::actor_cast<caf::actor>(s));
+      sessions.clear();
+      subscriptions.clear();
+    }
+    if (provider_supervisor) all.push_back(caf::actor_cast<caf::actor>(provider_supervisor));
+    if (tool_supervisor) all.push_back(caf::actor_cast<caf::actor>(tool_supervisor));
+    if (hook_actor) all.push_back(caf::actor_cast<caf::actor>(hook_actor));
+    if (all.empty() || system == nullptr) return;
+    caf::scoped_actor self{*system};
+    for (auto& a : all) self->send_exit(a, caf::exit_reason::user_shutdown);
+    for (auto& a : all) self->wait_for(a);
+  }
+};
+
+Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Runtime::~Runtime() {
+  impl_->stop_actors();
+  impl_->owned_system.reset();  // waits for every actor, detached helpers included
+  impl_->log.reset();
+}
+
+Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
+  auto impl = std::make_unique<Impl>();
+  if (options.home.empty()) return Status::invalid_argument("the runtime needs a home directory");
+  impl->provider = options.provider;
+  if (!impl->provider) CARAPACE_RETURN_IF_ERROR(make_provider(options.config, &impl->provider));
+  CARAPACE_RETURN_IF_ERROR(EventLog::open(EventLog::Options{.path = options.home + "/log"}, &impl->log));
+
+  const Config& config = options.config;
+  if (options.builtin_tools) {
+    for (const auto& name : config.tools_enabled) {
+      ToolDefinition tool;
+      if (name == "shell")
+        tool = make_shell_tool(config.shell);
+      else if (name == "read_file")
+        tool = make_read_file_tool(config.files);
+      else if (name == "write_file")
+        tool = make_write_file_tool(config.files);
+      else if (name == "list_dir")
+        tool = make_list_dir_tool(config.files);
+      else
+        return Status::invalid_argument("tools.enabled names an unknown tool: " + name);
+      CARAPACE_RETURN_IF_ERROR(impl->tools->add(std::move(tool)));
+    }
+  }
+  for (const auto& h : config.hooks) {
+    CARAPACE_RETURN_IF_ERROR(impl->hooks->add(HookDefinition{.name = h.name,
+                                                             .event = h.event,
+                                                             .matcher = h.matcher,
+                                                             .command = h.command,
+                                                             .timeout_ms = h.timeout_ms}));
+  }
+  impl->digest = config_digest(config);
+
+  if (options.system != nullptr) {
+    impl->system = options.system;
+  } else {
+    impl->owned_config = std::make_unique<caf::actor_system_config>();
+    impl->owned_system = std::make_unique<caf::actor_system>(*impl->owned_config);
+    impl->system = impl->owned_system.get();
+  }
+  impl->provider_supervisor = spawn_provider_supervisor(*impl->system, impl->provider);
+  impl->tool_supervisor = spawn_tool_supervisor(*impl->system, impl->tools);
+  impl->hook_actor = spawn_hook_actor(*impl->system, impl->hooks);
+  impl->options = std::move(options);
+  out->reset(new Runtime(std::move(impl)));
+  return Status();
+}
+
+Status Runtime::register_tool(ToolDefinition tool) { return impl_->tools->add(std::move(tool)); }
+bool Runtime::unregister_tool(const std::string& name) { return impl_->tools->remove(name); }
+Status Runtime::register_hook(HookDefinition hook) { return impl_->hooks->add(std::move(hook)); }
+bool Runtime::unregister_hook(const std::string& name) { return impl_->hooks->remove(name); }
+
+Status Runtime::start_session(const SessionOptions& options, std::string* id_out) {
+  const Config& config = impl_->options.config;
+  std::string id = options.id.empty() ? generate_session_id() : options.id;
+  CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
+  if (options.task.empty()) return Status::invalid_argument("a session needs a task");
+
+  std::string workspace = !options.workspace.empty()  ? options.workspace
+                          : !config.workspace.empty() ? config.workspace
+                                                      : std::filesystem::current_path().string();
+  std::string canonical;
+  CARAPACE_RETURN_IF_ERROR(canonical_workspace(workspace, &canonical));
+
+  SessionSettings settings{
+      .max_turns = options.max_turns ? options.max_turns : config.max_turns,
+      .context_max_chars = config.context_max_chars,
+      .retry = config.retry,
+      .prompt = config.prompt,
+      .instructions = config.instructions,
+      .prices = config.prices,
+      .workspace = canonical,
+      .tool_timeout_ms = config.tool_timeout_ms,
+      .provider_timeout_ms = config.provider.timeout_ms,
+  };
+  if (!options.instructions.empty()) {
+    settings.instructions += (settings.instructions.empty() ? "" : "\n\n") + options.instructions;
+  }
+  std::random_device rd;
+  uint64_t seed = (static_cast<uint64_t>(rd()) << 32) | rd();
+  std::vector<EventBody> opening;
+  opening.emplace_back(SessionStarted{.agent_id = config.agent_id,
+                                      .provider = impl_->provider->name(),
+                                      .model = options.model.empty() ? config.provider.model : options.model,
+                                      .config_digest = impl_->digest,
+                                      .rng_seed = seed,
+                                      .workspace = canonical});
+  opening.emplace_back(UserMessage{options.task});
+  std::unique_ptr<SessionJournal> journal;
+  CARAPACE_RETURN_IF_ERROR(
+      SessionJournal::create(impl_->log.get(), id, std::move(opening),
+                             JournalOptions{.snapshot_every_turns = config.snapshot_every_turns}, &journal));
+  auto context = std::make_shared<SessionContext>(SessionContext{
+      .id = id,
+      .journal = std::shared_ptr<SessionJournal>(std::move(journal)),
+      .settings = std::move(settings),
+      .tools = impl_->tools,
+      .hooks = impl_->hooks,
+      .provider = caf::actor_cast<ProviderActor>(impl_->provider_supervisor),
+      .tool_host = caf::actor_cast<ToolActor>(impl_->tool_supervisor),
+      .hook_host = impl_->hook_actor,
+  });
+  SessionActor session = spawn_session(*impl_->system, context);
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->sessions.emplace(id, session);
+  }
+  if (options.on_event || options.on_delta) {
+    uint64_t ignored;
+    CARAPACE_RETURN_IF_ERROR(subscribe(id, options.on_event, options.on_delta, &ignored));
+  }
+  caf::anon_send(session, start_atom::value);
+  if (id_out != nullptr) *id_out = id;
+  return Status();
+}
+
+Status Runtime::send_message(const std::string& id, const std::string& text) {
+  SessionActor session = impl_->find(id);
+  if (!session) return Status::not_found("no session '" + id + "' runs in this runtime");
+  if (text.empty()) return Status::invalid_argument("the message is empty");
+  caf::anon_send(session, UserInput{text});
+  return Status();
+}
+
+Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, SessionOutcome* out) {
+  SessionActor session = impl_->find(id);
+  if (!session) return Status::not_found("no session '" + id + "' runs in this runtime");
+  caf::scoped_actor self{*impl_->system};
+  Status result;
+  self->request(session, timeout, wait_atom::value)
+      .receive([&](SessionOutcome& outcome) { *out = std::move(outcome); },
+               [&](caf::error& e) {
+                 result = e == caf::sec::request_timeout
+                              ? Status::busy("session " + id + " is still running after " +
+                                             std::to_string(timeout.count()) + " ms")
+                              : Status::aborted("waiting for session " + id + ": " + caf::to_string(e));
+               });
+  return result;
+}
+
+Status Runtime::subscribe(const std::string& id, std::function<void(const Event&)> on_event,
+                          std::function<void(const StreamDelta&)> on_delta, uint64_t* subscription) {
+  SessionActor session = impl_->find(id);
+  if (!session) return Status::not_found("no session '" + id + "' runs in this runtime");
+  SubscriberActor sub = impl_->system->spawn(subscriber, std::move(on_event), std::move(on_delta));
+  {
+    std::lock_guard lock(impl_->mu);
+    *subscription = ++impl_->next_subscription;
+    impl_->subscriptions.emplace(*subscription, sub);
+  }
+  caf::anon_send(session, subscribe_atom::value, sub);
+  return Status();
+}
+
+void Runtime::unsubscribe(uint64_t subscription) {
+  SubscriberActor sub;
+  {
+    std::lock_guard lock(impl_->mu);
+    auto it = impl_->subscriptions.find(subscription);
+    if (it == impl_->subscriptions.end()) return;
+    sub = it->second;
+    impl_->subscriptions.erase(it);
+  }
+  caf::anon_send_exit(sub, caf::exit_reason::user_shutdown);
+}
+
+EventLog& Runtime::log() { return *impl_->log; }
+const Config& Runtime::config() const { return impl_->options.config; }
+caf::actor_system& Runtime::system() { return *impl_->system; }
+const std::string& Runtime::home() const { return impl_->options.home; }
+
+std::string generate_session_id() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  std::random_device rd;
+  char suffix[8];
+  std::snprintf(suffix, sizeof suffix, "%04x", rd() & 0xffff);
+  return std::string("s-") + stamp + "-" + suffix;
+}
+
+}  // namespace carapace

@@ -1,0 +1,117 @@
+// Runtime: Carapace embedded in a C++ program — the public API.
+//
+//   carapace::Runtime::Options options;
+//   options.home = "/var/lib/myapp/carapace";
+//   std::unique_ptr<carapace::Runtime> rt;
+//   carapace::Status s = carapace::Runtime::open(options, &rt);
+//   rt->register_tool({.spec = {.name = "add", .description = "Adds a and b", .schema = ...},
+//                      .blocking = false,
+//                      .run = [](const nlohmann::json& args, const carapace::ToolContext&) {...}});
+//   std::string id;
+//   s = rt->start_session({.task = "What is 2 + 3?"}, &id);
+//   carapace::SessionOutcome outcome;
+//   s = rt->wait(id, std::chrono::minutes(5), &outcome);
+//
+// A runtime owns (or borrows) a CAF actor system, the event log under its
+// home directory, and the provider, tool and hook actors; it runs any number
+// of sessions at once, each a SessionActor writing its own events. Sessions
+// stay resumable from their log after the runtime or the process is gone.
+//
+// Thread safety: every method may be called from any thread, except from
+// inside an event or delta callback (they run on actor threads). Destroying
+// the runtime stops its actors and waits for them.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/hooks.h"
+#include "actors/messages.h"
+#include "actors/provider.h"
+#include "actors/tool.h"
+#include "base/status.h"
+#include "events/events.h"
+#include "runtime/config.h"
+#include "storage/event_log.h"
+
+namespace caf {
+class actor_system;
+}
+
+namespace carapace {
+
+struct SessionOptions {
+  std::string id;            // empty: generated
+  std::string task;          // the first user message
+  std::string model;         // empty: the configured model
+  uint64_t max_turns = 0;    // 0: the configured value
+  std::string workspace;     // empty: the configured one, else the current directory
+  std::string instructions;  // appended to the configured session instructions
+  // Called for every event the session appends, and for every streamed
+  // delta, from the start (subscribed before the session runs). Called on an
+  // actor thread: keep them quick.
+  std::function<void(const Event&)> on_event;
+  std::function<void(const StreamDelta&)> on_delta;
+};
+
+class Runtime {
+ public:
+  struct Options {
+    std::string home;  // data directory; the event log lives in home/log
+    Config config;
+    // Use this actor system instead of creating one. It must outlive the runtime.
+    caf::actor_system* system = nullptr;
+    // Use this provider instead of the configured one.
+    std::shared_ptr<Provider> provider;
+    // Register the built-in tools that config.tools_enabled names.
+    bool builtin_tools = true;
+  };
+
+  // Opens the log, registers the configured tools and hooks, and starts the
+  // provider, tool and hook actors. Errors name what was wrong (a missing
+  // scenario, a locked home, a bad hook).
+  static Status open(Options options, std::unique_ptr<Runtime>* out);
+  ~Runtime();
+
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Tools and hooks may change while sessions run; the next turn sees them.
+  Status register_tool(ToolDefinition tool);
+  bool unregister_tool(const std::string& name);
+  Status register_hook(HookDefinition hook);
+  bool unregister_hook(const std::string& name);
+
+  // Creates the session (its opening written durably) and starts its loop.
+  Status start_session(const SessionOptions& options, std::string* id);
+
+  // Sends another user message to a session of this runtime; its loop runs
+  // again (after the current run, if one is going on).
+  Status send_message(const std::string& id, const std::string& text);
+
+  // Waits until the session's loop stops; *out says how it stands.
+  Status wait(const std::string& id, std::chrono::milliseconds timeout, SessionOutcome* out);
+
+  // Subscribes to a running session's events from now on; returns an id for unsubscribe().
+  Status subscribe(const std::string& id, std::function<void(const Event&)> on_event,
+                   std::function<void(const StreamDelta&)> on_delta, uint64_t* subscription);
+  void unsubscribe(uint64_t subscription);
+
+  EventLog& log();
+  const Config& config() const;
+  caf::actor_system& system();
+  const std::string& home() const;
+
+ private:
+  struct Impl;
+  explicit Runtime(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A session id from the clock and a random suffix: s-20261121-193000-4f2a.
+std::string generate_session_id();
+
+}  // namespace carapace

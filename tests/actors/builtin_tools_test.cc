@@ -1,0 +1,749 @@
+#define BOOST_TEST_MODULE builtin_tools_test
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "actors/file_tools.h"
+#include "actors/process.h"
+#include "actors/shell_tool.h"
+#include "actors/workspace.h"
+#include "tests/support/printing.h"
+#include "tests/support/temp_dir.h"
+
+using namespace carapace;
+using carapace::testing::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void write_text(const std::string& path, const std::string& content) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Orphans of the commands under test are reparented to this process while it
+// is alive, so the tests can reap them and see exactly how they ended
+// (otherwise they would go to an init that may never reap them).
+struct Subreaper {
+  Subreaper() { BOOST_REQUIRE(::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0); }
+  ~Subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 0); }
+};
+
+// The wait status of `pid`, a child or adopted orphan of this process, once
+// it ends; -1 if it is not ours, -2 if it is still running after 5 s.
+int reap_within_5s(pid_t pid) {
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < deadline) {
+    int status = 0;
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r < 0) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -2;
+}
+
+pid_t read_pid(const std::string& path) {
+  std::string text = read_text(path);
+  return text.empty() ? 0 : static_cast<pid_t>(std::stol(text));
+}
+
+// A workspace with a subdirectory, a link that stays inside, a link that
+// leaves it, a dangling link to a file outside, and a sibling directory
+// outside it that holds a secret.
+struct WorkspaceFixture {
+  TempDir dir;
+  std::string ws;
+  std::string outside;
+  ToolContext context;
+
+  WorkspaceFixture() {
+    fs::create_directories(dir.sub("ws/sub"));
+    fs::create_directories(dir.sub("outside"));
+    ws = fs::canonical(dir.sub("ws")).string();
+    outside = fs::canonical(dir.sub("outside")).string();
+    write_text(ws + "/sub/f.txt", "inside\n");
+    write_text(outside + "/secret.txt", "secret\n");
+    fs::create_directory_symlink(ws + "/sub", ws + "/inner_link");
+    fs::create_directory_symlink(outside, ws + "/escape");
+    fs::create_symlink(outside + "/not_yet.txt", ws + "/dangling");
+    context = ToolContext{.workspace = ws, .session_id = "s1", .call_id = "c1"};
+  }
+
+  ToolResult call(const ToolDefinition& tool, const nlohmann::json& args) const {
+    return tool.run(args, context);
+  }
+
+  std::string outside_message(const std::string& path) const {
+    return "path '" + path + "' is outside the workspace " + ws + "; use a path inside it";
+  }
+};
+
+std::string one_mib_command() {
+  // 4 + 1,048,568 + 4 bytes: a recognisable head and tail around filler.
+  return "printf HEAD; head -c 1048568 /dev/zero | tr '\\0' x; printf TAIL";
+}
+
+std::string one_mib_expected_with_64k_cap() {
+  return "HEAD" + std::string(32764, 'x') +
+         "\n[... 983,040 bytes truncated: kept 65,536 of 1,048,576 ...]\n" + std::string(32764, 'x') + "TAIL";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+BOOST_AUTO_TEST_SUITE(truncate_output_tests)
+
+BOOST_AUTO_TEST_CASE(text_within_the_cap_is_unchanged) {
+  bool truncated = true;
+  BOOST_TEST(truncate_output("abcd", 4, &truncated) == "abcd");
+  BOOST_TEST(!truncated);
+  BOOST_TEST(truncate_output("", 0, nullptr) == "");
+}
+
+BOOST_AUTO_TEST_CASE(keeps_half_the_cap_from_each_end_with_a_marker) {
+  bool truncated = false;
+  BOOST_TEST(truncate_output("abcdefghij", 4, &truncated) ==
+             "ab\n[... 6 bytes truncated: kept 4 of 10 ...]\nij");
+  BOOST_TEST(truncated);
+  // An odd cap gives the extra byte to the tail.
+  BOOST_TEST(truncate_output("abcdefghij", 5, nullptr) ==
+             "ab\n[... 5 bytes truncated: kept 5 of 10 ...]\nhij");
+}
+
+BOOST_AUTO_TEST_CASE(cuts_do_not_split_utf8_characters) {
+  // "é" is 2 bytes; the head cut falls after its first byte and the tail cut
+  // after the first byte of the second one: both move to whole characters.
+  std::string text = "x\xC3\xA9yyyyyyyyyy\xC3\xA9z";
+  BOOST_REQUIRE(text.size() == 16u);
+  BOOST_TEST(truncate_output(text, 4, nullptr) == "x\n[... 14 bytes truncated: kept 2 of 16 ...]\nz");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------
+BOOST_FIXTURE_TEST_SUITE(process_tests, WorkspaceFixture)
+
+BOOST_AUTO_TEST_CASE(reports_the_exit_code_and_the_output) {
+  ProcessResult r = run_process({.argv = {"bash", "-c", "echo hi; exit 3"}});
+  BOOST_TEST(r.started);
+  BOOST_TEST(r.error == "");
+  BOOST_TEST(r.exit_code == 3);
+  BOOST_TEST(r.term_signal == 0);
+  BOOST_TEST(!r.timed_out);
+  BOOST_TEST(r.output == "hi\n");
+  BOOST_TEST(r.output_bytes == 3u);
+  BOOST_TEST(!r.truncated);
+}
+
+BOOST_AUTO_TEST_CASE(reports_the_signal_that_ended_the_child) {
+  ProcessResult r = run_process({.argv = {"bash", "-c", "kill -KILL $$"}});
+  BOOST_TEST(r.started);
+  BOOST_TEST(r.term_signal == SIGKILL);
+  BOOST_TEST(r.exit_code == -1);
+  BOOST_TEST(!r.timed_out);
+}
+
+BOOST_AUTO_TEST_CASE(stdout_and_stderr_are_merged_in_order) {
+  ProcessResult r =
+      run_process({.argv = {"bash", "-c", "echo one; echo two >&2; echo three; echo four >&2"}});
+  BOOST_TEST(r.output == "one\ntwo\nthree\nfour\n");
+}
+
+BOOST_AUTO_TEST_CASE(stdin_is_delivered_then_closed) {
+  ProcessResult r = run_process({.argv = {"cat"}, .stdin_data = "line 1\nline 2\n", .timeout_ms = 10000});
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(!r.timed_out);  // cat saw EOF: stdin was closed after the data
+  BOOST_TEST(r.output == "line 1\nline 2\n");
+
+  // A large input round-trips: writing stdin and reading stdout interleave.
+  std::string big(3 * 1024 * 1024, 'q');
+  r = run_process({.argv = {"cat"}, .stdin_data = big, .timeout_ms = 20000, .max_output_bytes = big.size()});
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(r.output_bytes == big.size());
+  BOOST_TEST((r.output == big));
+}
+
+BOOST_AUTO_TEST_CASE(a_child_that_does_not_read_stdin_neither_blocks_nor_kills_the_caller) {
+  std::string big(4 * 1024 * 1024, 'x');  // far more than a pipe buffer
+  ProcessResult r = run_process({.argv = {"head", "-c", "5"}, .stdin_data = big, .timeout_ms = 20000});
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(!r.timed_out);
+  BOOST_TEST(r.output == "xxxxx");
+
+  r = run_process({.argv = {"true"}, .stdin_data = big, .timeout_ms = 20000});
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(!r.timed_out);
+
+  // Still alive here, so no SIGPIPE was delivered; none is left pending or
+  // blocked in this thread either.
+  sigset_t mask, pending;
+  BOOST_REQUIRE(pthread_sigmask(SIG_SETMASK, nullptr, &mask) == 0);
+  BOOST_TEST(sigismember(&mask, SIGPIPE) == 0);
+  BOOST_REQUIRE(sigpending(&pending) == 0);
+  BOOST_TEST(sigismember(&pending, SIGPIPE) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_child_leads_a_new_group_and_inherits_no_other_fds) {
+  int null_fd = ::open("/dev/null", O_RDONLY);  // deliberately without O_CLOEXEC
+  BOOST_REQUIRE(null_fd >= 0);
+  BOOST_REQUIRE(::dup2(null_fd, 100) == 100);
+  ProcessResult r = run_process(
+      {.argv = {
+           "bash", "-c",
+           "echo $$ $(cut -d' ' -f5 /proc/$$/stat); [ -e /proc/$$/fd/100 ] && echo leaked || echo clean"}});
+  ::close(100);
+  ::close(null_fd);
+  BOOST_REQUIRE(r.exit_code == 0);
+  std::istringstream in(r.output);
+  long pid = 0, pgid = 0;
+  std::string fds;
+  in >> pid >> pgid >> fds;
+  BOOST_TEST(pid > 0);
+  BOOST_TEST(pgid == pid);  // leads its own group
+  BOOST_TEST(pgid != static_cast<long>(::getpgrp()));
+  BOOST_TEST(fds == "clean");
+}
+
+BOOST_AUTO_TEST_CASE(output_over_the_cap_keeps_head_and_tail_and_counts_everything) {
+  ProcessResult r = run_process({.argv = {"bash", "-c", one_mib_command()}, .max_output_bytes = 64 * 1024});
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(r.truncated);
+  BOOST_TEST(r.output_bytes == 1048576u);
+  BOOST_TEST((r.output == one_mib_expected_with_64k_cap()));
+}
+
+BOOST_AUTO_TEST_CASE(a_timeout_kills_the_whole_process_group) {
+  Subreaper subreaper;
+  const auto start = Clock::now();
+  ProcessResult r = run_process(
+      {.argv = {"bash", "-c", "sleep 60 & echo $! > child.pid; sleep 60"}, .cwd = ws, .timeout_ms = 500});
+  const double elapsed = seconds_since(start);
+  BOOST_TEST(r.started);
+  BOOST_TEST(r.timed_out);
+  BOOST_TEST(r.term_signal == SIGKILL);
+  BOOST_TEST(elapsed < 20.0);
+
+  pid_t background = read_pid(ws + "/child.pid");
+  BOOST_REQUIRE(background > 0);
+  int status = reap_within_5s(background);
+  if (status == -2) ::kill(background, SIGKILL);  // do not leave it behind a failed test
+  BOOST_TEST(status >= 0);                        // it was ours to reap: it ended
+  BOOST_TEST((status >= 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+  errno = 0;
+  BOOST_TEST(::kill(background, 0) == -1);
+  BOOST_TEST(errno == ESRCH);
+}
+
+BOOST_AUTO_TEST_CASE(a_process_that_left_the_group_cannot_hold_the_call_open) {
+  Subreaper subreaper;
+  const auto start = Clock::now();
+  // The escaped sleep keeps the output pipe open for 30 s after the kill.
+  ProcessResult r =
+      run_process({.argv = {"bash", "-c", "setsid sleep 30 & echo $! > escaped.pid; echo before; sleep 30"},
+                   .cwd = ws,
+                   .timeout_ms = 500});
+  const double elapsed = seconds_since(start);
+  pid_t escaped = read_pid(ws + "/escaped.pid");
+  bool escaped_alive = escaped > 0 && ::kill(escaped, 0) == 0;
+  if (escaped > 0) {
+    ::kill(escaped, SIGKILL);
+    reap_within_5s(escaped);
+  }
+  BOOST_TEST(r.timed_out);
+  BOOST_TEST(r.output == "before\n");
+  BOOST_TEST(elapsed < 10.0);
+  BOOST_TEST(escaped_alive);  // it really was outside the group the kill reached
+}
+
+BOOST_AUTO_TEST_CASE(a_zero_or_huge_timeout_means_no_deadline) {
+  for (uint64_t timeout : {uint64_t{0}, UINT64_MAX}) {
+    ProcessResult r = run_process({.argv = {"bash", "-c", "sleep 0.2; echo ok"}, .timeout_ms = timeout});
+    BOOST_TEST(!r.timed_out);
+    BOOST_TEST(r.exit_code == 0);
+    BOOST_TEST(r.output == "ok\n");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(every_fd_it_opens_is_closed) {
+  auto open_fds = [] {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& entry : fs::directory_iterator("/proc/self/fd")) ++n;
+    return n;
+  };
+  const size_t before = open_fds();
+  run_process({.argv = {"bash", "-c", "echo hi"}, .stdin_data = "input"});
+  run_process({.argv = {"sleep", "10"}, .timeout_ms = 100});
+  run_process({.argv = {"carapace-no-such-program"}});
+  run_process({.argv = {"true"}, .cwd = ws + "/missing-dir"});
+  BOOST_TEST(open_fds() == before);
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_calls_keep_their_outputs_apart) {
+  std::vector<std::thread> threads;
+  std::vector<std::string> outputs(4);
+  for (size_t t = 0; t < outputs.size(); ++t) {
+    threads.emplace_back([t, &outputs] {
+      for (int i = 0; i < 5; ++i) {
+        outputs[t] +=
+            run_process({.argv = {"bash", "-c", "echo " + std::to_string(t)}, .timeout_ms = 20000}).output;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (size_t t = 0; t < outputs.size(); ++t) {
+    std::string line = std::to_string(t) + "\n";
+    BOOST_TEST(outputs[t] == line + line + line + line + line);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_program_or_directory_is_not_started) {
+  ProcessResult r = run_process({.argv = {"carapace-no-such-program", "x"}});
+  BOOST_TEST(!r.started);
+  BOOST_TEST(r.error == "cannot start 'carapace-no-such-program': no such program in PATH");
+
+  r = run_process({.argv = {ws + "/no-such-file"}});
+  BOOST_TEST(!r.started);
+  BOOST_TEST(r.error == "cannot start '" + ws + "/no-such-file': no such file");
+
+  r = run_process({.argv = {"true"}, .cwd = ws + "/missing-dir"});
+  BOOST_TEST(!r.started);
+  BOOST_TEST(r.error ==
+             "cannot start 'true': working directory '" + ws + "/missing-dir': No such file or directory");
+
+  r = run_process({});
+  BOOST_TEST(!r.started);
+  BOOST_TEST(r.error == "cannot start a process: no program given (argv is empty)");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------
+BOOST_FIXTURE_TEST_SUITE(workspace_tests, WorkspaceFixture)
+
+BOOST_AUTO_TEST_CASE(paths_inside_resolve_to_absolute_paths) {
+  std::string out;
+  CHECK_OK(resolve_in_workspace(ws, "sub/f.txt", true, &out));
+  BOOST_TEST(out == ws + "/sub/f.txt");
+  CHECK_OK(resolve_in_workspace(ws, ".", true, &out));
+  BOOST_TEST(out == ws);
+  CHECK_OK(resolve_in_workspace(ws, "sub/../sub/./f.txt", true, &out));
+  BOOST_TEST(out == ws + "/sub/f.txt");
+  CHECK_OK(resolve_in_workspace(ws, ws + "/sub/", true, &out));
+  BOOST_TEST(out == ws + "/sub");
+  CHECK_OK(resolve_in_workspace(ws, "inner_link/f.txt", true, &out));  // a link that stays inside
+  BOOST_TEST(out == ws + "/sub/f.txt");
+  CHECK_OK(resolve_in_workspace(ws, "new/dir/file.txt", false, &out));
+  BOOST_TEST(out == ws + "/new/dir/file.txt");
+  // The workspace may be named through a non-canonical path.
+  CHECK_OK(resolve_in_workspace(ws + "/sub/..", "sub/f.txt", true, &out));
+  BOOST_TEST(out == ws + "/sub/f.txt");
+}
+
+BOOST_AUTO_TEST_CASE(dot_dot_and_absolute_paths_outside_are_refused) {
+  std::string out = "unchanged";
+  Status s = resolve_in_workspace(ws, "../outside/secret.txt", true, &out);
+  BOOST_TEST(s.is_invalid_argument());
+  BOOST_TEST(s.message() == outside_message("../outside/secret.txt"));
+  s = resolve_in_workspace(ws, outside + "/secret.txt", true, &out);
+  BOOST_TEST(s.is_invalid_argument());
+  BOOST_TEST(s.message() == outside_message(outside + "/secret.txt"));
+  s = resolve_in_workspace(ws, "sub/../../outside/new.txt", false, &out);
+  BOOST_TEST(s.is_invalid_argument());
+  s = resolve_in_workspace(ws, "/", true, &out);
+  BOOST_TEST(s.is_invalid_argument());
+  BOOST_TEST(out == "unchanged");
+}
+
+BOOST_AUTO_TEST_CASE(links_that_leave_the_workspace_are_refused) {
+  std::string out = "unchanged";
+  Status s = resolve_in_workspace(ws, "escape/secret.txt", true, &out);
+  BOOST_TEST(s.is_invalid_argument());
+  BOOST_TEST(s.message() == "path 'escape/secret.txt' leads through a symbolic link to '" + outside +
+                                "/secret.txt', which is outside the workspace " + ws +
+                                "; use a path inside it");
+  s = resolve_in_workspace(ws, "escape/new/file.txt", false, &out);  // what write_file would create
+  BOOST_TEST(s.is_invalid_argument());
+  s = resolve_in_workspace(ws, "dangling", false, &out);
+  BOOST_TEST(s.is_invalid_argument());
+  BOOST_TEST(contains(s.message(), "goes through the symbolic link '" + ws + "/dangling'"));
+  BOOST_TEST(out == "unchanged");
+}
+
+BOOST_AUTO_TEST_CASE(missing_paths_and_bad_workspaces) {
+  std::string out;
+  Status s = resolve_in_workspace(ws, "nope.txt", true, &out);
+  BOOST_TEST(s.is_not_found());
+  BOOST_TEST(s.message() == "path 'nope.txt' does not exist in the workspace " + ws);
+  s = resolve_in_workspace(ws, "", false, &out);
+  BOOST_TEST(s.is_invalid_argument());
+  s = canonical_workspace(ws + "/missing", &out);
+  BOOST_TEST(s.is_not_found());
+  BOOST_TEST(s.message() == "workspace '" + ws + "/missing' does not exist");
+  s = canonical_workspace(ws + "/sub/f.txt", &out);
+  BOOST_TEST(s.is_invalid_argument());
+  CHECK_OK(canonical_workspace(ws + "/inner_link/", &out));
+  BOOST_TEST(out == ws + "/sub");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------
+BOOST_FIXTURE_TEST_SUITE(shell_tool_tests, WorkspaceFixture)
+
+BOOST_AUTO_TEST_CASE(the_spec_declares_a_blocking_non_idempotent_tool) {
+  ToolDefinition shell = make_shell_tool({});
+  BOOST_TEST(shell.spec.name == "shell");
+  BOOST_TEST(!shell.spec.idempotent);
+  BOOST_TEST(shell.blocking);
+  nlohmann::json schema = nlohmann::json::parse(shell.spec.schema.text);
+  BOOST_TEST(schema["required"] == nlohmann::json::array({"command"}));
+  BOOST_TEST(schema["properties"]["timeout_ms"]["maximum"] == 600000);
+}
+
+BOOST_AUTO_TEST_CASE(runs_in_the_workspace_with_an_empty_stdin) {
+  ToolDefinition shell = make_shell_tool({});
+  ToolResult r = call(shell, {{"command", "pwd; cat; echo done"}});
+  BOOST_TEST(!r.is_error);
+  BOOST_TEST(r.output == ws + "\ndone\n");
+  BOOST_TEST(!r.truncated);
+  BOOST_TEST(r.original_bytes == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(exit_status_and_signal_are_reported_on_a_last_line) {
+  ToolDefinition shell = make_shell_tool({});
+  ToolResult r = call(shell, {{"command", "echo out; echo err >&2; exit 2"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.output == "out\nerr\n[exit status 2]");
+  r = call(shell, {{"command", "printf partial; exit 1"}});
+  BOOST_TEST(r.output == "partial\n[exit status 1]");
+  r = call(shell, {{"command", "kill -TERM $$"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(!r.timed_out);
+  BOOST_TEST(r.output == "[killed by signal 15]");
+}
+
+BOOST_AUTO_TEST_CASE(a_timeout_kills_the_process_group_and_is_capped) {
+  Subreaper subreaper;
+  ToolDefinition shell = make_shell_tool({.timeout_ms = 500, .max_timeout_ms = 1000});
+  const auto start = Clock::now();
+  // Asks for 60 s; gets the 1 s cap.
+  ToolResult r = call(
+      shell, {{"command", "echo started; sleep 60 & echo $! > child.pid; sleep 60"}, {"timeout_ms", 60000}});
+  BOOST_TEST(seconds_since(start) < 20.0);
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.timed_out);
+  BOOST_TEST(r.output == "started\n[timed out after 1000 ms; the process group was killed]");
+
+  pid_t background = read_pid(ws + "/child.pid");
+  BOOST_REQUIRE(background > 0);
+  int status = reap_within_5s(background);
+  if (status == -2) ::kill(background, SIGKILL);
+  BOOST_TEST((status >= 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+  errno = 0;
+  BOOST_TEST(::kill(background, 0) == -1);
+  BOOST_TEST(errno == ESRCH);
+}
+
+BOOST_AUTO_TEST_CASE(large_output_is_truncated_with_the_original_size) {
+  ToolDefinition shell = make_shell_tool({.max_output_bytes = 64 * 1024});
+  ToolResult r = call(shell, {{"command", one_mib_command()}});
+  BOOST_TEST(!r.is_error);
+  BOOST_TEST(r.truncated);
+  BOOST_TEST(r.original_bytes == 1048576u);
+  BOOST_TEST((r.output == one_mib_expected_with_64k_cap()));
+}
+
+BOOST_AUTO_TEST_CASE(a_blocked_command_is_refused_without_running) {
+  ToolDefinition shell = make_shell_tool({.blocked_patterns = {R"(rm\s+-rf\s+/)", R"(touch\s+made_it)"}});
+  ToolResult r = call(shell, {{"command", "touch made_it"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.output ==
+             R"(command refused: it matches the blocked pattern 'touch\s+made_it'; it was not run)");
+  BOOST_TEST(!fs::exists(ws + "/made_it"));
+  // The same command under another name runs: the refusal was the pattern's.
+  r = call(shell, {{"command", "touch made_other"}});
+  BOOST_TEST(!r.is_error);
+  BOOST_TEST(fs::exists(ws + "/made_other"));
+}
+
+BOOST_AUTO_TEST_CASE(invalid_options_are_reported_and_fail_closed) {
+  Status s = validate_shell_options({.blocked_patterns = {"ok", "(unclosed"}});
+  BOOST_TEST(s.is_invalid_argument());
+  BOOST_TEST(s.message().rfind("blocked pattern '(unclosed' is not a valid ECMAScript regex: ", 0) == 0u);
+  s = validate_shell_options({.timeout_ms = 5000, .max_timeout_ms = 1000});
+  BOOST_TEST(s.is_invalid_argument());
+  BOOST_TEST(s.message() == "shell timeout_ms 5000 must be between 1 and max_timeout_ms (1000)");
+  CHECK_OK(validate_shell_options({.blocked_patterns = {R"(rm\s+-rf\s+/)"}}));
+
+  ToolDefinition shell = make_shell_tool({.blocked_patterns = {"(unclosed"}});
+  ToolResult r = call(shell, {{"command", "touch made_it"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.output.rfind("the shell tool is misconfigured: blocked pattern '(unclosed'", 0) == 0u);
+  BOOST_TEST(!fs::exists(ws + "/made_it"));
+}
+
+BOOST_AUTO_TEST_CASE(bad_arguments_are_errors_the_model_can_fix) {
+  ToolDefinition shell = make_shell_tool({});
+  const std::string missing = "missing \"command\": give the bash command line to run, as a string";
+  ToolResult r = call(shell, nlohmann::json::object());
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.output == missing);
+  r = call(shell, {{"command", 42}});
+  BOOST_TEST(r.output == missing);
+  r = call(shell, {{"command", "true"}, {"timeout_ms", -5}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.output == "\"timeout_ms\" must be a positive integer number of milliseconds, not -5");
+  r = call(shell, {{"command", "true"}, {"timeout_ms", 2000.0}});
+  BOOST_TEST(!r.is_error);
+}
+
+BOOST_AUTO_TEST_CASE(cwd_is_confined_to_the_workspace) {
+  ToolDefinition shell = make_shell_tool({});
+  ToolResult r = call(shell, {{"command", "pwd"}, {"cwd", "sub"}});
+  BOOST_TEST(!r.is_error);
+  BOOST_TEST(r.output == ws + "/sub\n");
+  r = call(shell, {{"command", "pwd"}, {"cwd", "inner_link"}});
+  BOOST_TEST(r.output == ws + "/sub\n");
+
+  r = call(shell, {{"command", "touch ran"}, {"cwd", "../outside"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.output == "cwd: " + outside_message("../outside"));
+  r = call(shell, {{"command", "touch ran"}, {"cwd", outside}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.output == "cwd: " + outside_message(outside));
+  r = call(shell, {{"command", "touch ran"}, {"cwd", "escape"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(contains(r.output, "leads through a symbolic link"));
+  r = call(shell, {{"command", "touch ran"}, {"cwd", "sub/f.txt"}});
+  BOOST_TEST(r.output == "cwd: 'sub/f.txt' is not a directory; give a directory inside the workspace");
+  BOOST_TEST(!fs::exists(outside + "/ran"));
+  BOOST_TEST(!fs::exists(ws + "/sub/ran"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------
+BOOST_FIXTURE_TEST_SUITE(file_tool_tests, WorkspaceFixture)
+
+BOOST_AUTO_TEST_CASE(specs_declare_names_idempotence_and_required_arguments) {
+  ToolDefinition read = make_read_file_tool({});
+  ToolDefinition write = make_write_file_tool({});
+  ToolDefinition list = make_list_dir_tool({});
+  BOOST_TEST(read.spec.name == "read_file");
+  BOOST_TEST(write.spec.name == "write_file");
+  BOOST_TEST(list.spec.name == "list_dir");
+  BOOST_TEST(read.spec.idempotent);
+  BOOST_TEST(!write.spec.idempotent);
+  BOOST_TEST(list.spec.idempotent);
+  BOOST_TEST((read.blocking && write.blocking && list.blocking));
+  BOOST_TEST(nlohmann::json::parse(read.spec.schema.text)["required"] == nlohmann::json::array({"path"}));
+  BOOST_TEST(nlohmann::json::parse(write.spec.schema.text)["required"] ==
+             nlohmann::json::array({"path", "content"}));
+  BOOST_TEST(!nlohmann::json::parse(list.spec.schema.text).contains("required"));
+}
+
+BOOST_AUTO_TEST_CASE(read_file_reads_ranges) {
+  ToolDefinition read = make_read_file_tool({});
+  write_text(ws + "/digits.txt", "0123456789");
+  ToolResult r = call(read, {{"path", "digits.txt"}});
+  BOOST_TEST(!r.is_error);
+  BOOST_TEST(r.output == "0123456789");
+  BOOST_TEST(!r.truncated);
+  r = call(read, {{"path", "digits.txt"}, {"offset", 3}, {"limit", 4}});
+  BOOST_TEST(r.output == "3456");
+  BOOST_TEST(!r.truncated);
+  r = call(read, {{"path", "digits.txt"}, {"offset", 10}});
+  BOOST_TEST(!r.is_error);
+  BOOST_TEST(r.output == "");
+  r = call(read, {{"path", "digits.txt"}, {"offset", 11}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.output == "offset 11 is past the end of 'digits.txt', which has 10 bytes");
+  r = call(read, {{"path", "digits.txt"}, {"limit", 0}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.output == "\"limit\" must be an integer of at least 1, not 0");
+}
+
+BOOST_AUTO_TEST_CASE(read_file_over_the_cap_says_how_to_read_on) {
+  ToolDefinition read = make_read_file_tool({.max_read_bytes = 8});
+  write_text(ws + "/letters.txt", "abcdefghijklmnop");
+  ToolResult r = call(read, {{"path", "letters.txt"}});
+  BOOST_TEST(!r.is_error);
+  BOOST_TEST(r.truncated);
+  BOOST_TEST(r.original_bytes == 16u);
+  BOOST_TEST(r.output ==
+             "abcdefgh\n[read_file: showed bytes 0 to 8 of 16; one read returns at most 8 bytes. To read on, "
+             "call read_file with offset=8 (and limit to read less)]");
+  r = call(read, {{"path", "letters.txt"}, {"offset", 8}});
+  BOOST_TEST(!r.truncated);
+  BOOST_TEST(r.output == "ijklmnop");
+  // A limit within the cap is what was asked for, not a truncation.
+  r = call(read, {{"path", "letters.txt"}, {"limit", 3}});
+  BOOST_TEST(!r.truncated);
+  BOOST_TEST(r.output == "abc");
+}
+
+BOOST_AUTO_TEST_CASE(read_file_refuses_binary_missing_and_directories) {
+  ToolDefinition read = make_read_file_tool({});
+  write_text(ws + "/blob.bin", std::string("ab\0cd", 5));
+  ToolResult r = call(read, {{"path", "blob.bin"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(
+      r.output.rfind("'blob.bin' looks like a binary file (it contains NUL bytes; 5 bytes in all)", 0) == 0u);
+  r = call(read, {{"path", "nope.txt"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.output == "path 'nope.txt' does not exist in the workspace " + ws);
+  r = call(read, {{"path", "sub"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.output == "'sub' is a directory; use list_dir to see what it holds");
+  r = call(read, nlohmann::json::object());
+  BOOST_TEST(r.output == "missing \"path\": it is required and must be a string");
+}
+
+BOOST_AUTO_TEST_CASE(read_file_is_confined) {
+  ToolDefinition read = make_read_file_tool({});
+  for (const std::string& path : {std::string("../outside/secret.txt"), outside + "/secret.txt"}) {
+    ToolResult r = call(read, {{"path", path}});
+    BOOST_TEST(r.is_error);
+    BOOST_TEST(r.output == outside_message(path));
+  }
+  ToolResult r = call(read, {{"path", "escape/secret.txt"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(contains(r.output, "leads through a symbolic link"));
+  BOOST_TEST(!contains(r.output, "secret\n"));
+  r = call(read, {{"path", "inner_link/f.txt"}});
+  BOOST_TEST(!r.is_error);
+  BOOST_TEST(r.output == "inside\n");
+}
+
+BOOST_AUTO_TEST_CASE(write_file_creates_parents_replaces_and_appends) {
+  ToolDefinition write = make_write_file_tool({});
+  ToolResult r = call(write, {{"path", "new/deep/file.txt"}, {"content", "one\n"}});
+  BOOST_TEST(!r.is_error);
+  BOOST_TEST(r.output == "wrote 4 bytes to 'new/deep/file.txt'");
+  BOOST_TEST(read_text(ws + "/new/deep/file.txt") == "one\n");
+  r = call(write, {{"path", "new/deep/file.txt"}, {"content", "two\n"}, {"append", true}});
+  BOOST_TEST(r.output == "appended 4 bytes to 'new/deep/file.txt' (now 8 bytes)");
+  BOOST_TEST(read_text(ws + "/new/deep/file.txt") == "one\ntwo\n");
+  r = call(write, {{"path", "new/deep/file.txt"}, {"content", "three\n"}});
+  BOOST_TEST(read_text(ws + "/new/deep/file.txt") == "three\n");
+  r = call(write, {{"path", "inner_link/via_link.txt"}, {"content", "x"}});  // a link that stays inside
+  BOOST_TEST(!r.is_error);
+  BOOST_TEST(read_text(ws + "/sub/via_link.txt") == "x");
+}
+
+BOOST_AUTO_TEST_CASE(write_file_refuses_bad_targets_and_oversized_content) {
+  ToolDefinition write = make_write_file_tool({.max_write_bytes = 4});
+  ToolResult r = call(write, {{"path", "big.txt"}, {"content", "12345"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(
+      r.output ==
+      "content is 5 bytes, over the limit of 4 bytes for one write; write the first part, then the rest "
+      "with append=true");
+  BOOST_TEST(!fs::exists(ws + "/big.txt"));
+  r = call(write, {{"path", "sub"}, {"content", "x"}});
+  BOOST_TEST(r.output == "'sub' is a directory; give the path of a file to write");
+  r = call(write, {{"path", "a.txt"}});
+  BOOST_TEST(r.output == "missing \"content\": it is required and must be a string");
+  r = call(write, {{"path", "a.txt"}, {"content", "x"}, {"append", "yes"}});
+  BOOST_TEST(r.output == "\"append\" must be true or false, not \"yes\"");
+  BOOST_TEST(!fs::exists(ws + "/a.txt"));
+}
+
+BOOST_AUTO_TEST_CASE(write_file_is_confined) {
+  ToolDefinition write = make_write_file_tool({});
+  for (const std::string& path : {std::string("../outside/new.txt"), outside + "/new.txt"}) {
+    ToolResult r = call(write, {{"path", path}, {"content", "x"}});
+    BOOST_TEST(r.is_error);
+    BOOST_TEST(r.output == outside_message(path));
+  }
+  ToolResult r = call(write, {{"path", "escape/new.txt"}, {"content", "x"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(contains(r.output, "leads through a symbolic link"));
+  r = call(write, {{"path", "escape/secret.txt"}, {"content", "overwritten"}});
+  BOOST_TEST(r.is_error);
+  r = call(write, {{"path", "dangling"}, {"content", "x"}});  // would create outside/not_yet.txt
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(!fs::exists(outside + "/new.txt"));
+  BOOST_TEST(!fs::exists(outside + "/not_yet.txt"));
+  BOOST_TEST(read_text(outside + "/secret.txt") == "secret\n");
+}
+
+BOOST_AUTO_TEST_CASE(list_dir_sorts_marks_directories_and_sizes_files) {
+  ToolDefinition list = make_list_dir_tool({});
+  write_text(ws + "/listing/b.txt", "abc");
+  write_text(ws + "/listing/Z.txt", "");
+  fs::create_directories(ws + "/listing/a");
+  fs::create_directories(ws + "/listing/c");
+  fs::create_symlink("b.txt", ws + "/listing/link");
+  ToolResult r = call(list, {{"path", "listing"}});
+  BOOST_TEST(!r.is_error);
+  BOOST_TEST(r.output == "Z.txt (0 bytes)\na/\nb.txt (3 bytes)\nc/\nlink -> b.txt\n");
+  BOOST_TEST(!r.truncated);
+
+  r = call(list, nlohmann::json::object());  // the workspace itself
+  BOOST_TEST(r.output == "dangling -> " + outside + "/not_yet.txt\nescape -> " + outside +
+                             "\ninner_link -> " + ws + "/sub\nlisting/\nsub/\n");
+  fs::create_directories(ws + "/empty");
+  r = call(list, {{"path", "empty"}});
+  BOOST_TEST(r.output == "(empty directory)");
+  r = call(list, {{"path", "listing/b.txt"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.output == "'listing/b.txt' is not a directory; use read_file to read a file");
+}
+
+BOOST_AUTO_TEST_CASE(list_dir_caps_the_number_of_entries) {
+  ToolDefinition list = make_list_dir_tool({.max_list_entries = 2});
+  for (const char* name : {"d", "c", "b", "a"}) write_text(ws + "/many/" + name, "");
+  ToolResult r = call(list, {{"path", "many"}});
+  BOOST_TEST(r.truncated);
+  BOOST_TEST(r.original_bytes == 4u * std::string("a (0 bytes)\n").size());
+  BOOST_TEST(r.output ==
+             "a (0 bytes)\nb (0 bytes)\n[... 2 more entries not shown (4 in all); list a subdirectory, or "
+             "filter with the shell tool, e.g. `ls many | grep pattern`]\n");
+}
+
+BOOST_AUTO_TEST_CASE(list_dir_is_confined) {
+  ToolDefinition list = make_list_dir_tool({});
+  for (const std::string& path : {std::string(".."), outside, std::string("/")}) {
+    ToolResult r = call(list, {{"path", path}});
+    BOOST_TEST(r.is_error);
+    BOOST_TEST(r.output == outside_message(path));
+  }
+  ToolResult r = call(list, {{"path", "escape"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(contains(r.output, "leads through a symbolic link"));
+  BOOST_TEST(!contains(r.output, "secret.txt ("));
+  r = call(list, {{"path", "inner_link"}});
+  BOOST_TEST(!r.is_error);
+  BOOST_TEST(r.output == "f.txt (7 bytes)\n");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

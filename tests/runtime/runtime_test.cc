@@ -1,0 +1,287 @@
+// The runtime on the real, multi-threaded scheduler: many sessions at once,
+// the built-in tools in a workspace, command hooks, supervision under load.
+#define BOOST_TEST_MODULE runtime_test
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "actors/caf_types.h"
+#include "actors/tool_actor.h"
+#include "events/fold.h"
+#include "replay/verify.h"
+#include "runtime/runtime.h"
+#include "tests/support/printing.h"
+#include "tests/support/temp_dir.h"
+
+using namespace carapace;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string write_file(const testing::TempDir& dir, const std::string& name, const std::string& text) {
+  std::string path = dir.sub(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+struct RuntimeFixture {
+  testing::TempDir dir;
+  std::unique_ptr<Runtime> rt;
+
+  void open(const std::string& scenario_json, Config config = {}) {
+    config.provider.scenario = write_file(dir, "scenario.json", scenario_json);
+    config.workspace = dir.path();
+    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &rt));
+  }
+
+  SessionOutcome run(const std::string& task, const std::string& id = "") {
+    std::string sid;
+    CHECK_OK(rt->start_session(SessionOptions{.id = id, .task = task}, &sid));
+    SessionOutcome out;
+    CHECK_OK(rt->wait(sid, 60s, &out));
+    return out;
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(runtime, RuntimeFixture)
+
+BOOST_AUTO_TEST_CASE(fifty_sessions_at_once_complete_with_separate_logs) {
+  open(R"({"replies": [
+      {"text": "step one", "tool_calls": [{"name": "tally", "args": {"n": 1}}]},
+      {"text": "step two", "tool_calls": [{"name": "tally", "args": {"n": 2}}, {"name": "tally", "args": {"n": 3}}]},
+      {"text": "finished"}]})");
+  std::atomic<int> tallies{0};
+  CHECK_OK(rt->register_tool(ToolDefinition{
+      .spec = {.name = "tally", .description = "counts", .schema = JsonText{R"({"type":"object"})"}},
+      .blocking = false,
+      .run = [&](const nlohmann::json& args, const ToolContext& ctx) {
+        ++tallies;
+        return ToolResult{.output = ctx.session_id + " saw " + std::to_string(args.value("n", 0))};
+      }}));
+  constexpr int kSessions = 50;
+  std::vector<std::string> ids;
+  std::mutex mu;
+  std::map<std::string, std::vector<Event>> heard;
+  for (int i = 0; i < kSessions; ++i) {
+    std::string id = "par-" + std::to_string(i);
+    CHECK_OK(rt->start_session(SessionOptions{.id = id,
+                                              .task = "task " + std::to_string(i),
+                                              .on_event =
+                                                  [&, id](const Event& e) {
+                                                    std::lock_guard lock(mu);
+                                                    heard[id].push_back(e);
+                                                  }},
+                               nullptr));
+    ids.push_back(id);
+  }
+  for (const auto& id : ids) {
+    SessionOutcome o;
+    CHECK_OK(rt->wait(id, 60s, &o));
+    BOOST_TEST((o.status == SessionStatus::kCompleted), id);
+    BOOST_TEST(o.final_answer == "finished");
+    BOOST_TEST(o.turns == 3u);
+  }
+  BOOST_TEST(tallies.load() == kSessions * 3);
+  VerifyReport report;
+  CHECK_OK(verify_all(rt->log(), &report));
+  BOOST_TEST(report.ok());
+  BOOST_TEST(report.sessions.size() == static_cast<size_t>(kSessions));
+  for (const auto& id : ids) {
+    std::vector<Event> events;
+    CHECK_OK(rt->log().read(id, 1, UINT64_MAX, &events));
+    SessionState state;
+    CHECK_OK(fold(events, &state));
+    // Each log holds its own session only: its task, its tool outputs.
+    BOOST_TEST(state.messages[0].text == "task " + id.substr(4));
+    for (const auto& m : state.messages) {
+      if (m.role == Role::kTool) BOOST_TEST(m.text.rfind(id + " saw", 0) == 0u, m.text);
+    }
+    BOOST_TEST(state.tool_calls == 3u);
+    std::lock_guard lock(mu);
+    BOOST_TEST(heard[id].size() == events.size() - 3);  // all but the opening, published in order
+    BOOST_TEST((heard[id].back() == events.back()));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(built_in_tools_work_in_the_workspace_and_refuse_to_leave_it) {
+  open(R"({"replies": [
+      {"tool_calls": [{"name": "write_file", "args": {"path": "out/a.txt", "content": "alpha\n"}},
+                      {"name": "shell", "args": {"command": "cat out/a.txt; pwd"}},
+                      {"name": "read_file", "args": {"path": "../outside.txt"}},
+                      {"name": "list_dir", "args": {"path": "out"}}]},
+      {"text": "done"}]})");
+  SessionOutcome o = run("use the tools", "tools");
+  BOOST_TEST((o.status == SessionStatus::kCompleted));
+  std::vector<Event> events;
+  CHECK_OK(rt->log().read("tools", 1, UINT64_MAX, &events));
+  std::vector<ToolCompleted> done;
+  for (const auto& e : events) {
+    if (const auto* c = get_if<ToolCompleted>(e)) done.push_back(*c);
+  }
+  BOOST_REQUIRE(done.size() == 4u);
+  BOOST_TEST(!done[0].is_error);
+  BOOST_TEST(done[1].output.find("alpha\n" + std::filesystem::canonical(dir.path()).string()) == 0u,
+             done[1].output);
+  BOOST_TEST(done[2].is_error);
+  BOOST_TEST(done[2].output.find("outside the workspace") != std::string::npos, done[2].output);
+  BOOST_TEST(done[3].output.find("a.txt") != std::string::npos);
+  BOOST_TEST(std::filesystem::exists(dir.sub("out/a.txt")));
+}
+
+BOOST_AUTO_TEST_CASE(a_command_hook_from_the_config_denies_a_call) {
+  std::string script = write_file(dir, "guard.sh",
+                                  "#!/bin/sh\ncase \"$(cat)\" in *'rm -rf'*) "
+                                  "echo '{\"decision\":\"deny\",\"reason\":\"destructive\"}';; *) echo "
+                                  "'{\"decision\":\"allow\"}';; esac\n");
+  Config config;
+  config.hooks.push_back(HookConfig{.name = "guard",
+                                    .event = HookEvent::kPreToolUse,
+                                    .matcher = "^shell$",
+                                    .command = {"/bin/sh", script},
+                                    .timeout_ms = 5000});
+  open(R"({"replies": [{"tool_calls": [{"name": "shell", "args": {"command": "rm -rf ./important"}},
+                                       {"name": "shell", "args": {"command": "echo safe"}}]},
+                       {"text": "ok"}]})",
+       config);
+  std::filesystem::create_directories(dir.sub("important"));
+  SessionOutcome o = run("clean up", "hooked");
+  BOOST_TEST((o.status == SessionStatus::kCompleted));
+  BOOST_TEST(std::filesystem::exists(dir.sub("important")));  // the hook stopped it
+  std::vector<Event> events;
+  CHECK_OK(rt->log().read("hooked", 1, UINT64_MAX, &events));
+  std::vector<std::string> decisions;
+  std::vector<ToolCompleted> done;
+  for (const auto& e : events) {
+    if (const auto* h = get_if<HookDecided>(e)) decisions.push_back(h->hook_name + ":" + h->decision);
+    if (const auto* c = get_if<ToolCompleted>(e)) done.push_back(*c);
+  }
+  BOOST_TEST((decisions == std::vector<std::string>{"guard:deny", "guard:allow"}));
+  BOOST_REQUIRE(done.size() == 2u);
+  BOOST_TEST(done[0].output == "The call was denied: destructive");
+  BOOST_TEST(done[1].output == "safe\n");
+}
+
+BOOST_AUTO_TEST_CASE(subscribers_hear_events_and_deltas) {
+  open(R"({"replies": [{"text": "a fairly long answer that arrives in several streamed pieces"}]})");
+  std::mutex mu;
+  std::string streamed;
+  std::vector<std::string> types;
+  std::string id;
+  CHECK_OK(rt->start_session(SessionOptions{.task = "stream",
+                                            .on_event =
+                                                [&](const Event& e) {
+                                                  std::lock_guard lock(mu);
+                                                  types.emplace_back(e.type_name());
+                                                },
+                                            .on_delta =
+                                                [&](const StreamDelta& d) {
+                                                  std::lock_guard lock(mu);
+                                                  streamed += d.text;
+                                                }},
+                             &id));
+  SessionOutcome o;
+  CHECK_OK(rt->wait(id, 30s, &o));
+  std::this_thread::sleep_for(50ms);  // the subscriber's mailbox drains after the reply
+  std::lock_guard lock(mu);
+  BOOST_TEST(streamed == o.final_answer);
+  BOOST_TEST(types.back() == "turn.committed");
+  BOOST_TEST(rt->send_message("nobody", "hi").is_not_found());
+  BOOST_TEST(rt->wait("nobody", 1s, &o).is_not_found());
+}
+
+BOOST_AUTO_TEST_CASE(a_provider_failure_after_retries_leaves_the_session_usable) {
+  Config config;
+  config.retry.base_delay_ms = 1;
+  config.retry.max_delay_ms = 5;
+  open(R"({"replies": [{"error": {"status": 500}}, {"error": {"status": 500}}, {"error": {"status": 500}},
+                       {"error": {"status": 500}}, {"text": "recovered"}]})",
+       config);
+  std::string id;
+  CHECK_OK(rt->start_session(SessionOptions{.task = "x"}, &id));
+  SessionOutcome o;
+  CHECK_OK(rt->wait(id, 30s, &o));
+  BOOST_TEST((o.status == SessionStatus::kFailed));
+  CHECK_OK(rt->send_message(id, "please try again"));
+  std::this_thread::sleep_for(10ms);
+  CHECK_OK(rt->wait(id, 30s, &o));
+  BOOST_TEST((o.status == SessionStatus::kCompleted));
+  BOOST_TEST(o.final_answer == "recovered");
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_gets_clear_errors) {
+  open(R"({"replies": [{"text": "x"}]})");
+  std::string id;
+  BOOST_TEST(rt->start_session(SessionOptions{.task = ""}, &id).is_invalid_argument());
+  BOOST_TEST(rt->start_session(SessionOptions{.id = "bad id", .task = "x"}, &id).is_invalid_argument());
+  Status s = rt->start_session(SessionOptions{.task = "x", .workspace = dir.sub("missing")}, &id);
+  BOOST_TEST(!s.ok());
+  BOOST_TEST(s.message().find("missing") != std::string::npos);
+  CHECK_OK(rt->start_session(SessionOptions{.id = "once", .task = "x"}, &id));
+  BOOST_TEST(
+      rt->start_session(SessionOptions{.id = "once", .task = "x"}, &id).message().find("already exists") !=
+      std::string::npos);
+  std::unique_ptr<Runtime> second;
+  Config config;
+  config.provider.scenario = dir.sub("scenario.json");
+  s = Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &second);
+  BOOST_TEST(s.is_busy(), s.to_string());  // one writer per home
+  Config no_scenario;
+  s = Runtime::open(Runtime::Options{.home = dir.sub("other"), .config = no_scenario}, &second);
+  BOOST_TEST(s.message().find("needs a scenario file") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The supervisor on real threads: a worker killed with calls in flight.
+BOOST_AUTO_TEST_CASE(a_tool_worker_killed_with_calls_in_flight_answers_them_and_is_replaced) {
+  caf::actor_system_config cfg;
+  caf::actor_system system{cfg};
+  auto tools = std::make_shared<ToolRegistry>();
+  std::atomic<int> runs{0};
+  CHECK_OK(tools->add(ToolDefinition{.spec = {.name = "slow"},
+                                     .blocking = false,  // runs inline in its worker, so the worker is busy
+                                     .run = [&](const nlohmann::json&, const ToolContext&) {
+                                       ++runs;
+                                       std::this_thread::sleep_for(1s);
+                                       return ToolResult{.output = "slow done"};
+                                     }}));
+  ToolSupervisorActor supervisor = spawn_tool_supervisor(system, tools);
+  caf::scoped_actor self{system};
+  ToolActor worker;
+  self->request(supervisor, 5s, worker_atom::value, std::string("slow"))
+      .receive([&](ToolActor& w) { worker = w; }, [](caf::error&) {});
+  BOOST_REQUIRE(worker);
+  auto call = [&](const std::string& id) {
+    return ToolInvocation{.session_id = "s", .call = ToolCall{id, "slow", JsonText{"{}"}}};
+  };
+  // Call 1 keeps the worker busy; the kill queues in its mailbox, and call 2
+  // queues behind it (CAF 0.17 does not put exits first): call 2 is lost
+  // with the worker, and the supervisor must answer it.
+  self->send(supervisor, call("c1"));
+  std::this_thread::sleep_for(100ms);
+  self->send_exit(worker, caf::exit_reason::kill);
+  self->send(supervisor, call("c2"));
+  std::map<std::string, ToolOutcome> outcomes;
+  for (int i = 0; i < 2; ++i) {
+    self->receive([&](ToolOutcome& o) { outcomes[o.call_id] = o; },
+                  caf::after(10s) >> [] { BOOST_FAIL("no answer from the supervisor"); });
+  }
+  BOOST_TEST(outcomes["c1"].output == "slow done");
+  BOOST_TEST(outcomes["c2"].is_error);
+  BOOST_TEST(outcomes["c2"].output.find("the tool actor for slow") == 0u, outcomes["c2"].output);
+  // The replacement serves the next call.
+  ToolOutcome third;
+  self->request(supervisor, 10s, call("c3")).receive([&](ToolOutcome& o) { third = o; }, [](caf::error&) {});
+  BOOST_TEST(third.output == "slow done");
+  ToolActor replacement;
+  self->request(supervisor, 5s, worker_atom::value, std::string("slow"))
+      .receive([&](ToolActor& w) { replacement = w; }, [](caf::error&) {});
+  BOOST_TEST((replacement.address() != worker.address()));
+  self->send_exit(supervisor, caf::exit_reason::user_shutdown);
+}

@@ -1,0 +1,177 @@
+// VirtualRuntime: the actor runtime on CAF's deterministic test scheduler,
+// for tests that need exact ordering and virtual time (retry backoff,
+// simulated latency). Everything runs on the test's thread: the event log
+// completes durable appends inline, tools and hooks must be C++ and
+// non-blocking.
+#pragma once
+
+#include <boost/test/unit_test.hpp>
+#include <caf/all.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/caf_types.h"
+#include "actors/hook_actor.h"
+#include "actors/provider_actor.h"
+#include "actors/scripted_provider.h"
+#include "actors/session_actor.h"
+#include "actors/tool_actor.h"
+#include "events/fold.h"
+#include "tests/support/printing.h"
+#include "tests/support/temp_dir.h"
+
+namespace caf {
+inline std::ostream& boost_test_print_type(std::ostream& os, const error& x) { return os << to_string(x); }
+}  // namespace caf
+
+namespace carapace::testing {
+
+// Records the requests it answers, and answers from a scenario.
+class RecordingProvider : public Provider {
+ public:
+  explicit RecordingProvider(Scenario scenario) : scripted_(std::move(scenario)) {}
+  std::string name() const override { return "scripted"; }
+  bool blocking() const override { return false; }
+  ProviderReply call(const ProviderRequest& request, const DeltaSink& on_delta) override {
+    requests.push_back(request);
+    return scripted_.call(request, on_delta);
+  }
+  std::vector<ProviderRequest> requests;
+
+ private:
+  ScriptedProvider scripted_;
+};
+
+inline SubscriberActor::behavior_type recorder(SubscriberActor::pointer, std::vector<Event>* events) {
+  return {[=](const EventNotice& n) { events->push_back(n.event); }, [](const StreamDelta&) {}};
+}
+
+class VirtualRuntime {
+ public:
+  VirtualRuntime() {
+    config_.set("scheduler.policy", caf::atom("testing"));
+    system_ = std::make_unique<caf::actor_system>(config_);
+    sched_ = &dynamic_cast<caf::scheduler::test_coordinator&>(system_->scheduler());
+    CHECK_OK(
+        EventLog::open(EventLog::Options{.path = dir_.sub("log"), .inline_durable_appends = true}, &log_));
+    tool_host = spawn_tool_supervisor(*system_, tools);
+    hook_host = spawn_hook_actor(*system_, hooks);
+  }
+
+  ~VirtualRuntime() {
+    for (auto& a : spawned_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(tool_host, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(hook_host, caf::exit_reason::user_shutdown);
+    if (provider_host) caf::anon_send_exit(provider_host, caf::exit_reason::user_shutdown);
+    sched_->run();
+  }
+
+  void scenario(const std::string& json) {
+    Scenario s;
+    CHECK_OK(parse_scenario(json, "test.json", &s));
+    provider = std::make_shared<RecordingProvider>(std::move(s));
+    provider_host = spawn_provider_supervisor(*system_, provider);
+  }
+
+  // Creates a session and runs until nothing more can happen without time passing.
+  SessionActor start(const std::string& id, const std::string& task, SessionSettings settings = {}) {
+    std::unique_ptr<SessionJournal> journal;
+    CHECK_OK(SessionJournal::create(
+        log_.get(), id,
+        {SessionStarted{.provider = "scripted", .model = "scripted-1", .rng_seed = 4242}, UserMessage{task}},
+        JournalOptions{.snapshot_every_turns = 0}, &journal));
+    if (settings.workspace.empty()) settings.workspace = dir_.path();
+    auto context = std::make_shared<SessionContext>(
+        SessionContext{.id = id,
+                       .journal = std::move(journal),
+                       .settings = settings,
+                       .tools = tools,
+                       .hooks = hooks,
+                       .provider = caf::actor_cast<ProviderActor>(provider_host),
+                       .tool_host = caf::actor_cast<ToolActor>(tool_host),
+                       .hook_host = hook_host});
+    SessionActor session = spawn_session(*system_, context);
+    SubscriberActor rec = system_->spawn(recorder, &events);
+    spawned_.push_back(caf::actor_cast<caf::actor>(session));
+    spawned_.push_back(caf::actor_cast<caf::actor>(rec));
+    caf::anon_send(session, subscribe_atom::value, rec);
+    caf::anon_send(session, start_atom::value);
+    run();
+    return session;
+  }
+
+  void run() { sched_->run(); }
+  void advance(std::chrono::milliseconds d) {
+    sched_->advance_time(d);
+    sched_->run();
+  }
+
+  // The outcome, once the loop has stopped (fails the test if it has not).
+  SessionOutcome outcome(const SessionActor& session) {
+    caf::scoped_actor self{*system_, true};
+    self->send(session, wait_atom::value);
+    run();
+    SessionOutcome out;
+    bool got = false;
+    self->receive(
+        [&](SessionOutcome& o) {
+          out = std::move(o);
+          got = true;
+        },
+        caf::after(std::chrono::seconds(0)) >> [] {});
+    BOOST_REQUIRE_MESSAGE(got, "the session's loop has not stopped");
+    return out;
+  }
+
+  template <class T>
+  std::vector<T> of_type() const {
+    std::vector<T> out;
+    for (const auto& e : events) {
+      if (const auto* x = get_if<T>(e)) out.push_back(*x);
+    }
+    return out;
+  }
+
+  std::vector<Event> logged(const std::string& id) {
+    std::vector<Event> out;
+    CHECK_OK(log_->read(id, 1, UINT64_MAX, &out));
+    return out;
+  }
+
+  caf::actor_system& system() { return *system_; }
+  EventLog& log() { return *log_; }
+  std::string workspace() const { return dir_.path(); }
+
+  std::shared_ptr<ToolRegistry> tools = std::make_shared<ToolRegistry>();
+  std::shared_ptr<HookRegistry> hooks = std::make_shared<HookRegistry>();
+  std::shared_ptr<RecordingProvider> provider;
+  ProviderSupervisorActor provider_host;
+  ToolSupervisorActor tool_host;
+  HookActor hook_host;
+  std::vector<Event> events;  // every event the sessions published, in order
+
+ private:
+  TempDir dir_;
+  caf::actor_system_config config_;
+  std::unique_ptr<caf::actor_system> system_;
+  caf::scheduler::test_coordinator* sched_ = nullptr;
+  std::unique_ptr<EventLog> log_;
+  std::vector<caf::actor> spawned_;
+};
+
+// A quick C++ tool that records its calls.
+inline ToolDefinition echo_tool(std::vector<std::string>* calls, std::string name = "echo") {
+  return ToolDefinition{.spec = {.name = name,
+                                 .description = "echoes its text",
+                                 .schema = JsonText{R"({"type":"object"})"},
+                                 .idempotent = true},
+                        .blocking = false,
+                        .run = [calls](const nlohmann::json& args, const ToolContext&) {
+                          calls->push_back(args.dump());
+                          return ToolResult{.output = "echo: " + args.value("text", std::string())};
+                        }};
+}
+
+}  // namespace carapace::testing
