@@ -27,6 +27,7 @@ using committed_atom = caf::atom_constant<caf::atom("committed")>;
 using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
 using deliver_atom = caf::atom_constant<caf::atom("deliver")>;
 using worker_atom = caf::atom_constant<caf::atom("worker")>;
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
 
 // ---- inspection --------------------------------------------------------------
 template <class Inspector, codec::Described T>
@@ -84,7 +85,9 @@ using ToolSupervisorActor = ToolActor::extend<caf::replies_to<worker_atom, std::
 using HookActor = caf::typed_actor<caf::replies_to<HookInput>::with<HookVerdict>>;
 
 // Hears a session's events as they are appended, and its streamed deltas.
-using SubscriberActor = caf::typed_actor<caf::reacts_to<EventNotice>, caf::reacts_to<StreamDelta>>;
+// Answers flush once it has handled everything sent to it before.
+using SubscriberActor = caf::typed_actor<caf::reacts_to<EventNotice>, caf::reacts_to<StreamDelta>,
+                                         caf::replies_to<flush_atom>::with<bool>>;
 
 // One agent session: the only writer of its events.
 using SessionActor =

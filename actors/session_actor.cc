@@ -198,29 +198,37 @@ class SessionLoop {
                                       .total_chars = prompt.text.size()});
     if (auto trim = plan_trim(state().messages, settings().context_max_chars)) step.emplace_back(*trim);
     if (!append(std::move(step))) return;
-    request_ = ProviderRequest{.session_id = ctx_->id,
-                               .turn = turn,
-                               .model = state().model,
-                               .system_prompt = std::move(prompt.text),
-                               .messages = state().messages,
-                               .tools = std::move(specs)};
+    system_prompt_ = std::move(prompt.text);
+    tool_specs_ = std::move(specs);
     request_digest_ = request_digest(prompt.digest, state().messages_digest);
     call_model(1);
   }
 
+  // One attempt. The request is built anew each time (retries see the same
+  // prompt and messages: only llm.failed events come between attempts) and
+  // moved into the message, so the conversation is copied once per attempt.
   void call_model(uint32_t attempt) {
     uint64_t turn = state().turn;
-    request_.attempt = attempt;
-    request_.attempt_index = state().llm_attempts;
+    const std::string& model = state().model;
     if (!append({LlmRequested{.turn = turn,
                               .attempt = attempt,
-                              .model = request_.model,
+                              .model = model,
                               .request_digest = request_digest_,
-                              .message_count = request_.messages.size()}})) {
+                              .message_count = state().messages.size()}})) {
       return;
     }
+    ProviderRequest request{.session_id = ctx_->id,
+                            .turn = turn,
+                            .attempt = attempt,
+                            .attempt_index = state().llm_attempts - 1,
+                            .model = model,
+                            .system_prompt = system_prompt_,
+                            .messages = state().messages,
+                            .tools = tool_specs_};
     DeltaSinkActor sink = caf::actor_cast<DeltaSinkActor>(self_);
-    self_->request(ctx_->provider, std::chrono::milliseconds(settings().provider_timeout_ms), request_, sink)
+    self_
+        ->request(ctx_->provider, std::chrono::milliseconds(settings().provider_timeout_ms),
+                  std::move(request), sink)
         .then([this, turn, attempt](ProviderReply reply) { model_replied(turn, attempt, std::move(reply)); },
               [this, turn, attempt](caf::error& e) {
                 ProviderReply reply;
@@ -268,7 +276,7 @@ class SessionLoop {
                            .tool_calls = r.tool_calls,
                            .finish_reason = r.finish_reason,
                            .usage = r.usage,
-                           .cost_usd = cost_usd(settings().prices, request_.model, r.usage),
+                           .cost_usd = cost_usd(settings().prices, state().model, r.usage),
                            .latency_ms = reply.latency_ms};
     if (!append({std::move(responded)})) return;
     assistant_text_ = std::move(r.text);
@@ -453,7 +461,8 @@ class SessionLoop {
   std::vector<caf::typed_response_promise<SessionOutcome>> waiters_;
   std::vector<SubscriberActor> subscribers_;
 
-  ProviderRequest request_;
+  std::string system_prompt_;  // this turn's, for its attempts
+  std::vector<ToolSpec> tool_specs_;
   Digest128 request_digest_;
   std::string assistant_text_;
   std::vector<ToolCall> calls_;

@@ -7,7 +7,9 @@
 // (c) fold/recovery throughput vs raw RocksDB iteration;
 // (d) resume latency of an N-event session with and without snapshots;
 // (e) the reference systems' storage on the same turns: SQLite (WAL, a
-//     transaction per turn, synchronous=FULL) and NDJSON with fdatasync per 10 events.
+//     transaction per turn, synchronous=FULL) and NDJSON with fdatasync per 10 events;
+// (f) end to end: a scripted session calling one trivial tool per turn through
+//     the whole runtime, 1 and 16 sessions, against the same writes done raw.
 // Prints a table, then one JSON object as the last line.
 #include <fcntl.h>
 #include <rocksdb/db.h>
@@ -21,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -31,6 +34,7 @@
 #include "events/record.h"
 #include "events/synthetic.h"
 #include "replay/recovery.h"
+#include "runtime/runtime.h"
 #include "storage/event_log.h"
 #include "storage/keys.h"
 #include "storage/session_journal.h"
@@ -166,7 +170,7 @@ struct Results {
 };
 
 std::string fmt(const char* f, double v) {
-  char buf[64];
+  char buf[256];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }
@@ -486,6 +490,113 @@ void bench_fold_and_resume(const fs::path& root, uint64_t events, Results& r) {
         fmt("%.1f", untrimmed_ms), "", "");
 }
 
+// ---------------------------------------------------------------- (f) end to end
+// A scripted session whose every turn calls one trivial C++ tool: the whole
+// runtime (actors, hooks check, prompt, fold, journal, group commit).
+std::string e2e_scenario(uint64_t turns) {
+  nlohmann::json replies = nlohmann::json::array();
+  for (uint64_t t = 0; t < turns; ++t) {
+    replies.push_back({{"text", "step " + std::to_string(t)},
+                       {"tool_calls", {{{"name", "noop"}, {"args", {{"n", t}}}}}},
+                       {"usage", {{"input", 1000}, {"output", 20}}}});
+  }
+  replies.push_back({{"text", "done"}});
+  return nlohmann::json{{"replies", replies}}.dump();
+}
+
+double e2e_turns_per_s(const fs::path& root, int sessions, uint64_t turns,
+                       std::vector<std::vector<Kv>>* stored) {
+  Scratch dir(root, "e2e");
+  std::string scenario = dir.str("scenario.json");
+  {
+    std::ofstream out(scenario);
+    out << e2e_scenario(turns);
+  }
+  Config config;
+  config.provider.scenario = scenario;
+  config.tools_enabled = {};
+  config.max_turns = turns + 1;
+  config.workspace = dir.str();
+  std::unique_ptr<Runtime> rt;
+  check(Runtime::open(Runtime::Options{.home = dir.str("home"), .config = config}, &rt),
+        "opening the runtime");
+  check(rt->register_tool(ToolDefinition{
+            .spec = {.name = "noop", .description = "does nothing"},
+            .blocking = false,
+            .run = [](const nlohmann::json&, const ToolContext&) { return ToolResult{.output = "ok"}; }}),
+        "registering noop");
+  std::vector<std::string> ids;
+  auto start = Clock::now();
+  for (int s = 0; s < sessions; ++s) {
+    std::string id = "e2e-" + std::to_string(s);
+    check(rt->start_session(SessionOptions{.id = id, .task = "run"}, nullptr), "starting a session");
+    ids.push_back(id);
+  }
+  for (const auto& id : ids) {
+    SessionOutcome o;
+    check(rt->wait(id, std::chrono::minutes(10), &o), "waiting");
+    if (o.status != SessionStatus::kCompleted || o.turns != turns + 1) {
+      std::fprintf(stderr, "event_log_bench: e2e session %s ended %s: %s\n", id.c_str(),
+                   std::string(status_name(o.status)).c_str(), o.error.c_str());
+      std::exit(1);
+    }
+  }
+  double rate = static_cast<double>(turns + 1) * sessions / seconds_since(start);
+  if (stored != nullptr) {
+    // Every record as written: one batch per step (each of this session's
+    // steps is one event), synced at each checkpoint.
+    stored->clear();
+    auto c = rt->log().cursor(ids[0], 1);
+    for (; c->valid(); c->next()) stored->push_back({Kv{std::string(c->key()), std::string(c->value())}});
+  }
+  return rate;
+}
+
+// The same records, written raw with the same batches and syncs.
+double raw_turn_ms(const fs::path& root, const std::vector<std::vector<Kv>>& records, uint64_t turns) {
+  Scratch dir(root, "e2e-raw");
+  RawDb db(dir.str());
+  rocksdb::WriteOptions buffered, synced;
+  synced.sync = true;
+  auto start = Clock::now();
+  for (const auto& batch_records : records) {
+    rocksdb::WriteBatch batch;
+    for (const auto& kv : batch_records) check(batch.Put(db.events(), kv.key, kv.value), "batch");
+    bool commit = static_cast<uint8_t>(batch_records.back().value[6]) ==
+                  static_cast<uint8_t>(EventType::kTurnCommitted);
+    check(db.db->Write(commit ? synced : buffered, &batch), "raw write");
+  }
+  return seconds_since(start) * 1000 / static_cast<double>(turns + 1);
+}
+
+void bench_e2e(const fs::path& root, uint64_t turns, Results& r) {
+  std::vector<std::vector<Kv>> records;
+  std::vector<double> ones, raws;
+  for (int round = 0; round < 3; ++round) {
+    ones.push_back(e2e_turns_per_s(root, 1, turns, round == 0 ? &records : nullptr));
+    raws.push_back(raw_turn_ms(root, records, turns));
+  }
+  uint64_t turns16 = std::max<uint64_t>(turns / 4, 20);
+  double sixteen = e2e_turns_per_s(root, 16, turns16, nullptr);
+  double one = median(ones), raw_ms = median(raws);
+  double e2e_ms = 1000.0 / one;
+  double events_per_turn = static_cast<double>(records.size()) / static_cast<double>(turns + 1);
+  r.json["e2e_turns_per_s_1"] = one;
+  r.json["e2e_turns_per_s_16"] = sixteen;
+  r.json["e2e_turn_ms_1"] = e2e_ms;
+  r.json["e2e_raw_turn_ms"] = raw_ms;
+  r.json["e2e_overhead_ms_per_turn"] = e2e_ms - raw_ms;
+  r.json["e2e_events_per_turn"] = events_per_turn;
+  r.json["e2e_overhead_us_per_event"] = (e2e_ms - raw_ms) * 1000 / events_per_turn;
+  r.row(fmt("(f) end to end, scripted + 1 tool, 1 session (%.0f events/turn) [turns/s]", events_per_turn),
+        fmt("%.0f", one), fmt("%.0f", 1000.0 / raw_ms), fmt("%.2f", one * raw_ms / 1000.0));
+  r.row("    end to end, 16 sessions [turns/s]", fmt("%.0f", sixteen), "", "");
+  r.row("    per turn: carapace vs raw writes, same batches and syncs [ms]", fmt("%.3f", e2e_ms),
+        fmt("%.3f", raw_ms), "");
+  r.row("    runtime overhead beyond the raw writes [us/event]",
+        fmt("%.1f", (e2e_ms - raw_ms) * 1000 / events_per_turn), "", "");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -517,6 +628,8 @@ int main(int argc, char** argv) {
   bench_durable(root, turns, r);
   std::fprintf(stderr, "(c, d) fold and resume of %llu events...\n", static_cast<unsigned long long>(events));
   bench_fold_and_resume(root, events, r);
+  std::fprintf(stderr, "(f) end to end...\n");
+  bench_e2e(root, quick ? 20 : 500, r);
   fs::remove_all(root);
 
   std::printf("%-58s %14s %14s %7s\n", "measurement", "carapace", "baseline", "ratio");

@@ -29,6 +29,7 @@ SubscriberActor::behavior_type subscriber(SubscriberActor::pointer,
       [=](const StreamDelta& delta) {
         if (on_delta) on_delta(delta);
       },
+      [](flush_atom) { return true; },
   };
 }
 
@@ -66,7 +67,11 @@ struct Runtime::Impl {
 
   std::mutex mu;
   std::map<std::string, SessionActor> sessions;
-  std::map<uint64_t, SubscriberActor> subscriptions;
+  struct Subscription {
+    std::string session;
+    SubscriberActor actor;
+  };
+  std::map<uint64_t, Subscription> subscriptions;
   uint64_t next_subscription = 0;
 
   SessionActor find(const std::string& id) {
@@ -80,7 +85,7 @@ struct Runtime::Impl {
     {
       std::lock_guard lock(mu);
       for (auto& [id, s] : sessions) all.push_back(caf::actor_cast<caf::actor>(s));
-      for (auto& [id, s] : subscriptions) all.push_back(caf::actor_cast<caf::actor>(s));
+      for (auto& [id, s] : subscriptions) all.push_back(caf::actor_cast<caf::actor>(s.actor));
       sessions.clear();
       subscriptions.clear();
     }
@@ -139,6 +144,10 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
     impl->system = options.system;
   } else {
     impl->owned_config = std::make_unique<caf::actor_system_config>();
+    // An idle worker waits on a condition variable that new work signals at
+    // once, instead of CAF 0.17's default of polling with 50 us sleeps, which
+    // adds up to ~100 us (timer slack) to every message hop of a turn.
+    impl->owned_config->set("work-stealing.moderate-poll-attempts", 0);
     impl->owned_system = std::make_unique<caf::actor_system>(*impl->owned_config);
     impl->system = impl->owned_system.get();
   }
@@ -240,6 +249,19 @@ Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, S
                                              std::to_string(timeout.count()) + " ms")
                               : Status::aborted("waiting for session " + id + ": " + caf::to_string(e));
                });
+  if (!result.ok()) return result;
+  // Subscribers handle everything the session sent them before its outcome,
+  // so that a caller who waited has seen every event.
+  std::vector<SubscriberActor> subscribers;
+  {
+    std::lock_guard lock(impl_->mu);
+    for (const auto& [n, sub] : impl_->subscriptions) {
+      if (sub.session == id) subscribers.push_back(sub.actor);
+    }
+  }
+  for (const auto& sub : subscribers) {
+    self->request(sub, timeout, flush_atom::value).receive([](bool) {}, [](caf::error&) {});
+  }
   return result;
 }
 
@@ -251,7 +273,7 @@ Status Runtime::subscribe(const std::string& id, std::function<void(const Event&
   {
     std::lock_guard lock(impl_->mu);
     *subscription = ++impl_->next_subscription;
-    impl_->subscriptions.emplace(*subscription, sub);
+    impl_->subscriptions.emplace(*subscription, Impl::Subscription{id, sub});
   }
   caf::anon_send(session, subscribe_atom::value, sub);
   return Status();
@@ -263,7 +285,7 @@ void Runtime::unsubscribe(uint64_t subscription) {
     std::lock_guard lock(impl_->mu);
     auto it = impl_->subscriptions.find(subscription);
     if (it == impl_->subscriptions.end()) return;
-    sub = it->second;
+    sub = it->second.actor;
     impl_->subscriptions.erase(it);
   }
   caf::anon_send_exit(sub, caf::exit_reason::user_shutdown);

@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# The main job, on the embedded default (RocksDB in a temporary home, no
-# network): write a realistic synthetic session through the event log, show
-# it, list it, and verify it. The runtime's `carapace demo` replaces this once
-# agent sessions run.
+# The main job, on the embedded default (RocksDB in a temporary home, the
+# scripted provider, real tools in a temporary workspace, no network): an
+# agent session that lists its workspace, rides out a rate limit, writes a
+# file and checks it with a shell command; then its log, and a verify.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-carapace=build/tools/carapace
+carapace="$PWD/build/tools/carapace"
 home="$(mktemp -d -t carapace-demo-XXXXXX)"
+workspace="$home/workspace"
+mkdir -p "$workspace"
+echo "A workspace for the Carapace demo." > "$workspace/README.txt"
 run() {
   echo
   echo "\$ carapace $*"
   "$carapace" --home "$home" "$@"
 }
-run log synth --session demo --turns 4 --tool-calls 2 --seed 7
+run run "Write a short note in the workspace and check it" --session demo \
+  --scenario examples/scenarios/quickstart.json --workspace "$workspace"
 run log show demo
-run sessions
 run verify
 echo
 echo "The demo's data is in $home; look again with:"

@@ -45,7 +45,8 @@ class RecordingProvider : public Provider {
 };
 
 inline SubscriberActor::behavior_type recorder(SubscriberActor::pointer, std::vector<Event>* events) {
-  return {[=](const EventNotice& n) { events->push_back(n.event); }, [](const StreamDelta&) {}};
+  return {[=](const EventNotice& n) { events->push_back(n.event); }, [](const StreamDelta&) {},
+          [](flush_atom) { return true; }};
 }
 
 class VirtualRuntime {

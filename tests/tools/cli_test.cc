@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -167,6 +168,71 @@ BOOST_AUTO_TEST_CASE(verify_names_the_damaged_record) {
   BOOST_TEST(contains(show.err, "session bad seq 17: checksum mismatch"));
 
   BOOST_TEST(run("verify good").code == 0);
+}
+
+BOOST_AUTO_TEST_CASE(run_prints_the_answer_and_logs_the_session) {
+  std::string ws = dir.sub("ws");
+  std::filesystem::create_directories(ws);
+  std::string scenario = std::string(PROJECT_DIR) + "/examples/scenarios/quickstart.json";
+  Result r = run("run 'Summarize the workspace' --session q1 --scenario " + scenario + " --workspace " + ws);
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(r.out == "I wrote notes/summary.txt (19 bytes) and checked its content with wc and cat.\n");
+  BOOST_TEST(contains(r.err, "retrying in 0.3 s (429, attempt 2)"), r.err);
+  BOOST_TEST(contains(r.err, "session q1 completed after 3 turns"));
+  BOOST_TEST(contains(r.err, "carapace log show q1"));
+  BOOST_TEST(slurp(ws + "/notes/summary.txt") == "Carapace was here.\n");
+
+  Result show = run("log show q1");
+  BOOST_TEST(show.code == 0);
+  BOOST_TEST(contains(show.out, "llm.failed"));
+  BOOST_TEST(contains(show.out, "HTTP 429 (transient), retry in 300 ms"));
+  BOOST_TEST(contains(show.out, "session.completed"));
+  BOOST_TEST(run("verify q1").code == 0);
+
+  std::filesystem::remove_all(ws + "/notes");
+  json j = run_json("run 'again' --session q2 --scenario " + scenario + " --workspace " + ws);
+  BOOST_TEST(j["success"] == true);
+  BOOST_TEST(j["data"]["session"] == "q2");
+  BOOST_TEST(j["data"]["turns"] == 3);
+  BOOST_TEST(j["data"]["status"] == "completed");
+  BOOST_TEST(j["data"]["tokens"]["input"].get<int>() > 0);
+  BOOST_TEST(j["data"]["cost_usd"].get<double>() > 0);
+}
+
+BOOST_AUTO_TEST_CASE(run_reports_provider_failures_and_bad_input_clearly) {
+  std::string ws = dir.sub("ws");
+  std::filesystem::create_directories(ws);
+  std::ofstream(dir.sub("401.json"))
+      << R"({"replies": [{"error": {"status": 401, "message": "invalid api key"}}]})";
+  Result denied = run("run 'x' --scenario " + dir.sub("401.json") + " --workspace " + ws);
+  BOOST_TEST(denied.code == 1);
+  BOOST_TEST(contains(denied.err, "HTTP 401: invalid api key"), denied.err);
+
+  std::ofstream(dir.sub("bad.json")) << R"({"replies": [{"text": "a"}, {"tool_calls": [{"args": {}}]}]})";
+  Result bad = run("run 'x' --scenario " + dir.sub("bad.json") + " --workspace " + ws);
+  BOOST_TEST(bad.code == 1);
+  BOOST_TEST(contains(bad.err, "bad.json: replies[1].tool_calls[0].name: must be a non-empty string"),
+             bad.err);
+
+  Result none = run("run 'x' --workspace " + ws);
+  BOOST_TEST(none.code == 1);
+  BOOST_TEST(contains(none.err, "--scenario FILE"));
+
+  std::ofstream(dir.sub("config.json")) << R"({"retry": {"max_retries": -1}})";
+  Result config = run("run 'x' --config " + dir.sub("config.json") + " --scenario " + dir.sub("401.json"));
+  BOOST_TEST(config.code == 1);
+  BOOST_TEST(contains(config.err, "retry.max_retries: must be a whole number from 0 to 100, got -1"),
+             config.err);
+
+  std::ofstream(dir.sub("typo.json")) << R"({"retyr": {}})";
+  Result typo = run("run 'x' --config " + dir.sub("typo.json") + " --scenario " + dir.sub("401.json") +
+                    " --workspace " + ws);
+  BOOST_TEST(contains(typo.err, "warning: " + dir.sub("typo.json") + ": unknown key retyr (ignored)"),
+             typo.err);
+
+  Result workspace = run("run 'x' --scenario " + dir.sub("401.json") + " --workspace " + dir.sub("nope"));
+  BOOST_TEST(workspace.code == 1);
+  BOOST_TEST(contains(workspace.err, dir.sub("nope")));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
