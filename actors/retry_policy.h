@@ -32,14 +32,17 @@ struct ProviderFailure {
   std::string error;         // the server's message, or the transport error
   bool transport = false;    // connection refused/reset, timeout, malformed stream
   bool has_retry_after = false;
-  uint64_t retry_after_ms = 0;  // from a Retry-After header, when has_retry_after
+  uint64_t retry_after_ms = 0;       // from a Retry-After header, when has_retry_after
+  std::vector<std::string> headers;  // the response's headers, "Name: value", credentials removed
 
   static constexpr auto fields() {
     using F = ProviderFailure;
-    return std::tuple{codec::Field{1, "http_status", &F::http_status}, codec::Field{2, "error", &F::error},
+    return std::tuple{codec::Field{1, "http_status", &F::http_status},
+                      codec::Field{2, "error", &F::error},
                       codec::Field{3, "transport", &F::transport},
                       codec::Field{4, "has_retry_after", &F::has_retry_after},
-                      codec::Field{5, "retry_after_ms", &F::retry_after_ms}};
+                      codec::Field{5, "retry_after_ms", &F::retry_after_ms},
+                      codec::Field{6, "headers", &F::headers}};
   }
   friend bool operator==(const ProviderFailure&, const ProviderFailure&) = default;
 };

@@ -237,6 +237,29 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_clear_errors) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_CASE(a_runtime_can_borrow_the_programs_actor_system) {
+  testing::TempDir dir;
+  std::string scenario = write_file(dir, "s.json", R"({"replies": [{"text": "borrowed"}]})");
+  caf::actor_system_config cfg;
+  caf::actor_system system{cfg};
+  Config config;
+  config.provider.scenario = scenario;
+  config.workspace = dir.path();
+  {
+    std::unique_ptr<Runtime> rt;
+    CHECK_OK(
+        Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .system = &system}, &rt));
+    BOOST_TEST((&rt->system() == &system));
+    std::string id;
+    CHECK_OK(rt->start_session(SessionOptions{.task = "x"}, &id));
+    SessionOutcome o;
+    CHECK_OK(rt->wait(id, 30s, &o));
+    BOOST_TEST(o.final_answer == "borrowed");
+  }  // the runtime stops its actors; the program's system goes on
+  caf::scoped_actor self{system};
+  BOOST_TEST(system.registry().running() <= 1u);  // at most the scoped actor itself
+}
+
 // The supervisor on real threads: a worker killed with calls in flight.
 BOOST_AUTO_TEST_CASE(a_tool_worker_killed_with_calls_in_flight_answers_them_and_is_replaced) {
   caf::actor_system_config cfg;
