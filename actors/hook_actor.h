@@ -1,7 +1,8 @@
 // The hook actor: runs the hooks that match a HookInput and resolves their
 // decisions (actors/hooks.h). C++ hooks run inline; when a command hook
 // matches, all of that input's hooks run in a detached helper actor, so no
-// scheduler thread waits on a child process.
+// scheduler thread waits on a child process. (A fault plan's delay or hang
+// of a C++ hook does sleep inline.)
 #pragma once
 
 #include <memory>
@@ -11,6 +12,8 @@
 
 namespace carapace {
 
-HookActor spawn_hook_actor(caf::actor_system& system, std::shared_ptr<HookRegistry> hooks);
+// `faults` (may be null) is asked at the hook point before each hook runs.
+HookActor spawn_hook_actor(caf::actor_system& system, std::shared_ptr<HookRegistry> hooks,
+                           std::shared_ptr<FaultInjector> faults = nullptr);
 
 }  // namespace carapace

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <chrono>
+#include <thread>
 
 #include "actors/process.h"
 
@@ -232,12 +234,29 @@ Status run_hook(const HookRegistry::Entry& hook, const HookInput& input, HookDec
 }
 
 HookVerdict run_hooks(const std::vector<std::shared_ptr<const HookRegistry::Entry>>& hooks,
-                      const HookInput& input) {
+                      const HookInput& input, FaultInjector* faults) {
   std::vector<HookDecision> decisions;
   std::vector<std::string> failures;
+  std::vector<std::string> fired;
   for (const auto& h : hooks) {
     HookDecision d;
-    Status s = run_hook(*h, input, &d);
+    Status s;
+    Fault f = check_fault(faults, FaultSite{.point = FaultPoint::kHook,
+                                            .session = input.session_id,
+                                            .name = h->definition.name,
+                                            .event_type = std::string(hook_event_name(input.event)),
+                                            .turn = input.turn});
+    if (f) fired.push_back("hook " + h->definition.name + ": " + f.describe());
+    if (f.action == FaultAction::kDelay) std::this_thread::sleep_for(std::chrono::milliseconds(f.delay_ms));
+    if (f.action == FaultAction::kError) {
+      s = Status::aborted("hook " + h->definition.name + " failed: injected fault " + f.describe());
+    } else if (f.action == FaultAction::kHang) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(h->definition.timeout_ms));
+      s = Status::aborted("hook " + h->definition.name + " timed out after " +
+                          std::to_string(h->definition.timeout_ms) + " ms (injected hang)");
+    } else {
+      s = run_hook(*h, input, &d);
+    }
     if (s.ok()) {
       decisions.push_back(std::move(d));
     } else {
@@ -247,6 +266,7 @@ HookVerdict run_hooks(const std::vector<std::shared_ptr<const HookRegistry::Entr
   }
   HookVerdict v = resolve_decisions(input.event, std::move(decisions));
   v.failures = std::move(failures);
+  v.faults = std::move(fired);
   return v;
 }
 

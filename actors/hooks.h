@@ -26,6 +26,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/fault_injection.h"
 #include "base/status.h"
 #include "events/codec.h"
 
@@ -112,6 +113,7 @@ struct HookVerdict {
   JsonText modified_args;  // modify_args
   std::vector<std::string> system_messages;
   std::vector<std::string> appended_context;
+  std::vector<std::string> faults;  // injected faults that fired, described
 
   static constexpr auto fields() {
     using V = HookVerdict;
@@ -121,7 +123,8 @@ struct HookVerdict {
                       codec::Field{4, "reason", &V::reason},
                       codec::Field{5, "modified_args", &V::modified_args},
                       codec::Field{6, "system_messages", &V::system_messages},
-                      codec::Field{7, "appended_context", &V::appended_context}};
+                      codec::Field{7, "appended_context", &V::appended_context},
+                      codec::Field{8, "faults", &V::faults}};
   }
   friend bool operator==(const HookVerdict&, const HookVerdict&) = default;
 };
@@ -170,7 +173,8 @@ class HookRegistry {
 Status run_hook(const HookRegistry::Entry& hook, const HookInput& input, HookDecision* out);
 
 // Runs every hook in `hooks` and resolves; failures are logged and skipped.
+// `faults` (may be null) is asked at the hook point before each hook.
 HookVerdict run_hooks(const std::vector<std::shared_ptr<const HookRegistry::Entry>>& hooks,
-                      const HookInput& input);
+                      const HookInput& input, FaultInjector* faults = nullptr);
 
 }  // namespace carapace

@@ -17,6 +17,20 @@ namespace carapace {
 
 using codec::Field;
 
+// A fault a fault plan injected, reported with the reply it affected so that
+// the session can record it (fault.injected).
+struct FaultNote {
+  std::string point;
+  std::string action;
+  std::string detail;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "point", &FaultNote::point}, Field{2, "action", &FaultNote::action},
+                      Field{3, "detail", &FaultNote::detail}};
+  }
+  friend bool operator==(const FaultNote&, const FaultNote&) = default;
+};
+
 // ---- provider ---------------------------------------------------------------
 
 struct ProviderRequest {
@@ -59,11 +73,14 @@ struct ProviderReply {
   ProviderResponse response;  // when ok
   ProviderFailure failure;    // otherwise
   uint64_t latency_ms = 0;    // measured, or simulated by the scripted provider
+  std::vector<FaultNote> faults;
+  bool answered = false;  // the provider itself produced this reply
 
   static constexpr auto fields() {
     using R = ProviderReply;
-    return std::tuple{Field{1, "ok", &R::ok}, Field{2, "response", &R::response},
-                      Field{3, "failure", &R::failure}, Field{4, "latency_ms", &R::latency_ms}};
+    return std::tuple{Field{1, "ok", &R::ok},           Field{2, "response", &R::response},
+                      Field{3, "failure", &R::failure}, Field{4, "latency_ms", &R::latency_ms},
+                      Field{5, "faults", &R::faults},   Field{6, "answered", &R::answered}};
   }
   friend bool operator==(const ProviderReply&, const ProviderReply&) = default;
 };
@@ -112,13 +129,22 @@ struct ToolOutcome {
   bool truncated = false;
   uint64_t original_bytes = 0;
   uint64_t duration_ms = 0;
+  std::vector<FaultNote> faults;
+  bool hang = false;         // an injected hang: the worker never answers
+  bool interrupted = false;  // a crash interrupted the call; its outcome is unknown
 
   static constexpr auto fields() {
     using T = ToolOutcome;
-    return std::tuple{Field{1, "call_id", &T::call_id},        Field{2, "output", &T::output},
-                      Field{3, "is_error", &T::is_error},      Field{4, "timed_out", &T::timed_out},
-                      Field{5, "truncated", &T::truncated},    Field{6, "original_bytes", &T::original_bytes},
-                      Field{7, "duration_ms", &T::duration_ms}};
+    return std::tuple{Field{1, "call_id", &T::call_id},
+                      Field{2, "output", &T::output},
+                      Field{3, "is_error", &T::is_error},
+                      Field{4, "timed_out", &T::timed_out},
+                      Field{5, "truncated", &T::truncated},
+                      Field{6, "original_bytes", &T::original_bytes},
+                      Field{7, "duration_ms", &T::duration_ms},
+                      Field{8, "faults", &T::faults},
+                      Field{9, "hang", &T::hang},
+                      Field{10, "interrupted", &T::interrupted}};
   }
   friend bool operator==(const ToolOutcome&, const ToolOutcome&) = default;
 };

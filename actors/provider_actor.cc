@@ -17,6 +17,7 @@ ProviderActor::behavior_type provider_call(ProviderActor::pointer self, std::sha
     DeltaSink on_delta;
     if (sink) on_delta = [self, sink](const StreamDelta& d) { self->send(sink, d); };
     ProviderReply reply = provider->call(request, on_delta);
+    reply.answered = true;
     if (reply.latency_ms == 0) {
       reply.latency_ms = static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start)
@@ -35,29 +36,91 @@ struct WorkerState {
   };
   uint64_t next_token = 0;
   std::unordered_map<uint64_t, Held> held;  // replies waiting out their simulated latency
+  std::vector<caf::typed_response_promise<ProviderReply>> hung;  // injected hangs: never answered
 };
 
+ProviderFailure injected_failure(const Fault& f) {
+  if (f.action == FaultAction::kMalformedStream) {
+    return ProviderFailure{.error = "malformed response stream (injected fault)", .transport = true};
+  }
+  return ProviderFailure{.http_status = f.http_status,
+                         .error = f.message.empty() ? "injected fault" : f.message,
+                         .transport = f.http_status == 0,
+                         .has_retry_after = f.has_retry_after,
+                         .retry_after_ms = f.retry_after_ms};
+}
+
+// Carries out a provider fault on `reply`; true if the reply must never be sent (hang).
+bool apply_fault(const Fault& f, FaultPoint point, ProviderReply* reply) {
+  if (!f) return false;
+  reply->faults.push_back(FaultNote{.point = std::string(fault_point_name(point)),
+                                    .action = std::string(fault_action_name(f.action)),
+                                    .detail = f.describe()});
+  switch (f.action) {
+    case FaultAction::kError:
+    case FaultAction::kMalformedStream:
+      reply->ok = false;
+      reply->response = {};
+      reply->failure = injected_failure(f);
+      return false;
+    case FaultAction::kDelay:
+      reply->latency_ms += f.delay_ms;
+      return false;
+    case FaultAction::kHang:
+      return true;
+    default:
+      return false;
+  }
+}
+
 ProviderWorkerActor::behavior_type provider_worker(ProviderWorkerActor::stateful_pointer<WorkerState> self,
-                                                   std::shared_ptr<Provider> provider) {
+                                                   std::shared_ptr<Provider> provider,
+                                                   std::shared_ptr<FaultInjector> faults) {
   return {
       [=](const ProviderRequest& request,
           const DeltaSinkActor& sink) -> caf::typed_response_promise<ProviderReply> {
         auto promise = self->make_response_promise<ProviderReply>();
-        if (provider->blocking()) {
-          auto helper = self->spawn<caf::detached>(provider_call, provider);
-          self->request(helper, caf::infinite, request, sink)
-              .then([promise](ProviderReply reply) mutable { promise.deliver(std::move(reply)); },
+        FaultSite site{
+            .point = FaultPoint::kProviderBeforeRequest, .session = request.session_id, .turn = request.turn};
+        Fault before = check_fault(faults.get(), site);
+        ProviderReply reply;
+        bool hang = false;
+        if (before.action == FaultAction::kError || before.action == FaultAction::kMalformedStream ||
+            before.action == FaultAction::kHang) {
+          hang = apply_fault(before, FaultPoint::kProviderBeforeRequest, &reply);
+        } else {
+          if (provider->blocking()) {
+            auto helper = self->spawn<caf::detached>(provider_call, provider);
+            self->request(helper, caf::infinite, request, sink)
+                .then(
+                    [promise, faults, site, before](ProviderReply r) mutable {
+                      apply_fault(before, FaultPoint::kProviderBeforeRequest, &r);
+                      FaultSite after_site = site;
+                      after_site.point = FaultPoint::kProviderAfterResponse;
+                      Fault after = check_fault(faults.get(), after_site);
+                      if (!apply_fault(after, FaultPoint::kProviderAfterResponse, &r))
+                        promise.deliver(std::move(r));
+                    },
                     [promise](caf::error& e) mutable {
                       ProviderReply failed;
                       failed.failure = ProviderFailure{.error = "provider call failed: " + caf::to_string(e),
                                                        .transport = true};
                       promise.deliver(std::move(failed));
                     });
+            return promise;
+          }
+          DeltaSink on_delta;
+          if (sink) on_delta = [self, sink](const StreamDelta& d) { self->send(sink, d); };
+          reply = provider->call(request, on_delta);
+          reply.answered = true;
+          apply_fault(before, FaultPoint::kProviderBeforeRequest, &reply);
+          site.point = FaultPoint::kProviderAfterResponse;
+          hang = apply_fault(check_fault(faults.get(), site), FaultPoint::kProviderAfterResponse, &reply);
+        }
+        if (hang) {
+          self->state.hung.push_back(promise);
           return promise;
         }
-        DeltaSink on_delta;
-        if (sink) on_delta = [self, sink](const StreamDelta& d) { self->send(sink, d); };
-        ProviderReply reply = provider->call(request, on_delta);
         if (reply.latency_ms == 0) {
           promise.deliver(std::move(reply));
           return promise;
@@ -80,7 +143,11 @@ ProviderWorkerActor::behavior_type provider_worker(ProviderWorkerActor::stateful
 struct SupervisorState {
   SupervisorState() = default;
   std::shared_ptr<Provider> provider;
+  std::shared_ptr<FaultInjector> faults;
   ProviderActor worker;
+  // The current worker, shared with the functor that stops it when the
+  // supervisor ends (a worker is monitored, not linked, so nothing else would).
+  std::shared_ptr<ProviderActor> current = std::make_shared<ProviderActor>();
   uint64_t next_id = 0;
   uint64_t restarts = 0;
   std::unordered_map<uint64_t, caf::typed_response_promise<ProviderReply>> in_flight;
@@ -101,15 +168,21 @@ ProviderReply crashed_reply(const std::string& why) {
 }
 
 void start_worker(ProviderSupervisorActor::stateful_pointer<SupervisorState> self) {
-  auto worker = self->spawn(provider_worker, self->state.provider);
+  auto worker = self->spawn(provider_worker, self->state.provider, self->state.faults);
   self->state.worker = caf::actor_cast<ProviderActor>(worker);
+  *self->state.current = self->state.worker;
   self->monitor(worker);
 }
 
 ProviderSupervisorActor::behavior_type provider_supervisor(
-    ProviderSupervisorActor::stateful_pointer<SupervisorState> self, std::shared_ptr<Provider> provider) {
+    ProviderSupervisorActor::stateful_pointer<SupervisorState> self, std::shared_ptr<Provider> provider,
+    std::shared_ptr<FaultInjector> faults) {
   self->state.provider = std::move(provider);
+  self->state.faults = std::move(faults);
   start_worker(self);
+  self->attach_functor([current = self->state.current](const caf::error&) {
+    if (*current) caf::anon_send_exit(*current, caf::exit_reason::user_shutdown);
+  });
   self->set_down_handler([=](const caf::down_msg& down) {
     if (down.source != self->state.worker.address()) return;
     std::string why = caf::to_string(down.reason);
@@ -138,8 +211,9 @@ ProviderSupervisorActor::behavior_type provider_supervisor(
 }  // namespace
 
 ProviderSupervisorActor spawn_provider_supervisor(caf::actor_system& system,
-                                                  std::shared_ptr<Provider> provider) {
-  return system.spawn(provider_supervisor, std::move(provider));
+                                                  std::shared_ptr<Provider> provider,
+                                                  std::shared_ptr<FaultInjector> faults) {
+  return system.spawn(provider_supervisor, std::move(provider), std::move(faults));
 }
 
 }  // namespace carapace

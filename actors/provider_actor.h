@@ -18,7 +18,10 @@
 
 namespace carapace {
 
+// `faults` (may be null) is asked at provider.before_request and
+// provider.after_response.
 ProviderSupervisorActor spawn_provider_supervisor(caf::actor_system& system,
-                                                  std::shared_ptr<Provider> provider);
+                                                  std::shared_ptr<Provider> provider,
+                                                  std::shared_ptr<FaultInjector> faults = nullptr);
 
 }  // namespace carapace

@@ -4,8 +4,9 @@
 // A scenario (docs/scenario-format.md) is an ordered list of replies, each an
 // assistant message (text, tool calls, usage, simulated latency) or a failure
 // (an HTTP status with an optional Retry-After, or a transport error). A
-// session's n-th provider attempt, failed or not, gets the n-th entry, so a
-// resumed session continues where it stopped. A scenario that runs out gives
+// session's n-th answered attempt gets the n-th entry (attempts that never
+// reached the provider, such as timeouts, do not count), so a resumed
+// session continues where its log stopped. A scenario that runs out gives
 // a permanent failure naming the file and the entry asked for.
 //
 // Thread-safe: the scenario is read-only once loaded.

@@ -15,6 +15,9 @@ using namespace std::chrono_literals;
 
 std::vector<EventBody> decided_events(const HookInput& in, const HookVerdict& verdict) {
   std::vector<EventBody> events;
+  for (const auto& f : verdict.faults) {
+    events.emplace_back(FaultInjected{.point = "hook", .action = "injected", .detail = f, .turn = in.turn});
+  }
   for (const auto& d : verdict.decisions) {
     events.emplace_back(HookDecided{.hook_event = std::string(hook_event_name(in.event)),
                                     .hook_name = d.hook_name,
@@ -57,6 +60,7 @@ class SessionLoop {
       return;
     }
     running_ = true;
+    if (state().turn_open) return continue_turn();
     if (state().turn == 0) {
       HookInput in{.event = HookEvent::kAgentStart, .session_id = ctx_->id, .text = first_user_text()};
       fire_hooks(in, [this, in](HookVerdict v) {
@@ -170,12 +174,48 @@ class SessionLoop {
 
   // ---- the turn ------------------------------------------------------------------
 
+  // Records the faults a fault plan injected into a reply (a crash leaves none).
+  std::vector<EventBody> fault_events(const std::vector<FaultNote>& notes) {
+    std::vector<EventBody> events;
+    for (const auto& n : notes) {
+      events.emplace_back(
+          FaultInjected{.point = n.point, .action = n.action, .detail = n.detail, .turn = state().turn});
+    }
+    return events;
+  }
+
+  // Goes on with a turn that a crash interrupted (the session was resumed in
+  // step mode): completed steps are not done again.
+  void continue_turn() {
+    const SessionState& s = state();
+    if (!s.turn_responded) return prepare_request();
+    // The model's answer is recorded: its tool calls, and where they stopped.
+    assistant_text_.clear();
+    calls_.clear();
+    for (auto it = s.messages.rbegin(); it != s.messages.rend(); ++it) {
+      if (it->role == Role::kAssistant) {
+        assistant_text_ = it->text;
+        calls_ = it->tool_calls;
+        break;
+      }
+    }
+    call_index_ = 0;
+    if (s.pending.empty()) return end_turn(calls_.empty());
+    next_tool();
+  }
+
+  const PendingToolCall* pending_call(const std::string& id) {
+    for (const auto& p : state().pending) {
+      if (p.call.id == id) return &p;
+    }
+    return nullptr;
+  }
+
   void begin_turn() {
     if (state().committed_turn >= settings().max_turns)
       return finish(true, "max_turns", last_assistant_text());
     uint64_t turn = state().turn + 1;
     if (!append({TurnStarted{turn}})) return;
-    stop_after_turn_ = false;
     HookInput in{.event = HookEvent::kTurnStart, .session_id = ctx_->id, .turn = turn};
     fire_hooks(in, [this, in](HookVerdict v) {
       if (!append(decided_events(in, v))) return;
@@ -201,7 +241,7 @@ class SessionLoop {
     system_prompt_ = std::move(prompt.text);
     tool_specs_ = std::move(specs);
     request_digest_ = request_digest(prompt.digest, state().messages_digest);
-    call_model(1);
+    call_model(state().turn_attempts + 1);
   }
 
   // One attempt. The request is built anew each time (retries see the same
@@ -220,7 +260,9 @@ class SessionLoop {
     ProviderRequest request{.session_id = ctx_->id,
                             .turn = turn,
                             .attempt = attempt,
-                            .attempt_index = state().llm_attempts - 1,
+                            // Answers recorded: a request lost to a crash, a
+                            // timeout or an injected fault is asked again.
+                            .attempt_index = state().provider_answers,
                             .model = model,
                             .system_prompt = system_prompt_,
                             .messages = state().messages,
@@ -240,6 +282,7 @@ class SessionLoop {
 
   void model_replied(uint64_t turn, uint32_t attempt, ProviderReply reply) {
     if (!running_ || broken_ || state().turn != turn) return;
+    if (!append(fault_events(reply.faults))) return;
     if (!reply.ok) {
       const ProviderFailure& f = reply.failure;
       RetryDecision d = decide_retry(settings().retry, f, attempt, state().rng_seed, turn);
@@ -251,7 +294,8 @@ class SessionLoop {
                        .will_retry = d.retry,
                        .retry_delay_ms = d.delay_ms,
                        .retry_after_ms = f.has_retry_after ? f.retry_after_ms : 0,
-                       .latency_ms = reply.latency_ms};
+                       .latency_ms = reply.latency_ms,
+                       .provider_answered = reply.answered};
       if (!append({failed})) return;
       if (d.retry) {
         self_->delayed_send(self_, std::chrono::milliseconds(d.delay_ms), retry_atom::value, turn,
@@ -287,7 +331,12 @@ class SessionLoop {
   }
 
   void next_tool() {
+    // Calls with a recorded result (before a crash) are done.
+    while (call_index_ < calls_.size() && pending_call(calls_[call_index_].id) == nullptr) ++call_index_;
     if (call_index_ == calls_.size()) return end_turn(false);
+    if (const PendingToolCall* p = pending_call(calls_[call_index_].id); p != nullptr && p->requested) {
+      return resume_interrupted_call(p->call);
+    }
     ToolCall call = calls_[call_index_];
     HookInput in{.event = HookEvent::kPreToolUse,
                  .session_id = ctx_->id,
@@ -325,6 +374,21 @@ class SessionLoop {
     });
   }
 
+  // A call requested before a crash, with no result recorded: it may or may
+  // not have taken effect. An idempotent tool runs again; for any other the
+  // model is told the outcome is unknown (at most once for side effects).
+  void resume_interrupted_call(ToolCall call) {
+    auto tool = ctx_->tools->find(call.name);
+    if (tool && tool->spec.idempotent) return run_tool(std::move(call));
+    tool_done(call,
+              ToolOutcome{
+                  .call_id = call.id,
+                  .output = "This call was interrupted: the process running it stopped before its result "
+                            "was recorded, so whether it took effect is unknown. Check before repeating it.",
+                  .is_error = true,
+                  .interrupted = true});
+  }
+
   void run_tool(ToolCall call) {
     ToolInvocation invocation{.session_id = ctx_->id, .call = call, .workspace = settings().workspace};
     self_
@@ -345,6 +409,7 @@ class SessionLoop {
 
   void tool_done(const ToolCall& call, ToolOutcome o) {
     if (!running_ || broken_) return;
+    if (!append(fault_events(o.faults))) return;
     ToolCompleted done{.call_id = call.id,
                        .tool = call.name,
                        .output = o.output,
@@ -353,7 +418,8 @@ class SessionLoop {
                        .timed_out = o.timed_out,
                        .truncated = o.truncated,
                        .original_bytes = o.original_bytes ? o.original_bytes : o.output.size(),
-                       .kept_bytes = o.output.size()};
+                       .kept_bytes = o.output.size(),
+                       .interrupted = o.interrupted};
     if (!append({std::move(done)})) return;
     HookInput in{.event = o.is_error ? HookEvent::kPostToolUseFailure : HookEvent::kPostToolUse,
                  .session_id = ctx_->id,
@@ -364,8 +430,7 @@ class SessionLoop {
                  .result = std::move(o.output),
                  .is_error = o.is_error};
     fire_hooks(in, [this, in](HookVerdict v) {
-      if (!append(decided_events(in, v))) return;
-      if (v.resolved == Decision::kStop) stop_after_turn_ = true;
+      if (!append(decided_events(in, v))) return;  // a stop lands in the state (stop_requested)
       ++call_index_;
       next_tool();
     });
@@ -376,7 +441,7 @@ class SessionLoop {
         .event = HookEvent::kTurnEnd, .session_id = ctx_->id, .turn = state().turn, .text = assistant_text_};
     fire_hooks(in, [this, in, final_answer](HookVerdict v) {
       std::vector<EventBody> step = decided_events(in, v);
-      bool stop = v.resolved == Decision::kStop || stop_after_turn_;
+      bool stop = v.resolved == Decision::kStop || state().stop_requested;
       // A hook that adds context or a system message to a final answer asks the agent to go on.
       bool go_on = v.resolved == Decision::kSystemMessage || v.resolved == Decision::kAppendContext;
       if (stop) return finish(true, "hook_stop", assistant_text_, std::move(step));
@@ -467,7 +532,6 @@ class SessionLoop {
   std::string assistant_text_;
   std::vector<ToolCall> calls_;
   size_t call_index_ = 0;
-  bool stop_after_turn_ = false;
 
   uint64_t commit_token_ = 0;
   std::function<void()> after_commit_;

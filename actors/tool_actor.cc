@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <thread>
 #include <unordered_map>
 
 namespace carapace {
@@ -12,24 +13,35 @@ ToolOutcome error_outcome(const std::string& call_id, std::string message) {
   return ToolOutcome{.call_id = call_id, .output = std::move(message), .is_error = true};
 }
 
+// Answers with `outcome`, unless it is an injected hang: then never.
+caf::typed_response_promise<ToolOutcome> answer(caf::typed_response_promise<ToolOutcome> promise,
+                                                ToolOutcome outcome) {
+  if (!outcome.hang) promise.deliver(std::move(outcome));
+  return promise;
+}
+
 // Runs one blocking call on its own thread, then quits.
-ToolActor::behavior_type tool_call(ToolActor::pointer self, std::shared_ptr<const ToolDefinition> tool) {
-  return {[=](const ToolInvocation& invocation) -> ToolOutcome {
-    ToolOutcome outcome = run_tool(*tool, invocation);
+ToolActor::behavior_type tool_call(ToolActor::pointer self, std::shared_ptr<const ToolDefinition> tool,
+                                   std::shared_ptr<FaultInjector> faults) {
+  return {[=](const ToolInvocation& invocation) -> caf::typed_response_promise<ToolOutcome> {
+    auto promise = self->make_response_promise<ToolOutcome>();
+    ToolOutcome outcome = run_tool(*tool, invocation, faults.get());
     self->quit();
-    return outcome;
+    return answer(promise, std::move(outcome));
   }};
 }
 
 ToolActor::behavior_type tool_worker(ToolActor::pointer self, std::shared_ptr<ToolRegistry> tools,
-                                     std::string name) {
+                                     std::string name, std::shared_ptr<FaultInjector> faults) {
   return {[=](const ToolInvocation& invocation) -> caf::result<ToolOutcome> {
     auto tool = tools->find(name);
     if (!tool) {
       return error_outcome(invocation.call.id, "tool " + name + " is no longer registered");
     }
-    if (!tool->blocking) return run_tool(*tool, invocation);
-    auto helper = self->spawn<caf::detached>(tool_call, tool);
+    if (!tool->blocking) {
+      return answer(self->make_response_promise<ToolOutcome>(), run_tool(*tool, invocation, faults.get()));
+    }
+    auto helper = self->spawn<caf::detached>(tool_call, tool, faults);
     return self->delegate(helper, invocation);
   }};
 }
@@ -37,7 +49,11 @@ ToolActor::behavior_type tool_worker(ToolActor::pointer self, std::shared_ptr<To
 struct SupervisorState {
   SupervisorState() = default;
   std::shared_ptr<ToolRegistry> tools;
-  std::unordered_map<std::string, ToolActor> workers;      // by tool name
+  std::shared_ptr<FaultInjector> faults;
+  std::unordered_map<std::string, ToolActor> workers;  // by tool name
+  // Every worker, shared with the functor that stops them when the supervisor
+  // ends (workers are monitored, not linked, so nothing else would).
+  std::shared_ptr<std::vector<ToolActor>> all = std::make_shared<std::vector<ToolActor>>();
   std::unordered_map<caf::actor_addr, std::string> names;  // worker -> tool
   uint64_t next_id = 0;
   struct InFlight {
@@ -60,15 +76,21 @@ using SupervisorPtr = ToolSupervisorActor::stateful_pointer<SupervisorState>;
 ToolActor worker_for(SupervisorPtr self, const std::string& name) {
   auto it = self->state.workers.find(name);
   if (it != self->state.workers.end()) return it->second;
-  ToolActor worker = self->spawn(tool_worker, self->state.tools, name);
+  ToolActor worker = self->spawn(tool_worker, self->state.tools, name, self->state.faults);
   self->monitor(worker);
+  self->state.all->push_back(worker);
   self->state.workers.emplace(name, worker);
   self->state.names.emplace(worker.address(), name);
   return worker;
 }
 
-ToolSupervisorActor::behavior_type tool_supervisor(SupervisorPtr self, std::shared_ptr<ToolRegistry> tools) {
+ToolSupervisorActor::behavior_type tool_supervisor(SupervisorPtr self, std::shared_ptr<ToolRegistry> tools,
+                                                   std::shared_ptr<FaultInjector> faults) {
   self->state.tools = std::move(tools);
+  self->state.faults = std::move(faults);
+  self->attach_functor([all = self->state.all](const caf::error&) {
+    for (const auto& w : *all) caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
+  });
   self->set_down_handler([=](const caf::down_msg& down) {
     auto n = self->state.names.find(down.source);
     if (n == self->state.names.end()) return;
@@ -115,9 +137,32 @@ ToolSupervisorActor::behavior_type tool_supervisor(SupervisorPtr self, std::shar
 
 }  // namespace
 
-ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocation) {
+ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocation, FaultInjector* faults) {
   auto start = std::chrono::steady_clock::now();
   ToolOutcome outcome{.call_id = invocation.call.id};
+  FaultSite site{
+      .point = FaultPoint::kToolBeforeExec, .session = invocation.session_id, .name = tool.spec.name};
+  auto note = [&](const Fault& f, FaultPoint point) {
+    outcome.faults.push_back(FaultNote{.point = std::string(fault_point_name(point)),
+                                       .action = std::string(fault_action_name(f.action)),
+                                       .detail = f.describe()});
+  };
+  Fault before = check_fault(faults, site);
+  if (before) {
+    note(before, FaultPoint::kToolBeforeExec);
+    if (before.action == FaultAction::kHang) {
+      outcome.hang = true;
+      return outcome;
+    }
+    if (before.action == FaultAction::kError) {
+      outcome.output = "tool " + tool.spec.name +
+                       " failed: " + (before.message.empty() ? "injected fault" : before.message);
+      outcome.is_error = true;
+      return outcome;
+    }
+    if (before.action == FaultAction::kDelay)
+      std::this_thread::sleep_for(std::chrono::milliseconds(before.delay_ms));
+  }
   nlohmann::json args = nlohmann::json::parse(
       invocation.call.args.text.empty() ? "{}" : invocation.call.args.text, nullptr, false);
   if (args.is_discarded() || !args.is_object()) {
@@ -141,14 +186,27 @@ ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocatio
       outcome.is_error = true;
     }
   }
+  site.point = FaultPoint::kToolAfterExec;
+  Fault after = check_fault(faults, site);  // a crash here: the tool ran, its result is lost
+  if (after) {
+    note(after, FaultPoint::kToolAfterExec);
+    if (after.action == FaultAction::kError) {
+      outcome.output = "tool " + tool.spec.name +
+                       " failed after running: " + (after.message.empty() ? "injected fault" : after.message);
+      outcome.is_error = true;
+    }
+    if (after.action == FaultAction::kDelay)
+      std::this_thread::sleep_for(std::chrono::milliseconds(after.delay_ms));
+  }
   outcome.duration_ms = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start)
           .count());
   return outcome;
 }
 
-ToolSupervisorActor spawn_tool_supervisor(caf::actor_system& system, std::shared_ptr<ToolRegistry> tools) {
-  return system.spawn(tool_supervisor, std::move(tools));
+ToolSupervisorActor spawn_tool_supervisor(caf::actor_system& system, std::shared_ptr<ToolRegistry> tools,
+                                          std::shared_ptr<FaultInjector> faults) {
+  return system.spawn(tool_supervisor, std::move(tools), std::move(faults));
 }
 
 }  // namespace carapace

@@ -16,10 +16,13 @@
 
 namespace carapace {
 
-ToolSupervisorActor spawn_tool_supervisor(caf::actor_system& system, std::shared_ptr<ToolRegistry> tools);
+// `faults` (may be null) is asked at tool.before_exec and tool.after_exec.
+ToolSupervisorActor spawn_tool_supervisor(caf::actor_system& system, std::shared_ptr<ToolRegistry> tools,
+                                          std::shared_ptr<FaultInjector> faults = nullptr);
 
-// Runs `tool` on `invocation` in the calling thread, timing it and turning
-// exceptions into error results.
-ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocation);
+// Runs `tool` on `invocation` in the calling thread, timing it, turning
+// exceptions into error results, and carrying out injected faults.
+ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocation,
+                     FaultInjector* faults = nullptr);
 
 }  // namespace carapace

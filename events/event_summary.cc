@@ -126,6 +126,9 @@ struct Summarizer {
     return x.stop_reason.empty() ? quote_preview(x.error, 80)
                                  : x.stop_reason + ": " + quote_preview(x.error, 70);
   }
+  std::string operator()(const FaultInjected& x) const {
+    return x.point + " " + x.action + (x.detail.empty() ? "" : ": " + x.detail);
+  }
   std::string operator()(const UnknownEvent& x) const {
     return "type " + std::to_string(x.type) + " from a newer writer, " + std::to_string(x.payload.size()) +
            " bytes, skipped";

@@ -27,11 +27,12 @@ enum class EventType : uint16_t {
   kSessionResumed = 14,
   kSessionCompleted = 15,
   kSessionFailed = 16,
+  kFaultInjected = 17,
 };
 
 // The highest type number this build knows; records above it are preserved
 // and skipped as unknown.
-constexpr uint16_t kMaxKnownEventType = 16;
+constexpr uint16_t kMaxKnownEventType = 17;
 
 // "llm.responded" for kLlmResponded; "unknown" for a number this build does not know.
 std::string_view wire_name(uint16_t type);

@@ -156,6 +156,10 @@ struct LlmFailed {
   uint64_t retry_after_ms = 0;  // the server's Retry-After, if it sent one
   uint64_t latency_ms = 0;
   std::string body_ref;
+  // The provider produced this failure (an HTTP error, a scenario's error
+  // entry); false when it never answered (a timeout, a dead actor, a fault
+  // injected before the request).
+  bool provider_answered = false;
 
   static constexpr auto fields() {
     return std::tuple{Field{1, "turn", &LlmFailed::turn},
@@ -167,7 +171,8 @@ struct LlmFailed {
                       Field{7, "retry_delay_ms", &LlmFailed::retry_delay_ms},
                       Field{8, "retry_after_ms", &LlmFailed::retry_after_ms},
                       Field{9, "latency_ms", &LlmFailed::latency_ms},
-                      Field{10, "body_ref", &LlmFailed::body_ref}};
+                      Field{10, "body_ref", &LlmFailed::body_ref},
+                      Field{11, "provider_answered", &LlmFailed::provider_answered}};
   }
   friend bool operator==(const LlmFailed&, const LlmFailed&) = default;
 };
@@ -352,6 +357,22 @@ struct SessionFailed {
   friend bool operator==(const SessionFailed&, const SessionFailed&) = default;
 };
 
+// A fault a fault plan injected (docs/fault-plans.md). A crash leaves no
+// event: it is inferred on resume.
+struct FaultInjected {
+  static constexpr EventType kType = EventType::kFaultInjected;
+  std::string point;   // provider.before_request, tool.after_exec, ...
+  std::string action;  // error, delay, hang, malformed_stream
+  std::string detail;  // what it did: "HTTP 503", "delayed 200 ms", the rule
+  uint64_t turn = 0;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "point", &FaultInjected::point}, Field{2, "action", &FaultInjected::action},
+                      Field{3, "detail", &FaultInjected::detail}, Field{4, "turn", &FaultInjected::turn}};
+  }
+  friend bool operator==(const FaultInjected&, const FaultInjected&) = default;
+};
+
 // A record whose type this build does not know: kept byte for byte so that
 // rewriting or bundling a log loses nothing, skipped by the fold.
 struct UnknownEvent {
@@ -362,10 +383,10 @@ struct UnknownEvent {
   friend bool operator==(const UnknownEvent&, const UnknownEvent&) = default;
 };
 
-using EventBody =
-    std::variant<SessionStarted, UserMessage, TurnStarted, PromptAssembled, LlmRequested, LlmFailed,
-                 LlmResponded, HookDecided, ToolRequested, ToolCompleted, ContextTrimmed, TurnCommitted,
-                 TurnRolledBack, SessionResumed, SessionCompleted, SessionFailed, UnknownEvent>;
+using EventBody = std::variant<SessionStarted, UserMessage, TurnStarted, PromptAssembled, LlmRequested,
+                               LlmFailed, LlmResponded, HookDecided, ToolRequested, ToolCompleted,
+                               ContextTrimmed, TurnCommitted, TurnRolledBack, SessionResumed,
+                               SessionCompleted, SessionFailed, FaultInjected, UnknownEvent>;
 
 struct Event {
   uint64_t seq = 0;   // 1-based, contiguous within a session

@@ -64,6 +64,8 @@ struct Applier {
     s.turn = x.turn;
     s.turn_open = true;
     s.stop_requested = false;
+    s.turn_responded = false;
+    s.turn_attempts = 0;
     return Status();
   }
 
@@ -77,12 +79,14 @@ struct Applier {
   Status operator()(const LlmRequested& x) {
     CARAPACE_RETURN_IF_ERROR(check_in_turn(s, e, x.turn));
     ++s.llm_attempts;
+    ++s.turn_attempts;
     return Status();
   }
 
   Status operator()(const LlmFailed& x) {
     CARAPACE_RETURN_IF_ERROR(check_in_turn(s, e, x.turn));
     ++s.llm_failures;
+    if (x.provider_answered) ++s.provider_answers;
     s.last_error = x.error;
     return Status();
   }
@@ -108,13 +112,16 @@ struct Applier {
     s.tokens.cache_write += x.usage.cache_write;
     s.cost_usd += x.cost_usd;
     ++s.llm_calls;
+    ++s.provider_answers;
+    s.turn_responded = true;
     return Status();
   }
 
   Status operator()(const HookDecided& x) {
     ++s.hook_decisions;
     if (x.decision == "stop") s.stop_requested = true;
-    if (x.decision == "system_message" && !x.message.empty()) s.hook_system_messages.push_back(take(x.message));
+    if (x.decision == "system_message" && !x.message.empty())
+      s.hook_system_messages.push_back(take(x.message));
     if (x.decision == "append_context" && !x.message.empty()) {
       append_message(s, Message{.role = Role::kUser, .text = take(x.message)});
     }
@@ -192,6 +199,8 @@ struct Applier {
     s.last_error = x.error;
     return Status();
   }
+
+  Status operator()(const FaultInjected&) { return Status(); }
 
   Status operator()(const UnknownEvent&) { return Status(); }
 };

@@ -74,6 +74,9 @@ struct SessionState {
   uint64_t committed_turn = 0;  // turns completed as of the last checkpoint
   uint64_t committed_seq = 0;   // seq of the last turn.committed
   uint64_t last_seq = 0;        // seq of the last event folded
+  // How far the open turn got, so that a resumed session can go on from there.
+  bool turn_responded = false;  // the model answered in this turn
+  uint32_t turn_attempts = 0;   // llm.requested in this turn
 
   std::vector<Message> messages;
   std::vector<PendingToolCall> pending;
@@ -83,7 +86,8 @@ struct SessionState {
   uint64_t llm_attempts = 0;
   uint64_t llm_calls = 0;  // successful responses
   uint64_t llm_failures = 0;
-  uint64_t tool_calls = 0;  // completed, errors included
+  uint64_t provider_answers = 0;  // responses, and failures the provider itself produced
+  uint64_t tool_calls = 0;        // completed, errors included
   uint64_t tool_errors = 0;
   uint64_t hook_decisions = 0;
   uint64_t context_trims = 0;
@@ -142,6 +146,9 @@ struct SessionState {
         Field{35, "final_answer", &S::final_answer},
         Field{36, "last_error", &S::last_error},
         Field{37, "hook_system_messages", &S::hook_system_messages},
+        Field{38, "turn_responded", &S::turn_responded},
+        Field{39, "turn_attempts", &S::turn_attempts},
+        Field{41, "provider_answers", &S::provider_answers},
         Field{40, "messages_digest", &S::messages_digest},
     };
   }

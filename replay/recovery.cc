@@ -20,8 +20,9 @@ Status fold_rest(std::string_view session, EventCursor* cursor, Folder* folder) 
 
 void warn_unknown(const RecoveredSession& r) {
   if (r.unknown_skipped > 0) {
-    spdlog::warn("session {}: skipped {} events of types this build does not know (written by a newer carapace)",
-                 r.id, r.unknown_skipped);
+    spdlog::warn(
+        "session {}: skipped {} events of types this build does not know (written by a newer carapace)", r.id,
+        r.unknown_skipped);
   }
 }
 

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <random>
 
+#include <unistd.h>
+
 #include "actors/caf_types.h"
 #include "actors/file_tools.h"
 #include "actors/hook_actor.h"
@@ -14,6 +16,7 @@
 #include "actors/shell_tool.h"
 #include "actors/tool_actor.h"
 #include "actors/workspace.h"
+#include "replay/recovery.h"
 #include "storage/keys.h"
 
 namespace carapace {
@@ -74,6 +77,10 @@ struct Runtime::Impl {
   std::map<uint64_t, Subscription> subscriptions;
   uint64_t next_subscription = 0;
 
+  SessionSettings settings_for(const std::string& workspace, uint64_t max_turns,
+                               const std::string& extra_instructions) const;
+  JournalOptions journal_options() const;
+
   SessionActor find(const std::string& id) {
     std::lock_guard lock(mu);
     auto it = sessions.find(id);
@@ -128,6 +135,7 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
         tool = make_list_dir_tool(config.files);
       else
         return Status::invalid_argument("tools.enabled names an unknown tool: " + name);
+      if (options.decorate_builtin_tool) tool = options.decorate_builtin_tool(std::move(tool));
       CARAPACE_RETURN_IF_ERROR(impl->tools->add(std::move(tool)));
     }
   }
@@ -151,9 +159,9 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
     impl->owned_system = std::make_unique<caf::actor_system>(*impl->owned_config);
     impl->system = impl->owned_system.get();
   }
-  impl->provider_supervisor = spawn_provider_supervisor(*impl->system, impl->provider);
-  impl->tool_supervisor = spawn_tool_supervisor(*impl->system, impl->tools);
-  impl->hook_actor = spawn_hook_actor(*impl->system, impl->hooks);
+  impl->provider_supervisor = spawn_provider_supervisor(*impl->system, impl->provider, options.faults);
+  impl->tool_supervisor = spawn_tool_supervisor(*impl->system, impl->tools, options.faults);
+  impl->hook_actor = spawn_hook_actor(*impl->system, impl->hooks, options.faults);
   impl->options = std::move(options);
   out->reset(new Runtime(std::move(impl)));
   return Status();
@@ -163,6 +171,62 @@ Status Runtime::register_tool(ToolDefinition tool) { return impl_->tools->add(st
 bool Runtime::unregister_tool(const std::string& name) { return impl_->tools->remove(name); }
 Status Runtime::register_hook(HookDefinition hook) { return impl_->hooks->add(std::move(hook)); }
 bool Runtime::unregister_hook(const std::string& name) { return impl_->hooks->remove(name); }
+
+SessionSettings Runtime::Impl::settings_for(const std::string& workspace, uint64_t max_turns,
+                                            const std::string& extra_instructions) const {
+  const Config& config = options.config;
+  SessionSettings settings{
+      .max_turns = max_turns ? max_turns : config.max_turns,
+      .context_max_chars = config.context_max_chars,
+      .retry = config.retry,
+      .prompt = config.prompt,
+      .instructions = config.instructions,
+      .prices = config.prices,
+      .workspace = workspace,
+      .tool_timeout_ms = config.tool_timeout_ms,
+      .provider_timeout_ms = config.provider.timeout_ms,
+  };
+  if (!extra_instructions.empty()) {
+    settings.instructions += (settings.instructions.empty() ? "" : "\n\n") + extra_instructions;
+  }
+  return settings;
+}
+
+JournalOptions Runtime::Impl::journal_options() const {
+  return JournalOptions{.snapshot_every_turns = options.config.snapshot_every_turns,
+                        .faults = options.faults};
+}
+
+Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> journal,
+                       SessionSettings settings, const std::function<void(const Event&)>& on_event,
+                       const std::function<void(const StreamDelta&)>& on_delta,
+                       const std::string& first_input) {
+  auto context = std::make_shared<SessionContext>(SessionContext{
+      .id = id,
+      .journal = std::move(journal),
+      .settings = std::move(settings),
+      .tools = impl_->tools,
+      .hooks = impl_->hooks,
+      .provider = caf::actor_cast<ProviderActor>(impl_->provider_supervisor),
+      .tool_host = caf::actor_cast<ToolActor>(impl_->tool_supervisor),
+      .hook_host = impl_->hook_actor,
+  });
+  SessionActor session = spawn_session(*impl_->system, context);
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->sessions[id] = session;
+  }
+  if (on_event || on_delta) {
+    uint64_t ignored;
+    CARAPACE_RETURN_IF_ERROR(subscribe(id, on_event, on_delta, &ignored));
+  }
+  if (first_input.empty()) {
+    caf::anon_send(session, start_atom::value);
+  } else {
+    caf::anon_send(session, UserInput{first_input});
+  }
+  return Status();
+}
 
 Status Runtime::start_session(const SessionOptions& options, std::string* id_out) {
   const Config& config = impl_->options.config;
@@ -175,21 +239,6 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
                                                       : std::filesystem::current_path().string();
   std::string canonical;
   CARAPACE_RETURN_IF_ERROR(canonical_workspace(workspace, &canonical));
-
-  SessionSettings settings{
-      .max_turns = options.max_turns ? options.max_turns : config.max_turns,
-      .context_max_chars = config.context_max_chars,
-      .retry = config.retry,
-      .prompt = config.prompt,
-      .instructions = config.instructions,
-      .prices = config.prices,
-      .workspace = canonical,
-      .tool_timeout_ms = config.tool_timeout_ms,
-      .provider_timeout_ms = config.provider.timeout_ms,
-  };
-  if (!options.instructions.empty()) {
-    settings.instructions += (settings.instructions.empty() ? "" : "\n\n") + options.instructions;
-  }
   std::random_device rd;
   uint64_t seed = (static_cast<uint64_t>(rd()) << 32) | rd();
   std::vector<EventBody> opening;
@@ -202,28 +251,108 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
   opening.emplace_back(UserMessage{options.task});
   std::unique_ptr<SessionJournal> journal;
   CARAPACE_RETURN_IF_ERROR(
-      SessionJournal::create(impl_->log.get(), id, std::move(opening),
-                             JournalOptions{.snapshot_every_turns = config.snapshot_every_turns}, &journal));
-  auto context = std::make_shared<SessionContext>(SessionContext{
-      .id = id,
-      .journal = std::shared_ptr<SessionJournal>(std::move(journal)),
-      .settings = std::move(settings),
-      .tools = impl_->tools,
-      .hooks = impl_->hooks,
-      .provider = caf::actor_cast<ProviderActor>(impl_->provider_supervisor),
-      .tool_host = caf::actor_cast<ToolActor>(impl_->tool_supervisor),
-      .hook_host = impl_->hook_actor,
-  });
-  SessionActor session = spawn_session(*impl_->system, context);
-  {
-    std::lock_guard lock(impl_->mu);
-    impl_->sessions.emplace(id, session);
+      SessionJournal::create(impl_->log.get(), id, std::move(opening), impl_->journal_options(), &journal));
+  CARAPACE_RETURN_IF_ERROR(launch(id, std::move(journal),
+                                  impl_->settings_for(canonical, options.max_turns, options.instructions),
+                                  options.on_event, options.on_delta, ""));
+  if (id_out != nullptr) *id_out = id;
+  return Status();
+}
+
+Status Runtime::resume_session(const std::string& id, const ResumeOptions& options) {
+  CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
+  if (impl_->find(id)) return Status::busy("session " + id + " is already running in this process");
+  RecoveredSession r;
+  CARAPACE_RETURN_IF_ERROR(recover(*impl_->log, id, RecoverOptions{}, &r));
+  const SessionState& s = r.committed;
+  bool finished =
+      (s.status == SessionStatus::kCompleted || s.status == SessionStatus::kFailed) && r.uncommitted.empty();
+  if (finished && !options.allow_finished) {
+    std::string what = s.status == SessionStatus::kCompleted ? "has completed"
+                                                             : "ended with an error (" + s.last_error + ")";
+    return Status::invalid_argument(
+        "session " + id + " " + what + "; there is nothing to resume. Send it a new message " +
+        "(carapace chat, then /resume " + id + ") or fork it (carapace fork " + id + " --at-turn N)");
   }
-  if (options.on_event || options.on_delta) {
-    uint64_t ignored;
-    CARAPACE_RETURN_IF_ERROR(subscribe(id, options.on_event, options.on_delta, &ignored));
+  std::string workspace;
+  CARAPACE_RETURN_IF_ERROR(canonical_workspace(s.workspace, &workspace));
+  uint64_t checkpoint_seq = s.committed_seq, checkpoint_turn = s.committed_turn;
+  auto journal = std::shared_ptr<SessionJournal>(SessionJournal::attach(
+      impl_->log.get(), id, r.committed, std::move(r.uncommitted), r.last_seq, impl_->journal_options()));
+  const bool step = options.mode == ResumeMode::kStep;
+  if (step) {
+    CARAPACE_RETURN_IF_ERROR(journal->adopt_uncommitted());
+  } else {
+    CARAPACE_RETURN_IF_ERROR(
+        journal->roll_back_uncommitted("resumed in turn mode: the interrupted turn runs again"));
   }
-  caf::anon_send(session, start_atom::value);
+  if (!finished) {
+    char host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    CARAPACE_RETURN_IF_ERROR(journal->append({SessionResumed{.checkpoint_seq = checkpoint_seq,
+                                                             .checkpoint_turn = checkpoint_turn,
+                                                             .mode = step ? "step" : "turn",
+                                                             .pid = ::getpid(),
+                                                             .host = host}}));
+  }
+  return launch(id, std::move(journal), impl_->settings_for(workspace, 0, ""), options.on_event,
+                options.on_delta, "");
+}
+
+Status Runtime::fork_session(const std::string& source, uint64_t at_turn, const ForkOptions& options,
+                             std::string* id_out) {
+  CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(source));
+  std::string id = options.id.empty() ? generate_session_id() : options.id;
+  CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
+  std::vector<CheckpointEntry> checkpoints;
+  CARAPACE_RETURN_IF_ERROR(impl_->log->checkpoints(source, &checkpoints));
+  if (checkpoints.empty()) return Status::not_found("no session '" + source + "' in " + impl_->options.home);
+  const CheckpointEntry* at = nullptr;
+  for (const auto& c : checkpoints) {
+    if (c.turn == at_turn) {
+      at = &c;
+      break;
+    }
+  }
+  if (at == nullptr) {
+    return Status::invalid_argument("session " + source + " has no checkpoint for turn " +
+                                    std::to_string(at_turn) + "; its checkpoints cover turns 0 to " +
+                                    std::to_string(checkpoints.back().turn));
+  }
+  std::vector<Event> events;
+  CARAPACE_RETURN_IF_ERROR(impl_->log->read(source, 1, at->seq, &events));
+  // The history as the fold sees it: rolled-back events and checkpoints
+  // left out (the fork writes its own checkpoints, with its own hashes).
+  std::vector<std::vector<EventBody>> turns(1);
+  std::vector<EventBody> since_checkpoint;
+  for (auto& e : events) {
+    if (std::holds_alternative<TurnRolledBack>(e.body)) {
+      since_checkpoint.clear();
+    } else if (std::holds_alternative<TurnCommitted>(e.body)) {
+      for (auto& b : since_checkpoint) turns.back().push_back(std::move(b));
+      since_checkpoint.clear();
+      turns.emplace_back();
+    } else {
+      since_checkpoint.push_back(std::move(e.body));
+    }
+  }
+  turns.pop_back();  // the one after the last checkpoint is empty
+  if (turns.empty() || turns[0].empty() || !std::holds_alternative<SessionStarted>(turns[0][0])) {
+    return Status::corruption("session " + source + " does not open with session.started");
+  }
+  auto& started = std::get<SessionStarted>(turns[0][0]);
+  started.parent_session = source;
+  started.parent_turn = at_turn;
+  started.parent_seq = at->seq;
+  std::unique_ptr<SessionJournal> journal;
+  CARAPACE_RETURN_IF_ERROR(
+      SessionJournal::create(impl_->log.get(), id, std::move(turns[0]), impl_->journal_options(), &journal));
+  for (size_t t = 1; t < turns.size(); ++t) CARAPACE_RETURN_IF_ERROR(journal->commit(std::move(turns[t])));
+  std::string workspace;
+  CARAPACE_RETURN_IF_ERROR(canonical_workspace(journal->state().workspace, &workspace));
+  CARAPACE_RETURN_IF_ERROR(launch(id, std::shared_ptr<SessionJournal>(std::move(journal)),
+                                  impl_->settings_for(workspace, 0, ""), options.on_event, options.on_delta,
+                                  options.task));
   if (id_out != nullptr) *id_out = id;
   return Status();
 }

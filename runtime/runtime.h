@@ -32,10 +32,12 @@
 #include "actors/messages.h"
 #include "actors/provider.h"
 #include "actors/tool.h"
+#include "base/fault_injection.h"
 #include "base/status.h"
 #include "events/events.h"
 #include "runtime/config.h"
 #include "storage/event_log.h"
+#include "storage/session_journal.h"
 
 namespace caf {
 class actor_system;
@@ -71,6 +73,11 @@ class Runtime {
     std::shared_ptr<Provider> provider;
     // Register the built-in tools that config.tools_enabled names.
     bool builtin_tools = true;
+    // Injects faults at the named points (docs/fault-plans.md); null: none.
+    std::shared_ptr<FaultInjector> faults;
+    // Applied to each built-in tool before it is registered (to observe or
+    // wrap it; the torture runner counts executions this way).
+    std::function<ToolDefinition(ToolDefinition)> decorate_builtin_tool;
   };
 
   // Opens the log, registers the configured tools and hooks, and starts the
@@ -90,6 +97,39 @@ class Runtime {
 
   // Creates the session (its opening written durably) and starts its loop.
   Status start_session(const SessionOptions& options, std::string* id);
+
+  enum class ResumeMode {
+    kStep,  // keep every completed step of the interrupted turn
+    kTurn,  // roll the interrupted turn back (turn.rolled_back) and run it again
+  };
+
+  struct ResumeOptions {
+    ResumeMode mode = ResumeMode::kStep;
+    // Attach a session that has finished (completed, or failed), to send it
+    // more messages, instead of refusing it.
+    bool allow_finished = false;
+    std::function<void(const Event&)> on_event;
+    std::function<void(const StreamDelta&)> on_delta;
+  };
+
+  // Resumes a session from its log under the same id: recovers it (a corrupt
+  // log, an unknown id, a finished session or one already running here give
+  // an error and change nothing), settles an interrupted turn by the mode,
+  // records session.resumed, and runs its loop from there.
+  Status resume_session(const std::string& id, const ResumeOptions& options);
+
+  struct ForkOptions {
+    std::string id;    // the new session's id; empty: generated
+    std::string task;  // a new user message for the fork; empty: go on from the checkpoint
+    std::function<void(const Event&)> on_event;
+    std::function<void(const StreamDelta&)> on_delta;
+  };
+
+  // Creates a new session whose history is `source`'s up to its checkpoint
+  // of turn `at_turn` (session.started names the parent, turn and seq), and
+  // runs it. The source is not touched.
+  Status fork_session(const std::string& source, uint64_t at_turn, const ForkOptions& options,
+                      std::string* id);
 
   // Sends another user message to a session of this runtime; its loop runs
   // again (after the current run, if one is going on).
@@ -112,6 +152,11 @@ class Runtime {
  private:
   struct Impl;
   explicit Runtime(std::unique_ptr<Impl> impl);
+  // Spawns the session's actor over `journal`, subscribes, and starts it
+  // (or hands it `first_input` as a user message).
+  Status launch(const std::string& id, std::shared_ptr<SessionJournal> journal,
+                struct SessionSettings settings, const std::function<void(const Event&)>& on_event,
+                const std::function<void(const StreamDelta&)>& on_delta, const std::string& first_input);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -52,7 +52,7 @@ cmake --build build -j "$jobs"
 case "$task" in
   demo)
     echo "== demo"
-    exec scripts/demo.sh
+    exec build/tools/carapace demo
     ;;
   test)
     echo "== tests"

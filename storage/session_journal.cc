@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <future>
+#include <thread>
 
 #include "events/fold.h"
 #include "storage/keys.h"
@@ -124,9 +125,39 @@ Status SessionJournal::stage_commit(std::vector<EventBody>&& step, std::vector<E
   return Status();
 }
 
+Status SessionJournal::inject_before(FaultPoint point, std::vector<EventBody>& step) {
+  if (!options_.faults) return Status();
+  std::string type = step.empty() ? std::string("turn.committed")
+                                  : std::string(wire_name(std::visit(
+                                        [](const auto& e) -> uint16_t {
+                                          using T = std::decay_t<decltype(e)>;
+                                          if constexpr (std::is_same_v<T, UnknownEvent>)
+                                            return e.type;
+                                          else
+                                            return static_cast<uint16_t>(T::kType);
+                                        },
+                                        step.front())));
+  if (point == FaultPoint::kCommitBefore) type = "turn.committed";
+  Fault f = check_fault(options_.faults.get(),
+                        FaultSite{.point = point, .session = id_, .event_type = type, .turn = state_.turn});
+  if (f.action == FaultAction::kError) {
+    return Status::io_error("injected fault at " + std::string(fault_point_name(point)) + ": " +
+                            f.describe());
+  }
+  if (f.action == FaultAction::kDelay) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(f.delay_ms));
+    step.insert(step.begin(), FaultInjected{.point = std::string(fault_point_name(point)),
+                                            .action = "delay",
+                                            .detail = f.describe(),
+                                            .turn = state_.turn});
+  }
+  return Status();
+}
+
 Status SessionJournal::append(std::vector<EventBody> step, std::vector<Event>* written) {
   CARAPACE_RETURN_IF_ERROR(check_writable());
   if (step.empty()) return Status();
+  CARAPACE_RETURN_IF_ERROR(inject_before(FaultPoint::kLogBeforeAppend, step));
   std::vector<Event> events;
   CARAPACE_RETURN_IF_ERROR(stage(std::move(step), &events));
   Status s = log_->append(AppendRequest{.session = id_, .events = events});
@@ -134,12 +165,22 @@ Status SessionJournal::append(std::vector<EventBody> step, std::vector<Event>* w
     mark_broken(s);
     return s;
   }
+  if (options_.faults) {
+    Fault after =
+        check_fault(options_.faults.get(), FaultSite{.point = FaultPoint::kLogAfterAppend,
+                                                     .session = id_,
+                                                     .event_type = std::string(events.front().type_name()),
+                                                     .turn = state_.turn});
+    if (after.action == FaultAction::kDelay)
+      std::this_thread::sleep_for(std::chrono::milliseconds(after.delay_ms));
+  }
   if (written != nullptr) *written = std::move(events);
   return s;
 }
 
 Status SessionJournal::prepare_commit(std::vector<EventBody>&& step, PreparedCommit* out) {
   CARAPACE_RETURN_IF_ERROR(check_writable());
+  CARAPACE_RETURN_IF_ERROR(inject_before(FaultPoint::kCommitBefore, step));
   std::string snapshot_state;
   CARAPACE_RETURN_IF_ERROR(
       stage_commit(std::move(step), &out->events, &out->checkpoint, &out->meta, &snapshot_state));
@@ -164,7 +205,16 @@ AppendRequest SessionJournal::PreparedCommit::request(const std::string& id) con
 // the log does not have; and a lost snapshot only lengthens a later recovery,
 // so its own failure never fails the turn.
 void SessionJournal::finish_commit(EventLog* log, const std::string& id, Shared& shared,
-                                   const std::shared_ptr<SnapshotEntry>& snapshot, const Status& s) {
+                                   const std::shared_ptr<SnapshotEntry>& snapshot, const Status& s,
+                                   FaultInjector* faults, uint64_t turn) {
+  if (s.ok() && faults != nullptr) {
+    Fault after = check_fault(
+        faults,
+        FaultSite{
+            .point = FaultPoint::kCommitAfter, .session = id, .event_type = "turn.committed", .turn = turn});
+    if (after.action == FaultAction::kDelay)
+      std::this_thread::sleep_for(std::chrono::milliseconds(after.delay_ms));
+  }
   if (!s.ok()) {
     std::lock_guard lock(shared.mu);
     if (shared.broken_reason.empty()) shared.broken_reason = s.to_string();
@@ -180,8 +230,9 @@ void SessionJournal::commit_async(std::vector<EventBody> step, std::function<voi
   if (!s.ok()) return done(s);
   if (staged != nullptr) *staged = prepared->events;
   log_->append_async(prepared->request(id_),
-                     [log = log_, id = id_, shared = shared_, prepared, done = std::move(done)](Status st) {
-                       finish_commit(log, id, *shared, prepared->snapshot, st);
+                     [log = log_, id = id_, shared = shared_, prepared, faults = options_.faults,
+                      turn = state_.turn, done = std::move(done)](Status st) {
+                       finish_commit(log, id, *shared, prepared->snapshot, st, faults.get(), turn);
                        done(std::move(st));
                      });
 }
@@ -190,7 +241,7 @@ Status SessionJournal::commit(std::vector<EventBody> step) {
   PreparedCommit prepared;
   CARAPACE_RETURN_IF_ERROR(prepare_commit(std::move(step), &prepared));
   Status s = log_->append(prepared.request(id_));
-  finish_commit(log_, id_, *shared_, prepared.snapshot, s);
+  finish_commit(log_, id_, *shared_, prepared.snapshot, s, options_.faults.get(), state_.turn);
   return s;
 }
 

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fault_injection.h"
 #include "base/status.h"
 #include "events/events.h"
 #include "events/session_state.h"
@@ -35,6 +36,9 @@ int64_t system_clock_us();
 struct JournalOptions {
   uint64_t snapshot_every_turns = 100;  // 0: never
   WallClock clock = system_clock_us;
+  // Asked at log.before_append, log.after_append, commit.before and
+  // commit.after (base/fault_injection.h); null: no faults.
+  std::shared_ptr<FaultInjector> faults;
 };
 
 class SessionJournal {
@@ -88,6 +92,10 @@ class SessionJournal {
   SessionJournal(EventLog* log, std::string id, JournalOptions options);
 
   Status check_writable() const;
+  // Asks the fault injector at a log or commit point before writing `step`:
+  // an error is returned; a delay sleeps and adds a fault.injected event to
+  // the step; a crash does not return.
+  Status inject_before(FaultPoint point, std::vector<EventBody>& step);
   // Numbers `bodies`, applies them to the state and moves them into *events.
   Status stage(std::vector<EventBody>&& bodies, std::vector<Event>* events);
   // stage() plus the checkpoint event and its index entries; *snapshot_state
@@ -112,7 +120,8 @@ class SessionJournal {
   };
   Status prepare_commit(std::vector<EventBody>&& step, PreparedCommit* out);
   static void finish_commit(EventLog* log, const std::string& id, Shared& shared,
-                            const std::shared_ptr<SnapshotEntry>& snapshot, const Status& s);
+                            const std::shared_ptr<SnapshotEntry>& snapshot, const Status& s,
+                            FaultInjector* faults, uint64_t turn);
 
   EventLog* log_;
   std::string id_;

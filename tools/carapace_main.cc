@@ -21,6 +21,9 @@ int main(int argc, char** argv) {
   register_sessions_command(app, ctx);
   register_verify_command(app, ctx);
   register_run_command(app, ctx);
+  register_demo_command(app, ctx);
+  register_chat_command(app, ctx);
+  register_torture_command(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -55,7 +55,9 @@ std::string dump(const nlohmann::json& j, int indent) {
 }
 
 std::string count(uint64_t n, const std::string& noun) {
-  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+  if (n == 1) return "1 " + noun;
+  bool es = noun.ends_with("s") || noun.ends_with("sh") || noun.ends_with("ch") || noun.ends_with("x");
+  return std::to_string(n) + " " + noun + (es ? "es" : "s");
 }
 
 std::string local_time(int64_t ts_us) {

@@ -55,5 +55,8 @@ void register_log_commands(CLI::App& app, Context& ctx);
 void register_sessions_command(CLI::App& app, Context& ctx);
 void register_verify_command(CLI::App& app, Context& ctx);
 void register_run_command(CLI::App& app, Context& ctx);
+void register_demo_command(CLI::App& app, Context& ctx);
+void register_chat_command(CLI::App& app, Context& ctx);
+void register_torture_command(CLI::App& app, Context& ctx);
 
 }  // namespace carapace::cli

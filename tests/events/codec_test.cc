@@ -149,6 +149,7 @@ BOOST_AUTO_TEST_CASE(type_names_round_trip) {
     BOOST_TEST(static_cast<uint16_t>(*type) == t);
   }
   BOOST_TEST(wire_name(999) == "unknown");
+  for (uint16_t t = 1; t <= kMaxKnownEventType; ++t) BOOST_TEST(!wire_name(t).empty(), t);
   BOOST_TEST(!event_type_from_name("llm.nonsense").has_value());
 }
 

@@ -61,6 +61,15 @@ class VirtualRuntime {
     hook_host = spawn_hook_actor(*system_, hooks);
   }
 
+  // Injects `plan`'s faults from now on (call before scenario() and start()).
+  void inject(std::shared_ptr<FaultInjector> plan) {
+    faults = std::move(plan);
+    caf::anon_send_exit(tool_host, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(hook_host, caf::exit_reason::user_shutdown);
+    tool_host = spawn_tool_supervisor(*system_, tools, faults);
+    hook_host = spawn_hook_actor(*system_, hooks, faults);
+  }
+
   ~VirtualRuntime() {
     for (auto& a : spawned_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(tool_host, caf::exit_reason::user_shutdown);
@@ -73,7 +82,7 @@ class VirtualRuntime {
     Scenario s;
     CHECK_OK(parse_scenario(json, "test.json", &s));
     provider = std::make_shared<RecordingProvider>(std::move(s));
-    provider_host = spawn_provider_supervisor(*system_, provider);
+    provider_host = spawn_provider_supervisor(*system_, provider, faults);
   }
 
   // Creates a session and runs until nothing more can happen without time passing.
@@ -82,7 +91,7 @@ class VirtualRuntime {
     CHECK_OK(SessionJournal::create(
         log_.get(), id,
         {SessionStarted{.provider = "scripted", .model = "scripted-1", .rng_seed = 4242}, UserMessage{task}},
-        JournalOptions{.snapshot_every_turns = 0}, &journal));
+        JournalOptions{.snapshot_every_turns = 0, .faults = faults}, &journal));
     if (settings.workspace.empty()) settings.workspace = dir_.path();
     auto context = std::make_shared<SessionContext>(
         SessionContext{.id = id,
@@ -148,6 +157,7 @@ class VirtualRuntime {
   std::shared_ptr<ToolRegistry> tools = std::make_shared<ToolRegistry>();
   std::shared_ptr<HookRegistry> hooks = std::make_shared<HookRegistry>();
   std::shared_ptr<RecordingProvider> provider;
+  std::shared_ptr<FaultInjector> faults;
   ProviderSupervisorActor provider_host;
   ToolSupervisorActor tool_host;
   HookActor hook_host;

@@ -1,0 +1,181 @@
+#include "replay/fault_plan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace carapace {
+namespace {
+
+using nlohmann::json;
+
+bool supports(FaultPoint point, FaultAction action) {
+  switch (action) {
+    case FaultAction::kCrash:
+    case FaultAction::kDelay:
+      return true;
+    case FaultAction::kError:
+      return point != FaultPoint::kLogAfterAppend && point != FaultPoint::kCommitAfter;
+    case FaultAction::kHang:
+      return point == FaultPoint::kProviderBeforeRequest || point == FaultPoint::kProviderAfterResponse ||
+             point == FaultPoint::kToolBeforeExec || point == FaultPoint::kHook;
+    case FaultAction::kMalformedStream:
+      return point == FaultPoint::kProviderBeforeRequest || point == FaultPoint::kProviderAfterResponse;
+    case FaultAction::kNone:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status FaultPlan::make(std::vector<FaultRule> rules, uint64_t seed, std::shared_ptr<FaultPlan>* out) {
+  auto plan = std::make_shared<FaultPlan>();
+  for (size_t i = 0; i < rules.size(); ++i) {
+    FaultRule& r = rules[i];
+    std::string where = "fault rule " + std::to_string(i + 1);
+    if (!supports(r.point, r.fault.action)) {
+      return Status::invalid_argument(where + ": " + std::string(fault_point_name(r.point)) + " cannot " +
+                                      std::string(fault_action_name(r.fault.action)));
+    }
+    if (r.probability < 0 || r.probability > 1) {
+      return Status::invalid_argument(where + ": probability must be between 0 and 1");
+    }
+    Armed a;
+    try {
+      a.name = std::regex(r.name_pattern.empty() ? ".*" : r.name_pattern);
+    } catch (const std::regex_error& e) {
+      return Status::invalid_argument(where + ": \"" + r.name_pattern +
+                                      "\" is not a valid regex: " + e.what());
+    }
+    if (r.fault.rule.empty()) r.fault.rule = "rule " + std::to_string(i + 1);
+    a.rule = std::move(r);
+    a.rng.seed(seed * 1000003 + i);
+    plan->rules_.push_back(std::move(a));
+  }
+  *out = std::move(plan);
+  return Status();
+}
+
+Status FaultPlan::parse(std::string_view json_text, const std::string& source,
+                        std::shared_ptr<FaultPlan>* out) {
+  json doc = json::parse(json_text, nullptr, false);
+  auto bad = [&](const std::string& where, const std::string& what) {
+    return Status::invalid_argument(source + ": " + where + ": " + what);
+  };
+  if (doc.is_discarded() || !doc.is_object())
+    return bad("the file", "must be a JSON object with a \"faults\" array");
+  for (const auto& [k, v] : doc.items()) {
+    if (k != "seed" && k != "faults" && k != "description")
+      return bad("the file", "unknown key \"" + k + "\"");
+  }
+  uint64_t seed = 0;
+  if (doc.contains("seed")) {
+    if (!doc["seed"].is_number_unsigned()) return bad("seed", "must be a whole number >= 0");
+    seed = doc["seed"];
+  }
+  if (!doc.contains("faults") || !doc["faults"].is_array())
+    return bad("the file", "needs a \"faults\" array");
+  std::vector<FaultRule> rules;
+  static const std::set<std::string> kKnown = {"point",          "action",   "tool",        "hook",
+                                               "event",          "nth",      "probability", "status",
+                                               "retry_after_ms", "delay_ms", "message"};
+  for (size_t i = 0; i < doc["faults"].size(); ++i) {
+    const json& f = doc["faults"][i];
+    std::string where = "faults[" + std::to_string(i) + "]";
+    if (!f.is_object()) return bad(where, "must be an object");
+    for (const auto& [k, v] : f.items()) {
+      if (!kKnown.count(k)) return bad(where, "unknown key \"" + k + "\"");
+    }
+    FaultRule r;
+    auto str = [&](const char* key, std::string* dst) -> Status {
+      if (!f.contains(key)) return Status();
+      if (!f[key].is_string()) return bad(where + "." + key, "must be a string");
+      *dst = f[key];
+      return Status();
+    };
+    auto num = [&](const char* key, uint64_t* dst) -> Status {
+      if (!f.contains(key)) return Status();
+      if (!f[key].is_number_unsigned()) return bad(where + "." + key, "must be a whole number >= 0");
+      *dst = f[key];
+      return Status();
+    };
+    std::string point, action;
+    CARAPACE_RETURN_IF_ERROR(str("point", &point));
+    CARAPACE_RETURN_IF_ERROR(str("action", &action));
+    auto p = fault_point_from_name(point);
+    if (!p) return bad(where + ".point", "\"" + point + "\" is not a fault point (see docs/fault-plans.md)");
+    auto a = fault_action_from_name(action);
+    if (!a)
+      return bad(where + ".action",
+                 "\"" + action + "\" is not crash, error, delay, hang or malformed_stream");
+    r.point = *p;
+    r.fault.action = *a;
+    CARAPACE_RETURN_IF_ERROR(str("tool", &r.name_pattern));
+    if (f.contains("hook")) CARAPACE_RETURN_IF_ERROR(str("hook", &r.name_pattern));
+    CARAPACE_RETURN_IF_ERROR(str("event", &r.event_type));
+    CARAPACE_RETURN_IF_ERROR(num("nth", &r.nth));
+    if (f.contains("probability")) {
+      if (!f["probability"].is_number()) return bad(where + ".probability", "must be a number from 0 to 1");
+      r.probability = f["probability"];
+    }
+    uint64_t status = 0;
+    CARAPACE_RETURN_IF_ERROR(num("status", &status));
+    if (f.contains("status") && (status < 100 || status > 599))
+      return bad(where + ".status", "must be an HTTP status");
+    r.fault.http_status = static_cast<uint32_t>(status);
+    if (f.contains("retry_after_ms")) {
+      CARAPACE_RETURN_IF_ERROR(num("retry_after_ms", &r.fault.retry_after_ms));
+      r.fault.has_retry_after = true;
+    }
+    CARAPACE_RETURN_IF_ERROR(num("delay_ms", &r.fault.delay_ms));
+    CARAPACE_RETURN_IF_ERROR(str("message", &r.fault.message));
+    r.fault.rule = source + " " + where;
+    rules.push_back(std::move(r));
+  }
+  Status s = make(std::move(rules), seed, out);
+  return s.ok() ? s : Status::invalid_argument(source + ": " + s.message());
+}
+
+Status FaultPlan::load(const std::string& path, std::shared_ptr<FaultPlan>* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::not_found("cannot read fault plan " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse(ss.str(), path, out);
+}
+
+Fault FaultPlan::check(const FaultSite& site) {
+  std::lock_guard lock(mu_);
+  // Every matching rule counts the occurrence, whichever fires.
+  Armed* winner = nullptr;
+  for (auto& a : rules_) {
+    const FaultRule& r = a.rule;
+    if (r.point != site.point) continue;
+    if (!r.event_type.empty() && r.event_type != site.event_type) continue;
+    if (!r.name_pattern.empty() && !std::regex_search(site.name, a.name)) continue;
+    ++a.matches;
+    bool fire;
+    if (r.nth > 0) {
+      fire = a.matches == r.nth;
+    } else {
+      double draw = static_cast<double>(a.rng() >> 11) / static_cast<double>(uint64_t{1} << 53);
+      fire = draw < r.probability;
+    }
+    if (fire && winner == nullptr) winner = &a;
+  }
+  if (winner == nullptr) return Fault{};
+  ++winner->fired;
+  return winner->rule.fault;
+}
+
+std::vector<uint64_t> FaultPlan::fired() const {
+  std::lock_guard lock(mu_);
+  std::vector<uint64_t> out;
+  for (const auto& a : rules_) out.push_back(a.fired);
+  return out;
+}
+
+}  // namespace carapace

@@ -1,0 +1,111 @@
+// What the commands that run sessions share: the runtime options, opening a
+// runtime from the config and the command line, the live status line, and
+// reporting a session's outcome.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "events/event_summary.h"
+#include "runtime/runtime.h"
+#include "tools/cli.h"
+
+namespace carapace::cli {
+
+struct RuntimeArgs {
+  std::string scenario;
+  std::string provider;
+  std::string model;
+  std::string config;
+  std::string faults;
+  std::string exec_log;  // hidden: the torture runner's record of real tool executions
+};
+
+void add_runtime_options(CLI::App* cmd, RuntimeArgs& args);
+
+// Loads the config (warnings to stderr), applies the command line, opens the
+// runtime. kExitOk, or the exit code after printing the error.
+int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>* rt);
+
+// What the status line shows, updated from the session's events.
+class StatusLine {
+ public:
+  explicit StatusLine(bool tty) : tty_(tty) {}
+
+  void on_event(const Event& e) {
+    std::lock_guard lock(mu_);
+    retry_until_ = {};
+    if (const auto* f = get_if<LlmFailed>(e)) {
+      std::string what = f->http_status ? std::to_string(f->http_status) : f->error;
+      if (f->will_retry) {
+        retry_until_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(f->retry_delay_ms);
+        retry_what_ = "(" + what + ", attempt " + std::to_string(f->attempt + 1) + ")";
+        if (!tty_) line("retrying in " + seconds(f->retry_delay_ms) + " " + retry_what_);
+      } else {
+        line("model call failed: " + what);
+      }
+    } else if (const auto* t = get_if<TurnStarted>(e)) {
+      status_ = "turn " + std::to_string(t->turn) + ": starting";
+    } else if (const auto* r = get_if<LlmRequested>(e)) {
+      status_ = "turn " + std::to_string(r->turn) + ": waiting for the model";
+    } else if (const auto* q = get_if<ToolRequested>(e)) {
+      status_ = "running " + q->tool + " " + quote_preview(q->args.text, 50);
+      if (!tty_) line(status_);
+    } else if (const auto* c = get_if<ToolCompleted>(e)) {
+      if (c->is_error && !tty_) line(c->tool + " failed: " + quote_preview(c->output, 60));
+    } else if (const auto* h = get_if<HookDecided>(e)) {
+      if (h->decision != "allow" && h->decision != "continue") {
+        line("hook " + h->hook_name + " (" + h->hook_event + "): " + h->decision +
+             (h->reason.empty() ? "" : " - " + h->reason));
+      }
+    }
+  }
+
+  // Redraws the live line (a terminal only).
+  void render() {
+    if (!tty_) return;
+    std::lock_guard lock(mu_);
+    std::string text = status_;
+    if (retry_until_ != std::chrono::steady_clock::time_point{}) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(retry_until_ -
+                                                                        std::chrono::steady_clock::now());
+      text = "retrying in " + seconds(static_cast<uint64_t>(std::max<int64_t>(0, left.count()))) + " " +
+             retry_what_;
+    }
+    std::fprintf(stderr, "\r\033[K%s", text.c_str());
+    std::fflush(stderr);
+  }
+
+  void clear() {
+    if (tty_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  static std::string seconds(uint64_t ms) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms) / 1000.0);
+    return buf;
+  }
+
+  void line(const std::string& text) {
+    if (tty_) std::fprintf(stderr, "\r\033[K");
+    std::fprintf(stderr, "  %s\n", text.c_str());
+  }
+
+  bool tty_;
+  std::mutex mu_;
+  std::string status_ = "starting";
+  std::chrono::steady_clock::time_point retry_until_{};
+  std::string retry_what_;
+};
+
+// Waits for the session's loop to stop with a live status line, then prints
+// the outcome: the final answer (or JSON). Exit 0 if it completed.
+int report_outcome(Context& ctx, Runtime& rt, const std::string& id, StatusLine& status);
+
+}  // namespace carapace::cli

@@ -1,0 +1,151 @@
+// carapace chat: a conversation with an agent session, one line at a time.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "runtime/runtime.h"
+#include "tools/cli.h"
+#include "tools/cli_run.h"
+
+namespace carapace::cli {
+namespace {
+
+struct ChatArgs {
+  RuntimeArgs runtime;
+  std::string session;
+  std::string workspace;
+};
+
+const char* kHelp =
+    "  type a message to send it to the session (the first one starts it)\n"
+    "  /resume <id>   continue a session from its log (an interrupted turn is finished first)\n"
+    "  /sessions      list the sessions in this home\n"
+    "  /fork <turn>   fork the current session at the end of a turn, and continue in the fork\n"
+    "  /help          this help\n"
+    "  /exit          leave (the session stays in the log)\n";
+
+int run_chat(Context& ctx, const ChatArgs& args) {
+  std::unique_ptr<Runtime> rt;
+  if (int rc = open_runtime(ctx, args.runtime, &rt); rc != kExitOk) return rc;
+  const bool tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+  StatusLine status(isatty(STDERR_FILENO));
+  auto on_event = [&status](const Event& e) { status.on_event(e); };
+  std::string current;
+  std::string line;
+  if (tty) std::printf("carapace chat: /help for commands\n");
+  auto answer = [&](const std::string& id) {
+    SessionOutcome o;
+    Status s;
+    for (;;) {
+      s = rt->wait(id, std::chrono::milliseconds(100), &o);
+      if (!s.is_busy()) break;
+      status.render();
+    }
+    status.clear();
+    if (!s.ok()) {
+      std::printf("! %s\n", s.to_string().c_str());
+    } else if (o.status == SessionStatus::kCompleted) {
+      std::printf("agent> %s\n", o.final_answer.c_str());
+    } else {
+      std::printf("! the turn failed: %s (send another message to try again)\n", o.error.c_str());
+    }
+    std::fflush(stdout);
+  };
+  for (;;) {
+    if (tty) std::printf("you> "), std::fflush(stdout);
+    if (!std::getline(std::cin, line)) break;
+    if (line.empty()) continue;
+    if (line == "/exit" || line == "/quit") break;
+    if (line == "/help") {
+      std::printf("%s", kHelp);
+      continue;
+    }
+    if (line == "/sessions") {
+      std::vector<SessionMeta> sessions;
+      Status s = rt->log().list_sessions(&sessions);
+      if (!s.ok()) std::printf("! %s\n", s.to_string().c_str());
+      for (const auto& m : sessions) {
+        std::printf("  %s%s  %s, %llu turns\n", m.id == current ? "* " : "  ", m.id.c_str(),
+                    std::string(status_name(m.status)).c_str(),
+                    static_cast<unsigned long long>(m.committed_turn));
+      }
+      continue;
+    }
+    if (line.rfind("/resume", 0) == 0) {
+      std::string id = line.size() > 8 ? line.substr(8) : "";
+      if (id.empty()) {
+        std::printf("! usage: /resume <id>\n");
+        continue;
+      }
+      Status s = rt->resume_session(id, Runtime::ResumeOptions{.allow_finished = true, .on_event = on_event});
+      if (!s.ok()) {
+        std::printf("! %s\n", s.to_string().c_str());
+        continue;
+      }
+      current = id;
+      std::printf("resumed %s\n", id.c_str());
+      answer(id);
+      continue;
+    }
+    if (line.rfind("/fork", 0) == 0) {
+      if (current.empty()) {
+        std::printf("! no session yet: send a message or /resume one first\n");
+        continue;
+      }
+      uint64_t turn = 0;
+      try {
+        turn = std::stoull(line.substr(5));
+      } catch (...) {
+        std::printf("! usage: /fork <turn>\n");
+        continue;
+      }
+      std::string id;
+      Status s = rt->fork_session(current, turn, Runtime::ForkOptions{.on_event = on_event}, &id);
+      if (!s.ok()) {
+        std::printf("! %s\n", s.to_string().c_str());
+        continue;
+      }
+      std::printf("forked %s at turn %llu as %s\n", current.c_str(), static_cast<unsigned long long>(turn),
+                  id.c_str());
+      current = id;
+      answer(id);
+      continue;
+    }
+    if (line[0] == '/') {
+      std::printf("! unknown command %s (/help lists them)\n", line.c_str());
+      continue;
+    }
+    Status s;
+    if (current.empty()) {
+      s = rt->start_session(
+          SessionOptions{.id = args.session, .task = line, .workspace = args.workspace, .on_event = on_event},
+          &current);
+      if (s.ok()) std::printf("session %s\n", current.c_str());
+    } else {
+      s = rt->send_message(current, line);
+    }
+    if (!s.ok()) {
+      std::printf("! %s\n", s.to_string().c_str());
+      continue;
+    }
+    answer(current);
+  }
+  if (!current.empty()) std::printf("the session stays in the log: carapace log show %s\n", current.c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_chat_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<ChatArgs>();
+  auto* cmd = app.add_subcommand("chat", "Talk to an agent session line by line (/help for commands)");
+  add_runtime_options(cmd, args->runtime);
+  cmd->add_option("--session", args->session,
+                  "Id of the session the first message starts (default: generated)");
+  cmd->add_option("--workspace", args->workspace,
+                  "Directory the tools are confined to (default: the current one)");
+  cmd->callback([&ctx, args] { ctx.run = [&ctx, args] { return run_chat(ctx, *args); }; });
+}
+
+}  // namespace carapace::cli

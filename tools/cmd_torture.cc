@@ -1,0 +1,151 @@
+// carapace torture <scenario>: crash sessions at random points, resume them,
+// and check that nothing is lost (replay/torture.h).
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "replay/torture.h"
+#include "tools/cli.h"
+
+namespace carapace::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TortureArgs {
+  std::string scenario;
+  uint64_t iterations = 20;
+  uint64_t seed = 1;
+  std::string mode = "both";
+  std::string dir;
+  double resume_crash_probability = 0.3;
+  bool keep = false;
+};
+
+int run_torture_command(Context& ctx, const TortureArgs& args) {
+  TortureOptions options{.carapace = fs::read_symlink("/proc/self/exe").string(),
+                         .scenario = fs::absolute(args.scenario).string(),
+                         .iterations = args.iterations,
+                         .seed = args.seed,
+                         .mode = args.mode,
+                         .resume_crash_probability = args.resume_crash_probability,
+                         .keep_passing_homes = args.keep};
+  bool own_dir = args.dir.empty();
+  if (own_dir) {
+    char tmpl[] = "/tmp/carapace-torture-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) return ctx.fail(Status::io_error("cannot create a temporary directory"));
+    options.work_dir = tmpl;
+  } else {
+    options.work_dir = fs::absolute(args.dir).string();
+  }
+  const bool tty = !ctx.json && isatty(STDERR_FILENO);
+  TortureReport report;
+  Status s = run_torture(options, &report, [&](const TortureIteration& it, const TortureReport& r) {
+    if (ctx.json) return;
+    std::string line = "iteration " + std::to_string(it.iteration) + "/" + std::to_string(args.iterations) +
+                       " (" + it.mode + "): " + count(it.crashes, "crash") + ", " +
+                       count(it.resumes, "resume");
+    if (!it.crash_points.empty()) {
+      line += " at";
+      for (const auto& p : it.crash_points) line += " " + p;
+    }
+    line += it.violations.empty() ? ", ok" : ", " + count(it.violations.size(), "VIOLATION");
+    line += "  [" + std::to_string(r.crashes) + " crashes so far, " + std::to_string(r.violations.size()) +
+            " violations]";
+    if (tty) {
+      std::fprintf(stderr, "\r\033[K%s", line.c_str());
+      if (!it.violations.empty()) std::fprintf(stderr, "\n");
+    } else if (!it.violations.empty() || it.iteration % 10 == 0 || it.iteration == args.iterations) {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    for (const auto& v : it.violations) std::fprintf(stderr, "  %s: %s\n", v.kind.c_str(), v.detail.c_str());
+  });
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  if (!s.ok()) return ctx.fail(s);
+
+  if (ctx.json) {
+    nlohmann::json violations = nlohmann::json::array();
+    for (const auto& v : report.violations) {
+      violations.push_back({{"iteration", v.iteration},
+                            {"mode", v.mode},
+                            {"home", v.home},
+                            {"kind", v.kind},
+                            {"detail", v.detail}});
+    }
+    std::cout << dump({{"success", report.violations.empty()},
+                       {"data",
+                        {{"iterations", report.iterations},
+                         {"step_iterations", report.step_iterations},
+                         {"turn_iterations", report.turn_iterations},
+                         {"crashes", report.crashes},
+                         {"crashes_by_point", report.crashes_by_point},
+                         {"resumes", report.resumes},
+                         {"compared_with_crash_free_run", report.compared_with_reference},
+                         {"violations_by_kind", report.violations_by_kind},
+                         {"violations", violations},
+                         {"seconds", report.seconds}}},
+                       {"summary", count(report.iterations, "iteration") + ", " +
+                                       count(report.crashes, "crash") + ", " +
+                                       count(report.violations.size(), "violation")}})
+              << "\n";
+  } else {
+    std::printf("torture: %s, seed %llu, mode %s, %.1f s\n", args.scenario.c_str(),
+                static_cast<unsigned long long>(args.seed), args.mode.c_str(), report.seconds);
+    std::printf("  %-34s %8llu  (step %llu, turn %llu)\n", "iterations",
+                static_cast<unsigned long long>(report.iterations),
+                static_cast<unsigned long long>(report.step_iterations),
+                static_cast<unsigned long long>(report.turn_iterations));
+    std::printf("  %-34s %8llu\n", "crashes injected (SIGKILL)",
+                static_cast<unsigned long long>(report.crashes));
+    for (const auto& [point, n] : report.crashes_by_point) {
+      std::printf("    %-32s %8llu\n", point.c_str(), static_cast<unsigned long long>(n));
+    }
+    std::printf("  %-34s %8llu\n", "resumes", static_cast<unsigned long long>(report.resumes));
+    std::printf("  %-34s %8llu\n", "completed and verified",
+                static_cast<unsigned long long>(report.completed));
+    std::printf("  %-34s %8llu\n", "final state equal to crash-free run",
+                static_cast<unsigned long long>(report.compared_with_reference));
+    std::printf("  %-34s %8zu\n", "violations", report.violations.size());
+    for (const auto& [kind, n] : report.violations_by_kind) {
+      std::printf("    %-32s %8llu\n", kind.c_str(), static_cast<unsigned long long>(n));
+    }
+    for (const auto& v : report.violations) {
+      std::printf("  iteration %llu (%s): %s: %s\n    look at: carapace --home %s log show torture\n",
+                  static_cast<unsigned long long>(v.iteration), v.mode.c_str(), v.kind.c_str(),
+                  v.detail.c_str(), v.home.c_str());
+    }
+  }
+  if (own_dir && report.violations.empty() && !args.keep) fs::remove_all(options.work_dir);
+  return report.violations.empty() ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+void register_torture_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<TortureArgs>();
+  auto* cmd = app.add_subcommand(
+      "torture",
+      "Crash a scenario's session at random points, resume it until done, and check every invariant");
+  cmd->add_option("scenario", args->scenario,
+                  "Scenario file (examples/scenarios/torture.json is built for this)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--iterations", args->iterations, "Iterations")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--seed", args->seed, "Seed of the crash points")->capture_default_str();
+  cmd->add_option("--mode", args->mode, "Resume mode: step, turn or both (alternating)")
+      ->capture_default_str();
+  cmd->add_option("--resume-crash-probability", args->resume_crash_probability,
+                  "Chance that a resumed run is crashed again")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--dir", args->dir, "Where the iterations' homes go (default: a temporary directory)");
+  cmd->add_flag("--keep", args->keep, "Keep every iteration's home, not only those with violations");
+  add_json_flag(cmd, ctx);
+  cmd->callback([&ctx, args] { ctx.run = [&ctx, args] { return run_torture_command(ctx, *args); }; });
+}
+
+}  // namespace carapace::cli
