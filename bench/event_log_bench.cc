@@ -490,6 +490,74 @@ void bench_fold_and_resume(const fs::path& root, uint64_t events, Results& r) {
         fmt("%.1f", untrimmed_ms), "", "");
 }
 
+// ---------------------------------------------------------------- (g) resume after a crash
+// A session of about `events` events left in the middle of a turn, as a crash leaves it.
+void write_interrupted_session(const std::string& path, uint64_t events) {
+  auto log = open_log(path);
+  SyntheticSession synth(SyntheticOptions{.turns = events / 10 + 2, .seed = 9});
+  SyntheticStep step;
+  synth.next(&step);
+  std::unique_ptr<SessionJournal> journal;
+  check(SessionJournal::create(log.get(), "crashed", std::move(step.events),
+                               JournalOptions{.snapshot_every_turns = 100}, &journal),
+        "create");
+  uint64_t written = 3;
+  while (synth.next(&step)) {
+    written += step.events.size() + (step.checkpoint ? 1 : 0);
+    if (step.checkpoint) {
+      check(journal->commit(std::move(step.events)), "commit");
+    } else {
+      check(journal->append(std::move(step.events)), "append");
+      if (written >= events) break;  // the process dies here, mid-turn
+    }
+  }
+}
+
+void bench_resume_after_crash(const fs::path& root, Results& r) {
+  nlohmann::json sizes = nlohmann::json::array();
+  for (uint64_t events : {uint64_t{10}, uint64_t{1000}, uint64_t{100000}}) {
+    Scratch dir(root, "crashed-" + std::to_string(events));
+    write_interrupted_session(dir.str("pristine"), events);
+    std::vector<double> open_ms, check_ms, recover_ms, total_ms;
+    uint64_t recorded = 0;
+    for (int round = 0; round < 5; ++round) {
+      std::string path = dir.str("round-" + std::to_string(round));
+      fs::copy(dir.str("pristine"), path, fs::copy_options::recursive);
+      auto t0 = Clock::now();
+      auto log = open_log(path);
+      auto t1 = Clock::now();
+      check(check_records(*log, "crashed"), "check_records");
+      auto t2 = Clock::now();
+      RecoveredSession rec;
+      check(recover(*log, "crashed", RecoverOptions{}, &rec), "recover");
+      recorded = rec.last_seq;
+      auto journal = SessionJournal::attach(log.get(), "crashed", std::move(rec.committed),
+                                            std::move(rec.uncommitted), rec.last_seq, JournalOptions{});
+      check(journal->adopt_uncommitted(), "adopt");
+      check(journal->append({SessionResumed{.mode = "step", .pid = 1}}), "session.resumed");
+      auto t3 = Clock::now();
+      open_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      check_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+      recover_ms.push_back(std::chrono::duration<double, std::milli>(t3 - t2).count());
+      total_ms.push_back(std::chrono::duration<double, std::milli>(t3 - t0).count());
+      journal.reset();
+      log.reset();
+      fs::remove_all(path);
+    }
+    sizes.push_back({{"events", recorded},
+                     {"open_ms", median(open_ms)},
+                     {"checksum_scan_ms", median(check_ms)},
+                     {"recover_and_settle_ms", median(recover_ms)},
+                     {"total_ms", median(total_ms)}});
+    r.row(fmt("(g) resume after a crash, %.0f events: total [ms]", static_cast<double>(recorded)),
+          fmt("%.2f", median(total_ms)), "", "");
+    r.row(fmt("    open %.2f + checksum scan", median(open_ms)) +
+              fmt(" %.2f + recover and settle [ms]", median(check_ms)),
+          fmt("%.2f", median(recover_ms)), "", "");
+  }
+  r.json["resume_after_crash"] = sizes;
+}
+
 // ---------------------------------------------------------------- (f) end to end
 // A scripted session whose every turn calls one trivial C++ tool: the whole
 // runtime (actors, hooks check, prompt, fold, journal, group commit).
@@ -628,6 +696,8 @@ int main(int argc, char** argv) {
   bench_durable(root, turns, r);
   std::fprintf(stderr, "(c, d) fold and resume of %llu events...\n", static_cast<unsigned long long>(events));
   bench_fold_and_resume(root, events, r);
+  std::fprintf(stderr, "(g) resume after a crash...\n");
+  if (!quick) bench_resume_after_crash(root, r);
   std::fprintf(stderr, "(f) end to end...\n");
   bench_e2e(root, quick ? 20 : 500, r);
   fs::remove_all(root);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "events/fold.h"
+#include "events/record.h"
 
 namespace carapace {
 namespace {
@@ -114,6 +115,23 @@ Status recover(const EventLog& log, std::string_view session, const RecoverOptio
   warn_unknown(result);
   *out = std::move(result);
   return Status();
+}
+
+Status check_records(const EventLog& log, std::string_view session) {
+  uint64_t expected = 1;
+  auto cursor = log.cursor(session, 1);
+  for (; cursor->valid(); cursor->next()) {
+    std::string where = "session " + std::string(session) + " seq " + std::to_string(cursor->seq());
+    if (cursor->seq() != expected) {
+      return Status::corruption(where + ": seq " + std::to_string(expected) + " is missing");
+    }
+    ++expected;
+    RecordHeader header;
+    std::string_view payload;
+    Status s = parse_record(cursor->key(), cursor->value(), &header, &payload);
+    if (!s.ok()) return s.with_context(where);
+  }
+  return cursor->status();
 }
 
 }  // namespace carapace

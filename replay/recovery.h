@@ -43,4 +43,9 @@ struct RecoveredSession {
 Status recover(const EventLog& log, std::string_view session, const RecoverOptions& options,
                RecoveredSession* out);
 
+// Checks every record of `session` for its checksum and the seqs for gaps,
+// without decoding or folding (a resume's guard: recovery from a snapshot
+// does not read the records before it). The first problem names the seq.
+Status check_records(const EventLog& log, std::string_view session);
+
 }  // namespace carapace

@@ -262,6 +262,15 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
 Status Runtime::resume_session(const std::string& id, const ResumeOptions& options) {
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
   if (impl_->find(id)) return Status::busy("session " + id + " is already running in this process");
+  uint64_t last = 0;
+  CARAPACE_RETURN_IF_ERROR(impl_->log->last_seq(id, &last));
+  if (last == 0) return Status::not_found("no session '" + id + "' in " + impl_->options.home);
+  // A damaged record anywhere refuses the resume, even one a snapshot would skip.
+  Status intact = check_records(*impl_->log, id);
+  if (!intact.ok()) {
+    return intact.with_context("the log is damaged; `carapace verify " + id +
+                               "` lists the damage, and nothing was written");
+  }
   RecoveredSession r;
   CARAPACE_RETURN_IF_ERROR(recover(*impl_->log, id, RecoverOptions{}, &r));
   const SessionState& s = r.committed;

@@ -112,10 +112,11 @@ class Runtime {
     std::function<void(const StreamDelta&)> on_delta;
   };
 
-  // Resumes a session from its log under the same id: recovers it (a corrupt
-  // log, an unknown id, a finished session or one already running here give
-  // an error and change nothing), settles an interrupted turn by the mode,
-  // records session.resumed, and runs its loop from there.
+  // Resumes a session from its log under the same id: checks every record's
+  // checksum, recovers it (a damaged log, an unknown id, a finished session
+  // or one already running here give an error and change nothing), settles
+  // an interrupted turn by the mode, records session.resumed, and runs its
+  // loop from there.
   Status resume_session(const std::string& id, const ResumeOptions& options);
 
   struct ForkOptions {

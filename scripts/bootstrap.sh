@@ -57,6 +57,7 @@ case "$task" in
   test)
     echo "== tests"
     cd build
-    exec ctest --output-on-failure -j "$jobs"
+    # The long variants (label "slow") run with: ctest -L slow
+    exec ctest --output-on-failure -j "$jobs" -LE slow
     ;;
 esac

@@ -103,7 +103,8 @@ class EventLog {
   // that the log never holds a later step without the earlier one.
   void append_async(const AppendRequest& request, std::function<void(Status)> done);
 
-  // Writes a snapshot (buffered: a lost snapshot only means a longer recovery).
+  // Writes a snapshot (buffered: a lost snapshot only means a longer
+  // recovery) and drops the session's snapshots older than the one before it.
   Status put_snapshot(std::string_view session, const SnapshotEntry& snapshot);
 
   // Readers: catches up with what a writer process wrote since open.

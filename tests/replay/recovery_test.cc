@@ -143,7 +143,7 @@ BOOST_AUTO_TEST_CASE(a_damaged_snapshot_falls_back_to_an_older_one) {
   synth("s1", 60, /*snapshot_every=*/10);
   std::vector<std::pair<SnapshotEntry, Status>> snaps;
   CHECK_OK(log->snapshots("s1", &snaps));
-  BOOST_REQUIRE(snaps.size() == 6u);
+  BOOST_REQUIRE(snaps.size() == 2u);  // the newest two are kept
   uint64_t newest = snaps.back().first.seq;
   close();
   {
@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(a_damaged_snapshot_falls_back_to_an_older_one) {
   }
   open();
   RecoveredSession r = recover_ok("s1");
-  BOOST_TEST(r.snapshot_seq == snaps[4].first.seq);
+  BOOST_TEST(r.snapshot_seq == snaps[0].first.seq);
   BOOST_TEST(r.snapshots_rejected == 1u);
   BOOST_TEST((r.committed == recover_ok("s1", false).committed));
 }

@@ -230,6 +230,13 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_clear_errors) {
   config.provider.scenario = dir.sub("scenario.json");
   s = Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &second);
   BOOST_TEST(s.is_busy(), s.to_string());  // one writer per home
+  s = rt->resume_session("once", Runtime::ResumeOptions{});
+  BOOST_TEST(s.is_busy(), s.to_string());  // it runs in this runtime already
+  BOOST_TEST(rt->resume_session("nobody", Runtime::ResumeOptions{}).is_not_found());
+  BOOST_TEST(rt->fork_session("nobody", 1, Runtime::ForkOptions{}, &id).is_not_found());
+  Status no_turn = rt->fork_session("once", 7, Runtime::ForkOptions{}, &id);
+  BOOST_TEST(no_turn.message().find("has no checkpoint for turn 7") != std::string::npos,
+             no_turn.to_string());
   Config no_scenario;
   s = Runtime::open(Runtime::Options{.home = dir.sub("other"), .config = no_scenario}, &second);
   BOOST_TEST(s.message().find("needs a scenario file") != std::string::npos);

@@ -120,13 +120,13 @@ BOOST_AUTO_TEST_CASE(snapshots_are_written_every_k_turns_before_their_checkpoint
   for (int i = 0; i < 10; ++i) run_turn(*j, "c" + std::to_string(i));
   std::vector<std::pair<SnapshotEntry, Status>> snaps;
   CHECK_OK(log->snapshots("s1", &snaps));
-  BOOST_REQUIRE(snaps.size() == 3u);
+  BOOST_REQUIRE(snaps.size() == 2u);  // turns 3, 6 and 9 were snapshotted; the newest two are kept
   std::vector<CheckpointEntry> checkpoints;
   CHECK_OK(log->checkpoints("s1", &checkpoints));
   for (size_t i = 0; i < snaps.size(); ++i) {
     const auto& [snap, frame] = snaps[i];
     CHECK_OK(frame);
-    BOOST_TEST(snap.turn == 3 * (i + 1));
+    BOOST_TEST(snap.turn == 3 * (i + 2));
     SessionState state;
     CHECK_OK(decode_state(snap.state, &state));
     BOOST_TEST(state.last_seq + 1 == snap.seq);  // the state just before its checkpoint

@@ -34,10 +34,11 @@ std::string slurp(const std::string& path) {
 struct CliFixture {
   testing::TempDir dir;
 
-  Result run(const std::string& args) {
-    std::string out = dir.sub("out.txt"), err = dir.sub("err.txt");
+  Result run(const std::string& args, const std::string& input = "") {
+    std::string out = dir.sub("out.txt"), err = dir.sub("err.txt"), in = dir.sub("in.txt");
+    std::ofstream(in) << input;
     std::string cmd = std::string(CARAPACE_BIN) + " --home '" + dir.sub("home") + "' " + args + " >'" + out +
-                      "' 2>'" + err + "' </dev/null";
+                      "' 2>'" + err + "' <'" + in + "'";
     int status = std::system(cmd.c_str());
     Result r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -233,6 +234,32 @@ BOOST_AUTO_TEST_CASE(run_reports_provider_failures_and_bad_input_clearly) {
   Result workspace = run("run 'x' --scenario " + dir.sub("401.json") + " --workspace " + dir.sub("nope"));
   BOOST_TEST(workspace.code == 1);
   BOOST_TEST(contains(workspace.err, dir.sub("nope")));
+}
+
+BOOST_AUTO_TEST_CASE(chat_talks_resumes_and_forks) {
+  std::string ws = dir.sub("ws");
+  std::filesystem::create_directories(ws);
+  std::ofstream(dir.sub("chat.json")) << R"({"replies": [{"text": "hello, human"}, {"text": "second answer"},
+                                                           {"text": "answer in the fork"}, {"text": "after resume"}]})";
+  std::string common = "--scenario " + dir.sub("chat.json") + " --workspace " + ws;
+  Result first =
+      run("chat --session c1 " + common, "hi there\n/sessions\nand again\n/fork 1\n/bogus\n/exit\n");
+  BOOST_TEST(first.code == 0, first.err);
+  BOOST_TEST(contains(first.out, "session c1\nagent> hello, human\n"), first.out);
+  BOOST_TEST(contains(first.out, "* c1  completed, 1 turns"));
+  BOOST_TEST(contains(first.out, "agent> second answer"));
+  BOOST_TEST(contains(first.out, "forked c1 at turn 1 as "));
+  BOOST_TEST(contains(first.out, "! unknown command /bogus"));
+  Result help = run("chat " + common, "/help\n/resume\n/fork 2\n");
+  BOOST_TEST(contains(help.out, "/resume <id>"));
+  BOOST_TEST(contains(help.out, "! usage: /resume <id>"));
+  BOOST_TEST(contains(help.out, "! no session yet"));
+  Result again = run("chat " + common, "/resume c1\nstill there?\n/resume nobody\n");
+  BOOST_TEST(contains(again.out, "resumed c1"), again.out);
+  BOOST_TEST(contains(again.out, "agent> answer in the fork"));  // the scenario's next answer for c1
+  BOOST_TEST(contains(again.out, "no session 'nobody'"));
+  json sessions = run_json("sessions");
+  BOOST_TEST(sessions["data"].size() == 2u);  // c1 and its fork
 }
 
 BOOST_AUTO_TEST_SUITE_END()
