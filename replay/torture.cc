@@ -1,7 +1,6 @@
 #include "replay/torture.h"
 
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <array>
 #include <chrono>
@@ -11,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/child_process.h"
 #include "base/fault_injection.h"
 #include "events/fold.h"
 #include "replay/recovery.h"
@@ -24,29 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kSession = "torture";
-
-// Runs `binary args...` with its output in `log_path`; returns the wait status.
-int spawn(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path) {
-  std::vector<std::string> all = {binary};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    FILE* out = std::fopen(log_path.c_str(), "a");
-    if (out != nullptr) {
-      ::dup2(fileno(out), STDOUT_FILENO);
-      ::dup2(fileno(out), STDERR_FILENO);
-    }
-    ::execv(binary.c_str(), argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return status;
-}
 
 std::string tail(const std::string& path, size_t bytes = 600) {
   std::ifstream in(path);
@@ -129,7 +106,7 @@ class Runner {
   Status reference() {
     std::string home = o_.work_dir + "/reference";
     prepare_home(home);
-    int status = spawn(o_.carapace, child_args(home, "run", ""), home + "/child.log");
+    int status = run_child_process(o_.carapace, child_args(home, "run", ""), home + "/child.log");
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       return Status::aborted("the crash-free reference run failed: " + tail(home + "/child.log"));
     }
@@ -181,7 +158,7 @@ class Runner {
       }
       std::vector<std::string> args = child_args(home, last == 0 ? "run" : "resume", it.mode);
       if (!plan.empty()) args.insert(args.end(), {"--faults", plan});
-      int status = spawn(o_.carapace, args, home + "/child.log");
+      int status = run_child_process(o_.carapace, args, home + "/child.log");
       if (WIFEXITED(status) && WEXITSTATUS(status) == 0) break;  // completed
       if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) {
         violation("child_failed",

@@ -434,16 +434,6 @@ const Config& Runtime::config() const { return impl_->options.config; }
 caf::actor_system& Runtime::system() { return *impl_->system; }
 const std::string& Runtime::home() const { return impl_->options.home; }
 
-std::string generate_session_id() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  std::random_device rd;
-  char suffix[8];
-  std::snprintf(suffix, sizeof suffix, "%04x", rd() & 0xffff);
-  return std::string("s-") + stamp + "-" + suffix;
-}
+std::string generate_session_id() { return keys::generate_session_id("s"); }
 
 }  // namespace carapace

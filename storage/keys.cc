@@ -1,8 +1,24 @@
 #include "storage/keys.h"
 
+#include <cstdio>
+#include <ctime>
+#include <random>
+
 #include "events/wire.h"
 
 namespace carapace::keys {
+
+std::string generate_session_id(std::string_view prefix) {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  std::random_device rd;
+  char suffix[8];
+  std::snprintf(suffix, sizeof suffix, "%04x", rd() & 0xffff);
+  return std::string(prefix) + "-" + stamp + "-" + suffix;
+}
 
 Status validate_session_id(std::string_view id) {
   if (id.empty()) return Status::invalid_argument("session id is empty");

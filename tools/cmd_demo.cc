@@ -4,13 +4,13 @@
 // rides out a rate limit, meets a hook that refuses a command, is killed with
 // a real SIGKILL in the middle of a turn, and is resumed in step mode.
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include "base/child_process.h"
 #include "events/event_summary.h"
 #include "replay/verify.h"
 #include "tools/cli.h"
@@ -43,27 +43,8 @@ std::string find_scenario() {
 
 // Runs this binary with `args`; returns the wait status. Its output goes to `log_path`.
 int run_self(const std::vector<std::string>& args, const std::string& log_path, pid_t* pid_out) {
-  std::vector<char*> argv;
-  static std::string self = fs::read_symlink("/proc/self/exe").string();
-  argv.push_back(self.data());
-  std::vector<std::string> copy = args;
-  for (auto& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::fflush(stdout);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    FILE* out = std::fopen(log_path.c_str(), "a");
-    if (out != nullptr) {
-      ::dup2(fileno(out), STDOUT_FILENO);
-      ::dup2(fileno(out), STDERR_FILENO);
-    }
-    ::execv(self.c_str(), argv.data());
-    ::_exit(127);
-  }
-  *pid_out = pid;
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return status;
+  static const std::string self = fs::read_symlink("/proc/self/exe").string();
+  return run_child_process(self, args, log_path, pid_out);
 }
 
 // A few readable lines per turn, for the events in [from, to].

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <random>
 
 #include "events/event_json.h"
 #include "events/event_summary.h"
@@ -25,20 +24,8 @@ struct SynthArgs {
   uint32_t output_bytes = 600;
 };
 
-std::string generated_id() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  std::random_device rd;
-  char suffix[8];
-  std::snprintf(suffix, sizeof suffix, "%04x", rd() & 0xffff);
-  return std::string("synth-") + stamp + "-" + suffix;
-}
-
 int run_synth(Context& ctx, const SynthArgs& args) {
-  std::string id = args.session.empty() ? generated_id() : args.session;
+  std::string id = args.session.empty() ? keys::generate_session_id("synth") : args.session;
   Status valid = keys::validate_session_id(id);
   if (!valid.ok()) return ctx.fail(valid);
   auto log = ctx.open_log(EventLog::Mode::kWriter);

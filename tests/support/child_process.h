@@ -4,11 +4,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "base/child_process.h"
 
 namespace carapace::testing {
 
@@ -22,23 +23,8 @@ struct ChildResult {
 // Runs `binary args...`, appending its output to `log_path`.
 inline ChildResult run_child(const std::string& binary, const std::vector<std::string>& args,
                              const std::string& log_path) {
-  std::vector<std::string> all = {binary};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    FILE* out = std::fopen(log_path.c_str(), "a");
-    if (out != nullptr) {
-      ::dup2(fileno(out), STDOUT_FILENO);
-      ::dup2(fileno(out), STDERR_FILENO);
-    }
-    ::execv(binary.c_str(), argv.data());
-    ::_exit(127);
-  }
   ChildResult r;
-  ::waitpid(pid, &r.status, 0);
+  r.status = run_child_process(binary, args, log_path);
   return r;
 }
 
