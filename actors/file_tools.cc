@@ -14,23 +14,12 @@
 #include <vector>
 
 #include "actors/workspace.h"
+#include "base/text.h"
 
 namespace carapace {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string errno_text(int err) {
-  char buf[256];
-  return strerror_r(err, buf, sizeof buf);  // the GNU variant: returns the text
-}
-
-ToolResult error_result(std::string message) {
-  ToolResult result;
-  result.output = std::move(message);
-  result.is_error = true;
-  return result;
-}
 
 // Argument readers: on a wrong type they fill *error with what the model
 // should send instead and return false. A missing optional argument (or
@@ -88,56 +77,43 @@ bool get_bool(const nlohmann::json& args, const char* key, bool* out, std::strin
   return true;
 }
 
-// The length of `data` without an incomplete UTF-8 sequence at its end, so a
-// read cut short does not end in half a character (the next read, from the
-// offset the marker names, starts with the whole character).
-size_t whole_utf8_prefix(std::string_view data) {
-  for (size_t back = 1; back <= 3 && back <= data.size(); ++back) {
-    auto c = static_cast<unsigned char>(data[data.size() - back]);
-    if ((c & 0xC0) == 0x80) continue;
-    size_t length = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
-    return length > back && back < data.size() ? data.size() - back : data.size();
-  }
-  return data.size();
-}
-
 ToolResult read_file(const FileToolOptions& options, const nlohmann::json& args, const ToolContext& context) {
   std::string path, error;
   uint64_t offset = 0;
   uint64_t limit = UINT64_MAX;
   if (!args.is_object()) {
-    return error_result("the arguments must be a JSON object such as {\"path\": \"README.md\"}");
+    return ToolResult::error("the arguments must be a JSON object such as {\"path\": \"README.md\"}");
   }
   if (!get_string(args, "path", true, &path, &error) || !get_count(args, "offset", 0, &offset, &error) ||
       !get_count(args, "limit", 1, &limit, &error)) {
-    return error_result(error);
+    return ToolResult::error(error);
   }
   std::string resolved;
   if (Status s = resolve_in_workspace(context.workspace, path, /*must_exist=*/true, &resolved); !s.ok()) {
-    return error_result(s.message());
+    return ToolResult::error(s.message());
   }
 
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
   int fd = ::open(resolved.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) return error_result("cannot open '" + path + "': " + errno_text(errno));
+  if (fd < 0) return ToolResult::error("cannot open '" + path + "': " + errno_text(errno));
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int err = errno;
     ::close(fd);
-    return error_result("cannot read '" + path + "': " + errno_text(err));
+    return ToolResult::error("cannot read '" + path + "': " + errno_text(err));
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
     if (S_ISDIR(st.st_mode)) {
-      return error_result("'" + path + "' is a directory; use list_dir to see what it holds");
+      return ToolResult::error("'" + path + "' is a directory; use list_dir to see what it holds");
     }
-    return error_result("'" + path + "' is not a regular file; read_file reads text files");
+    return ToolResult::error("'" + path + "' is not a regular file; read_file reads text files");
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (offset > size) {
     ::close(fd);
-    return error_result("offset " + std::to_string(offset) + " is past the end of '" + path +
-                        "', which has " + std::to_string(size) + " bytes");
+    return ToolResult::error("offset " + std::to_string(offset) + " is past the end of '" + path +
+                             "', which has " + std::to_string(size) + " bytes");
   }
   const uint64_t wanted = std::min(limit, size - offset);
   const uint64_t take = std::min(wanted, options.max_read_bytes);
@@ -150,7 +126,7 @@ ToolResult read_file(const FileToolOptions& options, const nlohmann::json& args,
     if (n < 0) {
       int err = errno;
       ::close(fd);
-      return error_result("cannot read '" + path + "': " + errno_text(err));
+      return ToolResult::error("cannot read '" + path + "': " + errno_text(err));
     }
     if (n == 0) break;  // the file shrank since fstat
     got += static_cast<size_t>(n);
@@ -161,12 +137,18 @@ ToolResult read_file(const FileToolOptions& options, const nlohmann::json& args,
   if (data.find('\0') != std::string::npos) {
     std::string what = "'" + path + "' looks like a binary file (it contains NUL bytes; " +
                        std::to_string(size) + " bytes in all); read_file returns text only.";
-    return error_result(what + " Inspect it with the shell tool, e.g. `xxd '" + path + "' | head`");
+    return ToolResult::error(what + " Inspect it with the shell tool, e.g. `xxd '" + path + "' | head`");
   }
 
   ToolResult result;
   const bool cut = take < wanted;
-  if (offset + data.size() < size) data.resize(whole_utf8_prefix(data));
+  // A read cut short does not end in half a character: the next read, from
+  // the offset the marker names, starts with the whole character. (A read of
+  // nothing but that part keeps it, so that the offset always moves on.)
+  if (offset + data.size() < size) {
+    size_t partial = incomplete_utf8_suffix(data);
+    if (partial < data.size()) data.resize(data.size() - partial);
+  }
   if (cut) {
     const uint64_t end = offset + data.size();
     result.truncated = true;
@@ -185,38 +167,39 @@ ToolResult write_file(const FileToolOptions& options, const nlohmann::json& args
   std::string path, content, error;
   bool append = false;
   if (!args.is_object()) {
-    return error_result(
+    return ToolResult::error(
         "the arguments must be a JSON object such as {\"path\": \"notes.txt\", \"content\": \"...\"}");
   }
   if (!get_string(args, "path", true, &path, &error) ||
       !get_string(args, "content", true, &content, &error) || !get_bool(args, "append", &append, &error)) {
-    return error_result(error);
+    return ToolResult::error(error);
   }
   if (content.size() > options.max_write_bytes) {
-    return error_result("content is " + std::to_string(content.size()) + " bytes, over the limit of " +
-                        std::to_string(options.max_write_bytes) +
-                        " bytes for one write; write the first part, then the rest with append=true");
+    return ToolResult::error("content is " + std::to_string(content.size()) + " bytes, over the limit of " +
+                             std::to_string(options.max_write_bytes) +
+                             " bytes for one write; write the first part, then the rest with append=true");
   }
   std::string resolved;
   if (Status s = resolve_in_workspace(context.workspace, path, /*must_exist=*/false, &resolved); !s.ok()) {
-    return error_result(s.message());
+    return ToolResult::error(s.message());
   }
   std::error_code ec;
   fs::file_type type = fs::symlink_status(resolved, ec).type();
   if (type == fs::file_type::directory) {
-    return error_result("'" + path + "' is a directory; give the path of a file to write");
+    return ToolResult::error("'" + path + "' is a directory; give the path of a file to write");
   }
   if (type != fs::file_type::not_found && type != fs::file_type::regular) {
-    return error_result("'" + path + "' exists and is not a regular file; write_file writes regular files");
+    return ToolResult::error("'" + path +
+                             "' exists and is not a regular file; write_file writes regular files");
   }
   fs::create_directories(fs::path(resolved).parent_path(), ec);
-  if (ec) return error_result("cannot create the directories of '" + path + "': " + ec.message());
+  if (ec) return ToolResult::error("cannot create the directories of '" + path + "': " + ec.message());
 
   // O_NOFOLLOW: the resolved path has no links; one appearing since the
   // check must not redirect the write.
   int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (append ? O_APPEND : O_TRUNC);
   int fd = ::open(resolved.c_str(), flags, 0644);
-  if (fd < 0) return error_result("cannot open '" + path + "' for writing: " + errno_text(errno));
+  if (fd < 0) return ToolResult::error("cannot open '" + path + "' for writing: " + errno_text(errno));
   size_t written = 0;
   while (written < content.size()) {
     ssize_t n = ::write(fd, content.data() + written, content.size() - written);
@@ -224,14 +207,15 @@ ToolResult write_file(const FileToolOptions& options, const nlohmann::json& args
     if (n < 0) {
       int err = errno;
       ::close(fd);
-      return error_result("writing '" + path + "' failed after " + std::to_string(written) +
-                          " bytes: " + errno_text(err));
+      return ToolResult::error("writing '" + path + "' failed after " + std::to_string(written) +
+                               " bytes: " + errno_text(err));
     }
     written += static_cast<size_t>(n);
   }
   struct stat st;
   bool stat_ok = ::fstat(fd, &st) == 0;
-  if (::close(fd) != 0) return error_result("writing '" + path + "' failed on close: " + errno_text(errno));
+  if (::close(fd) != 0)
+    return ToolResult::error("writing '" + path + "' failed on close: " + errno_text(errno));
 
   ToolResult result;
   if (append) {
@@ -246,16 +230,16 @@ ToolResult write_file(const FileToolOptions& options, const nlohmann::json& args
 ToolResult list_dir(const FileToolOptions& options, const nlohmann::json& args, const ToolContext& context) {
   std::string path = ".", error;
   if (!args.is_null() && !args.is_object()) {
-    return error_result("the arguments must be a JSON object such as {\"path\": \"src\"}");
+    return ToolResult::error("the arguments must be a JSON object such as {\"path\": \"src\"}");
   }
-  if (args.is_object() && !get_string(args, "path", false, &path, &error)) return error_result(error);
+  if (args.is_object() && !get_string(args, "path", false, &path, &error)) return ToolResult::error(error);
   std::string resolved;
   if (Status s = resolve_in_workspace(context.workspace, path, /*must_exist=*/true, &resolved); !s.ok()) {
-    return error_result(s.message());
+    return ToolResult::error(s.message());
   }
   std::error_code ec;
   if (!fs::is_directory(fs::symlink_status(resolved, ec))) {
-    return error_result("'" + path + "' is not a directory; use read_file to read a file");
+    return ToolResult::error("'" + path + "' is not a directory; use read_file to read a file");
   }
 
   std::vector<std::pair<std::string, std::string>> entries;  // name, line
@@ -293,7 +277,7 @@ ToolResult list_dir(const FileToolOptions& options, const nlohmann::json& args, 
     }
     entries.emplace_back(std::move(name), std::move(line));
   }
-  if (ec) return error_result("cannot list '" + path + "': " + ec.message());
+  if (ec) return ToolResult::error("cannot list '" + path + "': " + ec.message());
   std::sort(entries.begin(), entries.end());
 
   ToolResult result;
@@ -317,6 +301,23 @@ ToolResult list_dir(const FileToolOptions& options, const nlohmann::json& args, 
   return result;
 }
 
+using FileToolBody = ToolResult (*)(const FileToolOptions&, const nlohmann::json&, const ToolContext&);
+
+// A built-in file tool: blocking (file I/O), confined to the workspace by its body.
+ToolDefinition file_tool(std::string name, std::string description, JsonText schema, bool idempotent,
+                         const FileToolOptions& options, FileToolBody body) {
+  ToolDefinition tool;
+  tool.spec.name = std::move(name);
+  tool.spec.description = std::move(description);
+  tool.spec.schema = std::move(schema);
+  tool.spec.idempotent = idempotent;
+  tool.blocking = true;
+  tool.run = [options, body](const nlohmann::json& args, const ToolContext& context) {
+    return body(options, args, context);
+  };
+  return tool;
+}
+
 JsonText schema_of(const nlohmann::json& properties, const std::vector<std::string>& required) {
   nlohmann::json s = {{"type", "object"}, {"properties", properties}, {"additionalProperties", false}};
   if (!required.empty()) s["required"] = required;
@@ -326,66 +327,48 @@ JsonText schema_of(const nlohmann::json& properties, const std::vector<std::stri
 }  // namespace
 
 ToolDefinition make_read_file_tool(const FileToolOptions& options) {
-  ToolDefinition tool;
-  tool.spec.name = "read_file";
-  tool.spec.description =
+  return file_tool(
+      "read_file",
       "Reads a text file in the workspace and returns its content. `offset` and `limit` count bytes and "
       "select a part of the file. One call returns at most " +
-      std::to_string(options.max_read_bytes) +
-      " bytes; a longer file is cut there, and a last line says which offset to read on from. Binary "
-      "files are refused (inspect them with the shell tool).";
-  tool.spec.schema = schema_of(
-      {{"path", {{"type", "string"}, {"description", "File path, relative to the workspace."}}},
-       {"offset", {{"type", "integer"}, {"minimum", 0}, {"description", "First byte to read (default 0)."}}},
-       {"limit", {{"type", "integer"}, {"minimum", 1}, {"description", "How many bytes to read at most."}}}},
-      {"path"});
-  tool.spec.idempotent = true;
-  tool.blocking = true;
-  tool.run = [options](const nlohmann::json& args, const ToolContext& context) {
-    return read_file(options, args, context);
-  };
-  return tool;
+          std::to_string(options.max_read_bytes) +
+          " bytes; a longer file is cut there, and a last line says which offset to read on from. Binary "
+          "files are refused (inspect them with the shell tool).",
+      schema_of({{"path", {{"type", "string"}, {"description", "File path, relative to the workspace."}}},
+                 {"offset",
+                  {{"type", "integer"}, {"minimum", 0}, {"description", "First byte to read (default 0)."}}},
+                 {"limit",
+                  {{"type", "integer"}, {"minimum", 1}, {"description", "How many bytes to read at most."}}}},
+                {"path"}),
+      /*idempotent=*/true, options, read_file);
 }
 
 ToolDefinition make_write_file_tool(const FileToolOptions& options) {
-  ToolDefinition tool;
-  tool.spec.name = "write_file";
-  tool.spec.description =
+  return file_tool(
+      "write_file",
       "Writes text to a file in the workspace, replacing the file, or adding to its end with "
       "`append`: true. Missing parent directories are created. One call writes at most " +
-      std::to_string(options.max_write_bytes) + " bytes; write more in parts with `append`.";
-  tool.spec.schema =
+          std::to_string(options.max_write_bytes) + " bytes; write more in parts with `append`.",
       schema_of({{"path", {{"type", "string"}, {"description", "File path, relative to the workspace."}}},
                  {"content", {{"type", "string"}, {"description", "The text to write."}}},
                  {"append",
                   {{"type", "boolean"},
                    {"description", "Add to the end of the file instead of replacing it (default false)."}}}},
-                {"path", "content"});
-  tool.spec.idempotent = false;
-  tool.blocking = true;
-  tool.run = [options](const nlohmann::json& args, const ToolContext& context) {
-    return write_file(options, args, context);
-  };
-  return tool;
+                {"path", "content"}),
+      /*idempotent=*/false, options, write_file);
 }
 
 ToolDefinition make_list_dir_tool(const FileToolOptions& options) {
-  ToolDefinition tool;
-  tool.spec.name = "list_dir";
-  tool.spec.description =
+  return file_tool(
+      "list_dir",
       "Lists a directory in the workspace, one entry a line, sorted by name: directories end with '/', "
       "files show their size in bytes, symbolic links show their target. At most " +
-      std::to_string(options.max_list_entries) + " entries are shown.";
-  tool.spec.schema = schema_of(
-      {{"path",
-        {{"type", "string"}, {"description", "Directory path, relative to the workspace (default \".\")."}}}},
-      {});
-  tool.spec.idempotent = true;
-  tool.blocking = true;
-  tool.run = [options](const nlohmann::json& args, const ToolContext& context) {
-    return list_dir(options, args, context);
-  };
-  return tool;
+          std::to_string(options.max_list_entries) + " entries are shown.",
+      schema_of({{"path",
+                  {{"type", "string"},
+                   {"description", "Directory path, relative to the workspace (default \".\")."}}}},
+                {}),
+      /*idempotent=*/true, options, list_dir);
 }
 
 }  // namespace carapace

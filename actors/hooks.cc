@@ -146,8 +146,6 @@ HookVerdict resolve_decisions(HookEvent event, std::vector<HookDecision> decisio
   };
   v.resolved = Decision::kContinue;
   for (const auto& d : v.decisions) {
-    if (d.decision == Decision::kSystemMessage && !d.message.empty()) v.system_messages.push_back(d.message);
-    if (d.decision == Decision::kAppendContext && !d.message.empty()) v.appended_context.push_back(d.message);
     if (rank(d.decision) > rank(v.resolved)) {
       v.resolved = d.decision;
       v.reason = d.reason;
@@ -237,7 +235,7 @@ HookVerdict run_hooks(const std::vector<std::shared_ptr<const HookRegistry::Entr
                       const HookInput& input, FaultInjector* faults) {
   std::vector<HookDecision> decisions;
   std::vector<std::string> failures;
-  std::vector<std::string> fired;
+  std::vector<FaultNote> fired;
   for (const auto& h : hooks) {
     HookDecision d;
     Status s;
@@ -246,7 +244,7 @@ HookVerdict run_hooks(const std::vector<std::shared_ptr<const HookRegistry::Entr
                                             .name = h->definition.name,
                                             .event_type = std::string(hook_event_name(input.event)),
                                             .turn = input.turn});
-    if (f) fired.push_back("hook " + h->definition.name + ": " + f.describe());
+    if (f) fired.push_back(fault_note(FaultPoint::kHook, f, "hook " + h->definition.name));
     if (f.action == FaultAction::kDelay) std::this_thread::sleep_for(std::chrono::milliseconds(f.delay_ms));
     if (f.action == FaultAction::kError) {
       s = Status::aborted("hook " + h->definition.name + " failed: injected fault " + f.describe());

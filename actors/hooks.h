@@ -26,6 +26,7 @@
 #include <tuple>
 #include <vector>
 
+#include "actors/fault_note.h"
 #include "base/fault_injection.h"
 #include "base/status.h"
 #include "events/codec.h"
@@ -109,22 +110,16 @@ struct HookVerdict {
   std::vector<HookDecision> decisions;  // in registration order; failed hooks left out
   std::vector<std::string> failures;    // "hook <name>: <why>", already logged
   Decision resolved = Decision::kContinue;
-  std::string reason;      // of the winning decision
-  JsonText modified_args;  // modify_args
-  std::vector<std::string> system_messages;
-  std::vector<std::string> appended_context;
-  std::vector<std::string> faults;  // injected faults that fired, described
+  std::string reason;             // of the winning decision
+  JsonText modified_args;         // modify_args
+  std::vector<FaultNote> faults;  // injected faults that fired
 
   static constexpr auto fields() {
     using V = HookVerdict;
-    return std::tuple{codec::Field{1, "decisions", &V::decisions},
-                      codec::Field{2, "failures", &V::failures},
-                      codec::Field{3, "resolved", &V::resolved},
-                      codec::Field{4, "reason", &V::reason},
-                      codec::Field{5, "modified_args", &V::modified_args},
-                      codec::Field{6, "system_messages", &V::system_messages},
-                      codec::Field{7, "appended_context", &V::appended_context},
-                      codec::Field{8, "faults", &V::faults}};
+    return std::tuple{
+        codec::Field{1, "decisions", &V::decisions},         codec::Field{2, "failures", &V::failures},
+        codec::Field{3, "resolved", &V::resolved},           codec::Field{4, "reason", &V::reason},
+        codec::Field{5, "modified_args", &V::modified_args}, codec::Field{6, "faults", &V::faults}};
   }
   friend bool operator==(const HookVerdict&, const HookVerdict&) = default;
 };

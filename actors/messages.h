@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "actors/fault_note.h"
 #include "actors/retry_policy.h"
 #include "actors/tool.h"
 #include "events/events.h"
@@ -16,20 +17,6 @@
 namespace carapace {
 
 using codec::Field;
-
-// A fault a fault plan injected, reported with the reply it affected so that
-// the session can record it (fault.injected).
-struct FaultNote {
-  std::string point;
-  std::string action;
-  std::string detail;
-
-  static constexpr auto fields() {
-    return std::tuple{Field{1, "point", &FaultNote::point}, Field{2, "action", &FaultNote::action},
-                      Field{3, "detail", &FaultNote::detail}};
-  }
-  friend bool operator==(const FaultNote&, const FaultNote&) = default;
-};
 
 // ---- provider ---------------------------------------------------------------
 

@@ -17,7 +17,6 @@ ProviderActor::behavior_type provider_call(ProviderActor::pointer self, std::sha
     DeltaSink on_delta;
     if (sink) on_delta = [self, sink](const StreamDelta& d) { self->send(sink, d); };
     ProviderReply reply = provider->call(request, on_delta);
-    reply.answered = true;
     if (reply.latency_ms == 0) {
       reply.latency_ms = static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start)
@@ -53,9 +52,7 @@ ProviderFailure injected_failure(const Fault& f) {
 // Carries out a provider fault on `reply`; true if the reply must never be sent (hang).
 bool apply_fault(const Fault& f, FaultPoint point, ProviderReply* reply) {
   if (!f) return false;
-  reply->faults.push_back(FaultNote{.point = std::string(fault_point_name(point)),
-                                    .action = std::string(fault_action_name(f.action)),
-                                    .detail = f.describe()});
+  reply->faults.push_back(fault_note(point, f));
   switch (f.action) {
     case FaultAction::kError:
     case FaultAction::kMalformedStream:
@@ -73,6 +70,34 @@ bool apply_fault(const Fault& f, FaultPoint point, ProviderReply* reply) {
   }
 }
 
+// Carries out the faults around an answer: `before` (a delay, which let the
+// call go ahead) and whatever provider.after_response says. True if the
+// reply must never be sent (hang).
+bool faults_around_answer(const Fault& before, FaultSite site, FaultInjector* faults, ProviderReply* reply) {
+  reply->answered = true;
+  apply_fault(before, FaultPoint::kProviderBeforeRequest, reply);
+  site.point = FaultPoint::kProviderAfterResponse;
+  return apply_fault(check_fault(faults, site), FaultPoint::kProviderAfterResponse, reply);
+}
+
+// Answers `promise` with `reply` after `delay_ms` (virtual time under the
+// test scheduler), or never if `hang`.
+void respond(ProviderWorkerActor::stateful_pointer<WorkerState> self,
+             caf::typed_response_promise<ProviderReply> promise, ProviderReply reply, bool hang,
+             uint64_t delay_ms) {
+  if (hang) {
+    self->state.hung.push_back(std::move(promise));
+    return;
+  }
+  if (delay_ms == 0) {
+    promise.deliver(std::move(reply));
+    return;
+  }
+  uint64_t token = ++self->state.next_token;
+  self->state.held.emplace(token, WorkerState::Held{std::move(promise), std::move(reply)});
+  self->delayed_send(self, std::chrono::milliseconds(delay_ms), deliver_atom::value, token);
+}
+
 ProviderWorkerActor::behavior_type provider_worker(ProviderWorkerActor::stateful_pointer<WorkerState> self,
                                                    std::shared_ptr<Provider> provider,
                                                    std::shared_ptr<FaultInjector> faults) {
@@ -83,52 +108,39 @@ ProviderWorkerActor::behavior_type provider_worker(ProviderWorkerActor::stateful
         FaultSite site{
             .point = FaultPoint::kProviderBeforeRequest, .session = request.session_id, .turn = request.turn};
         Fault before = check_fault(faults.get(), site);
-        ProviderReply reply;
-        bool hang = false;
         if (before.action == FaultAction::kError || before.action == FaultAction::kMalformedStream ||
             before.action == FaultAction::kHang) {
-          hang = apply_fault(before, FaultPoint::kProviderBeforeRequest, &reply);
-        } else {
-          if (provider->blocking()) {
-            auto helper = self->spawn<caf::detached>(provider_call, provider);
-            self->request(helper, caf::infinite, request, sink)
-                .then(
-                    [promise, faults, site, before](ProviderReply r) mutable {
-                      apply_fault(before, FaultPoint::kProviderBeforeRequest, &r);
-                      FaultSite after_site = site;
-                      after_site.point = FaultPoint::kProviderAfterResponse;
-                      Fault after = check_fault(faults.get(), after_site);
-                      if (!apply_fault(after, FaultPoint::kProviderAfterResponse, &r))
-                        promise.deliver(std::move(r));
-                    },
-                    [promise](caf::error& e) mutable {
-                      ProviderReply failed;
-                      failed.failure = ProviderFailure{.error = "provider call failed: " + caf::to_string(e),
-                                                       .transport = true};
-                      promise.deliver(std::move(failed));
-                    });
-            return promise;
-          }
-          DeltaSink on_delta;
-          if (sink) on_delta = [self, sink](const StreamDelta& d) { self->send(sink, d); };
-          reply = provider->call(request, on_delta);
-          reply.answered = true;
-          apply_fault(before, FaultPoint::kProviderBeforeRequest, &reply);
-          site.point = FaultPoint::kProviderAfterResponse;
-          hang = apply_fault(check_fault(faults.get(), site), FaultPoint::kProviderAfterResponse, &reply);
-        }
-        if (hang) {
-          self->state.hung.push_back(promise);
+          ProviderReply reply;
+          bool hang = apply_fault(before, FaultPoint::kProviderBeforeRequest, &reply);
+          respond(self, promise, std::move(reply), hang, 0);
           return promise;
         }
-        if (reply.latency_ms == 0) {
-          promise.deliver(std::move(reply));
+        if (provider->blocking()) {
+          // The call took its real time on its own thread; only injected delays are waited out here.
+          auto helper = self->spawn<caf::detached>(provider_call, provider);
+          self->request(helper, caf::infinite, request, sink)
+              .then(
+                  [self, promise, faults, site, before](ProviderReply r) {
+                    uint64_t measured = r.latency_ms;
+                    bool hang = faults_around_answer(before, site, faults.get(), &r);
+                    uint64_t injected = r.latency_ms - measured;
+                    respond(self, promise, std::move(r), hang, injected);
+                  },
+                  [self, promise](caf::error& e) {
+                    ProviderReply failed;
+                    failed.failure = ProviderFailure{.error = "provider call failed: " + caf::to_string(e),
+                                                     .transport = true};
+                    respond(self, promise, std::move(failed), false, 0);
+                  });
           return promise;
         }
-        uint64_t token = ++self->state.next_token;
-        auto latency = std::chrono::milliseconds(reply.latency_ms);
-        self->state.held.emplace(token, WorkerState::Held{promise, std::move(reply)});
-        self->delayed_send(self, latency, deliver_atom::value, token);
+        // A non-blocking provider answers at once; its latency is simulated here.
+        DeltaSink on_delta;
+        if (sink) on_delta = [self, sink](const StreamDelta& d) { self->send(sink, d); };
+        ProviderReply reply = provider->call(request, on_delta);
+        bool hang = faults_around_answer(before, site, faults.get(), &reply);
+        uint64_t latency = reply.latency_ms;
+        respond(self, promise, std::move(reply), hang, latency);
         return promise;
       },
       [=](deliver_atom, uint64_t token) {

@@ -13,11 +13,18 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::vector<EventBody> decided_events(const HookInput& in, const HookVerdict& verdict) {
+// Records the faults a fault plan injected into a reply (a crash leaves none).
+std::vector<EventBody> fault_events(const std::vector<FaultNote>& notes, uint64_t turn) {
   std::vector<EventBody> events;
-  for (const auto& f : verdict.faults) {
-    events.emplace_back(FaultInjected{.point = "hook", .action = "injected", .detail = f, .turn = in.turn});
+  for (const auto& n : notes) {
+    events.emplace_back(
+        FaultInjected{.point = n.point, .action = n.action, .detail = n.detail, .turn = turn});
   }
+  return events;
+}
+
+std::vector<EventBody> decided_events(const HookInput& in, const HookVerdict& verdict) {
+  std::vector<EventBody> events = fault_events(verdict.faults, in.turn);
   for (const auto& d : verdict.decisions) {
     events.emplace_back(HookDecided{.hook_event = std::string(hook_event_name(in.event)),
                                     .hook_name = d.hook_name,
@@ -28,6 +35,27 @@ std::vector<EventBody> decided_events(const HookInput& in, const HookVerdict& ve
                                     .message = d.message});
   }
   return events;
+}
+
+// Gives every tool call an id distinct within its response: a missing or
+// repeated id becomes call_<turn>_<n>, with the first n no earlier call has.
+void make_call_ids_distinct(std::vector<ToolCall>& calls, uint64_t turn) {
+  auto taken = [&calls](size_t before, const std::string& id) {
+    for (size_t j = 0; j < before; ++j) {
+      if (calls[j].id == id) return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (!calls[i].id.empty() && !taken(i, calls[i].id)) continue;
+    for (size_t n = i + 1;; ++n) {
+      std::string id = "call_" + std::to_string(turn) + "_" + std::to_string(n);
+      if (!taken(i, id)) {
+        calls[i].id = std::move(id);
+        break;
+      }
+    }
+  }
 }
 
 // A request's identity: the prompt's digest and the conversation's.
@@ -174,31 +202,15 @@ class SessionLoop {
 
   // ---- the turn ------------------------------------------------------------------
 
-  // Records the faults a fault plan injected into a reply (a crash leaves none).
-  std::vector<EventBody> fault_events(const std::vector<FaultNote>& notes) {
-    std::vector<EventBody> events;
-    for (const auto& n : notes) {
-      events.emplace_back(
-          FaultInjected{.point = n.point, .action = n.action, .detail = n.detail, .turn = state().turn});
-    }
-    return events;
-  }
-
   // Goes on with a turn that a crash interrupted (the session was resumed in
   // step mode): completed steps are not done again.
   void continue_turn() {
     const SessionState& s = state();
     if (!s.turn_responded) return prepare_request();
     // The model's answer is recorded: its tool calls, and where they stopped.
-    assistant_text_.clear();
-    calls_.clear();
-    for (auto it = s.messages.rbegin(); it != s.messages.rend(); ++it) {
-      if (it->role == Role::kAssistant) {
-        assistant_text_ = it->text;
-        calls_ = it->tool_calls;
-        break;
-      }
-    }
+    const Message* answer = last_assistant();
+    assistant_text_ = answer ? answer->text : "";
+    calls_ = answer ? answer->tool_calls : std::vector<ToolCall>{};
     call_index_ = 0;
     if (s.pending.empty()) return end_turn(calls_.empty());
     next_tool();
@@ -282,7 +294,7 @@ class SessionLoop {
 
   void model_replied(uint64_t turn, uint32_t attempt, ProviderReply reply) {
     if (!running_ || broken_ || state().turn != turn) return;
-    if (!append(fault_events(reply.faults))) return;
+    if (!append(fault_events(reply.faults, turn))) return;
     if (!reply.ok) {
       const ProviderFailure& f = reply.failure;
       RetryDecision d = decide_retry(settings().retry, f, attempt, state().rng_seed, turn);
@@ -308,12 +320,7 @@ class SessionLoop {
       return finish(false, "provider_error", why);
     }
     ProviderResponse& r = reply.response;
-    // Tool call ids must be present and distinct within the response.
-    for (size_t i = 0; i < r.tool_calls.size(); ++i) {
-      bool clash = r.tool_calls[i].id.empty();
-      for (size_t j = 0; j < i && !clash; ++j) clash = r.tool_calls[j].id == r.tool_calls[i].id;
-      if (clash) r.tool_calls[i].id = "call_" + std::to_string(turn) + "_" + std::to_string(i + 1);
-    }
+    make_call_ids_distinct(r.tool_calls, turn);
     LlmResponded responded{.turn = turn,
                            .attempt = attempt,
                            .text = r.text,
@@ -346,32 +353,28 @@ class SessionLoop {
                  .args = call.args};
     fire_hooks(in, [this, in, call](HookVerdict v) mutable {
       std::vector<EventBody> step = decided_events(in, v);
-      if (v.resolved == Decision::kDeny) {
-        step.emplace_back(ToolCompleted{.call_id = call.id,
-                                        .tool = call.name,
-                                        .output = "The call was denied: " + v.reason,
-                                        .is_error = true});
-        if (!append(std::move(step))) return;
-        ++call_index_;
-        return next_tool();
-      }
+      if (v.resolved == Decision::kDeny)
+        return refuse_call(std::move(step), call, "The call was denied: " + v.reason);
       if (v.resolved == Decision::kModifyArgs) call.args = v.modified_args;
       if (!ctx_->tools->find(call.name)) {
         std::string names;
         for (const auto& n : ctx_->tools->names()) names += (names.empty() ? "" : ", ") + n;
-        step.emplace_back(
-            ToolCompleted{.call_id = call.id,
-                          .tool = call.name,
-                          .output = "There is no tool named " + call.name + ". The tools are: " + names,
-                          .is_error = true});
-        if (!append(std::move(step))) return;
-        ++call_index_;
-        return next_tool();
+        return refuse_call(std::move(step), call,
+                           "There is no tool named " + call.name + ". The tools are: " + names);
       }
       step.emplace_back(ToolRequested{call.id, call.name, call.args});
       if (!append(std::move(step))) return;
       run_tool(std::move(call));
     });
+  }
+
+  // Records `call` as failed without running it, after `step` (the hooks' decisions).
+  void refuse_call(std::vector<EventBody> step, const ToolCall& call, std::string why) {
+    step.emplace_back(
+        ToolCompleted{.call_id = call.id, .tool = call.name, .output = std::move(why), .is_error = true});
+    if (!append(std::move(step))) return;
+    ++call_index_;
+    next_tool();
   }
 
   // A call requested before a crash, with no result recorded: it may or may
@@ -409,7 +412,7 @@ class SessionLoop {
 
   void tool_done(const ToolCall& call, ToolOutcome o) {
     if (!running_ || broken_) return;
-    if (!append(fault_events(o.faults))) return;
+    if (!append(fault_events(o.faults, state().turn))) return;
     ToolCompleted done{.call_id = call.id,
                        .tool = call.name,
                        .output = o.output,
@@ -450,12 +453,17 @@ class SessionLoop {
     });
   }
 
-  std::string last_assistant_text() {
+  const Message* last_assistant() {
     const auto& messages = state().messages;
     for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
-      if (it->role == Role::kAssistant) return it->text;
+      if (it->role == Role::kAssistant) return &*it;
     }
-    return "";
+    return nullptr;
+  }
+
+  std::string last_assistant_text() {
+    const Message* m = last_assistant();
+    return m ? m->text : "";
   }
 
   // Ends the loop: AgentStop hooks, then the closing event and a checkpoint.

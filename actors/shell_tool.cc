@@ -23,13 +23,6 @@ struct ShellConfig {
   Status invalid;  // not OK: every call fails with it
 };
 
-ToolResult error_result(std::string message) {
-  ToolResult result;
-  result.output = std::move(message);
-  result.is_error = true;
-  return result;
-}
-
 Status compile_patterns(const std::vector<std::string>& patterns, std::vector<BlockedPattern>* out) {
   for (const std::string& pattern : patterns) {
     if (pattern.empty()) {
@@ -104,23 +97,23 @@ void add_line(ToolResult* result, const std::string& line) {
 
 ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, const ToolContext& context) {
   if (!config.invalid.ok()) {
-    return error_result("the shell tool is misconfigured: " + config.invalid.message());
+    return ToolResult::error("the shell tool is misconfigured: " + config.invalid.message());
   }
   if (!args.is_object()) {
-    return error_result("the arguments must be a JSON object such as {\"command\": \"ls -l\"}");
+    return ToolResult::error("the arguments must be a JSON object such as {\"command\": \"ls -l\"}");
   }
   auto command_it = args.find("command");
   if (command_it == args.end() || !command_it->is_string()) {
-    return error_result("missing \"command\": give the bash command line to run, as a string");
+    return ToolResult::error("missing \"command\": give the bash command line to run, as a string");
   }
   const std::string& command = command_it->get_ref<const std::string&>();
-  if (command.empty()) return error_result("\"command\" is empty: give the bash command line to run");
+  if (command.empty()) return ToolResult::error("\"command\" is empty: give the bash command line to run");
 
   uint64_t timeout_ms = config.options.timeout_ms;
   if (auto it = args.find("timeout_ms"); it != args.end() && !it->is_null()) {
     if (!parse_timeout(*it, &timeout_ms)) {
-      return error_result("\"timeout_ms\" must be a positive integer number of milliseconds, not " +
-                          it->dump());
+      return ToolResult::error("\"timeout_ms\" must be a positive integer number of milliseconds, not " +
+                               it->dump());
     }
   }
   timeout_ms = std::min(timeout_ms, config.options.max_timeout_ms);
@@ -132,26 +125,27 @@ ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, cons
     } catch (const std::regex_error&) {
     }
     if (match) {
-      return error_result("command refused: it matches the blocked pattern '" + pattern.text +
-                          "'; it was not run");
+      return ToolResult::error("command refused: it matches the blocked pattern '" + pattern.text +
+                               "'; it was not run");
     }
   }
 
   std::string workspace;
   if (Status s = canonical_workspace(context.workspace, &workspace); !s.ok()) {
-    return error_result("the session has no usable workspace: " + s.message());
+    return ToolResult::error("the session has no usable workspace: " + s.message());
   }
   std::string cwd = workspace;
   if (auto it = args.find("cwd"); it != args.end() && !it->is_null()) {
-    if (!it->is_string()) return error_result("\"cwd\" must be a string: a directory inside the workspace");
+    if (!it->is_string())
+      return ToolResult::error("\"cwd\" must be a string: a directory inside the workspace");
     const std::string& requested = it->get_ref<const std::string&>();
     if (Status s = resolve_in_workspace(workspace, requested, /*must_exist=*/true, &cwd); !s.ok()) {
-      return error_result("cwd: " + s.message());
+      return ToolResult::error("cwd: " + s.message());
     }
     std::error_code ec;
     if (!std::filesystem::is_directory(cwd, ec)) {
-      return error_result("cwd: '" + requested +
-                          "' is not a directory; give a directory inside the workspace");
+      return ToolResult::error("cwd: '" + requested +
+                               "' is not a directory; give a directory inside the workspace");
     }
   }
 
@@ -159,7 +153,7 @@ ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, cons
                                                      .cwd = cwd,
                                                      .timeout_ms = timeout_ms,
                                                      .max_output_bytes = config.options.max_output_bytes});
-  if (!process.started) return error_result(process.error);
+  if (!process.started) return ToolResult::error(process.error);
 
   ToolResult result;
   result.output = std::move(process.output);

@@ -44,6 +44,11 @@ struct ToolResult {
   bool timed_out = false;
   bool truncated = false;       // output was cut to the tool's cap (a marker says so)
   uint64_t original_bytes = 0;  // output size before truncation (0: same as output.size())
+
+  // A failure the model reads: what went wrong and what to send instead.
+  static ToolResult error(std::string message) {
+    return ToolResult{.output = std::move(message), .is_error = true};
+  }
 };
 
 struct ToolContext {

@@ -142,14 +142,9 @@ ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocatio
   ToolOutcome outcome{.call_id = invocation.call.id};
   FaultSite site{
       .point = FaultPoint::kToolBeforeExec, .session = invocation.session_id, .name = tool.spec.name};
-  auto note = [&](const Fault& f, FaultPoint point) {
-    outcome.faults.push_back(FaultNote{.point = std::string(fault_point_name(point)),
-                                       .action = std::string(fault_action_name(f.action)),
-                                       .detail = f.describe()});
-  };
   Fault before = check_fault(faults, site);
   if (before) {
-    note(before, FaultPoint::kToolBeforeExec);
+    outcome.faults.push_back(fault_note(FaultPoint::kToolBeforeExec, before));
     if (before.action == FaultAction::kHang) {
       outcome.hang = true;
       return outcome;
@@ -189,7 +184,7 @@ ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocatio
   site.point = FaultPoint::kToolAfterExec;
   Fault after = check_fault(faults, site);  // a crash here: the tool ran, its result is lost
   if (after) {
-    note(after, FaultPoint::kToolAfterExec);
+    outcome.faults.push_back(fault_note(FaultPoint::kToolAfterExec, after));
     if (after.action == FaultAction::kError) {
       outcome.output = "tool " + tool.spec.name +
                        " failed after running: " + (after.message.empty() ? "injected fault" : after.message);

@@ -76,6 +76,11 @@ struct SessionStarted {
   uint64_t parent_seq = 0;
   uint64_t rng_seed = 0;  // seeds retry jitter; recorded so replay is exact
   std::string workspace;
+  // The session's own options, kept for its resumes and forks: its turn
+  // budget (0: the configuration's) and the instructions it added to the
+  // configuration's.
+  uint64_t max_turns = 0;
+  std::string instructions;
 
   static constexpr auto fields() {
     return std::tuple{Field{1, "agent_id", &SessionStarted::agent_id},
@@ -86,7 +91,9 @@ struct SessionStarted {
                       Field{6, "parent_turn", &SessionStarted::parent_turn},
                       Field{7, "parent_seq", &SessionStarted::parent_seq},
                       Field{8, "rng_seed", &SessionStarted::rng_seed},
-                      Field{9, "workspace", &SessionStarted::workspace}};
+                      Field{9, "workspace", &SessionStarted::workspace},
+                      Field{10, "max_turns", &SessionStarted::max_turns},
+                      Field{11, "instructions", &SessionStarted::instructions}};
   }
   friend bool operator==(const SessionStarted&, const SessionStarted&) = default;
 };
@@ -388,13 +395,16 @@ using EventBody = std::variant<SessionStarted, UserMessage, TurnStarted, PromptA
                                ContextTrimmed, TurnCommitted, TurnRolledBack, SessionResumed,
                                SessionCompleted, SessionFailed, FaultInjected, UnknownEvent>;
 
+// The stored type number of a body (UnknownEvent's own for unknown records).
+uint16_t event_type_number(const EventBody& body);
+
 struct Event {
   uint64_t seq = 0;   // 1-based, contiguous within a session
   int64_t ts_us = 0;  // wall clock at append, microseconds since the Unix epoch
   EventBody body;
 
   // The stored type number (UnknownEvent's own for unknown records).
-  uint16_t type_number() const;
+  uint16_t type_number() const { return event_type_number(body); }
   std::string_view type_name() const { return wire_name(type_number()); }
   friend bool operator==(const Event&, const Event&) = default;
 };

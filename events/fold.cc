@@ -48,6 +48,8 @@ struct Applier {
     s.parent_seq = x.parent_seq;
     s.rng_seed = x.rng_seed;
     s.workspace = x.workspace;
+    s.max_turns = x.max_turns;
+    s.instructions = x.instructions;
     s.status = SessionStatus::kRunning;
     return Status();
   }

@@ -40,7 +40,7 @@ std::string hex32(uint32_t v) {
 
 }  // namespace
 
-uint16_t Event::type_number() const {
+uint16_t event_type_number(const EventBody& body) {
   return std::visit(
       [](const auto& e) -> uint16_t {
         using T = std::decay_t<decltype(e)>;

@@ -67,6 +67,8 @@ struct SessionState {
   uint64_t parent_seq = 0;
   uint64_t rng_seed = 0;
   std::string workspace;
+  uint64_t max_turns = 0;
+  std::string instructions;
 
   SessionStatus status = SessionStatus::kNew;
   uint64_t turn = 0;            // the last turn started
@@ -122,6 +124,8 @@ struct SessionState {
         Field{7, "parent_seq", &S::parent_seq},
         Field{8, "rng_seed", &S::rng_seed},
         Field{9, "workspace", &S::workspace},
+        Field{16, "max_turns", &S::max_turns},
+        Field{17, "instructions", &S::instructions},
         Field{10, "status", &S::status},
         Field{11, "turn", &S::turn},
         Field{12, "turn_open", &S::turn_open},

@@ -84,6 +84,10 @@ class Reader {
     return Status();
   }
 
+  void warn(const std::string& k, const std::string& what) const {
+    warnings_->push_back(source_ + ": " + key(k) + " " + what);
+  }
+
   void warn_unknown(const std::set<std::string>& known) const {
     for (const auto& [k, v] : j_.items()) {
       if (!known.count(k)) warnings_->push_back(source_ + ": unknown key " + key(k) + " (ignored)");
@@ -150,6 +154,11 @@ Status read_prompt(const Reader& r, PromptConfig* p) {
   r.warn_unknown({"identity", "identity_file", "custom_instructions_file", "workflows"});
   CARAPACE_RETURN_IF_ERROR(r.get("identity", &p->identity));
   CARAPACE_RETURN_IF_ERROR(r.get("identity_file", &p->identity_file));
+  if (!p->identity_file.empty() && !std::ifstream(p->identity_file)) {
+    r.warn("identity_file", "\"" + p->identity_file + "\" cannot be read; the identity is " +
+                                (p->identity.empty() ? "the built-in one" : "prompt.identity") +
+                                " until it can");
+  }
   CARAPACE_RETURN_IF_ERROR(r.get("custom_instructions_file", &p->custom_instructions_file));
   if (r.has("workflows")) {
     const json& v = r.raw("workflows");

@@ -241,19 +241,22 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
   CARAPACE_RETURN_IF_ERROR(canonical_workspace(workspace, &canonical));
   std::random_device rd;
   uint64_t seed = (static_cast<uint64_t>(rd()) << 32) | rd();
+  const uint64_t max_turns = options.max_turns ? options.max_turns : config.max_turns;
   std::vector<EventBody> opening;
   opening.emplace_back(SessionStarted{.agent_id = config.agent_id,
                                       .provider = impl_->provider->name(),
                                       .model = options.model.empty() ? config.provider.model : options.model,
                                       .config_digest = impl_->digest,
                                       .rng_seed = seed,
-                                      .workspace = canonical});
+                                      .workspace = canonical,
+                                      .max_turns = max_turns,
+                                      .instructions = options.instructions});
   opening.emplace_back(UserMessage{options.task});
   std::unique_ptr<SessionJournal> journal;
   CARAPACE_RETURN_IF_ERROR(
       SessionJournal::create(impl_->log.get(), id, std::move(opening), impl_->journal_options(), &journal));
   CARAPACE_RETURN_IF_ERROR(launch(id, std::move(journal),
-                                  impl_->settings_for(canonical, options.max_turns, options.instructions),
+                                  impl_->settings_for(canonical, max_turns, options.instructions),
                                   options.on_event, options.on_delta, ""));
   if (id_out != nullptr) *id_out = id;
   return Status();
@@ -285,6 +288,7 @@ Status Runtime::resume_session(const std::string& id, const ResumeOptions& optio
   }
   std::string workspace;
   CARAPACE_RETURN_IF_ERROR(canonical_workspace(s.workspace, &workspace));
+  SessionSettings settings = impl_->settings_for(workspace, s.max_turns, s.instructions);
   uint64_t checkpoint_seq = s.committed_seq, checkpoint_turn = s.committed_turn;
   auto journal = std::shared_ptr<SessionJournal>(SessionJournal::attach(
       impl_->log.get(), id, r.committed, std::move(r.uncommitted), r.last_seq, impl_->journal_options()));
@@ -304,8 +308,7 @@ Status Runtime::resume_session(const std::string& id, const ResumeOptions& optio
                                                              .pid = ::getpid(),
                                                              .host = host}}));
   }
-  return launch(id, std::move(journal), impl_->settings_for(workspace, 0, ""), options.on_event,
-                options.on_delta, "");
+  return launch(id, std::move(journal), std::move(settings), options.on_event, options.on_delta, "");
 }
 
 Status Runtime::fork_session(const std::string& source, uint64_t at_turn, const ForkOptions& options,
@@ -357,11 +360,12 @@ Status Runtime::fork_session(const std::string& source, uint64_t at_turn, const 
   CARAPACE_RETURN_IF_ERROR(
       SessionJournal::create(impl_->log.get(), id, std::move(turns[0]), impl_->journal_options(), &journal));
   for (size_t t = 1; t < turns.size(); ++t) CARAPACE_RETURN_IF_ERROR(journal->commit(std::move(turns[t])));
+  const SessionState& forked = journal->state();
   std::string workspace;
-  CARAPACE_RETURN_IF_ERROR(canonical_workspace(journal->state().workspace, &workspace));
-  CARAPACE_RETURN_IF_ERROR(launch(id, std::shared_ptr<SessionJournal>(std::move(journal)),
-                                  impl_->settings_for(workspace, 0, ""), options.on_event, options.on_delta,
-                                  options.task));
+  CARAPACE_RETURN_IF_ERROR(canonical_workspace(forked.workspace, &workspace));
+  SessionSettings settings = impl_->settings_for(workspace, forked.max_turns, forked.instructions);
+  CARAPACE_RETURN_IF_ERROR(launch(id, std::shared_ptr<SessionJournal>(std::move(journal)), std::move(settings),
+                                  options.on_event, options.on_delta, options.task));
   if (id_out != nullptr) *id_out = id;
   return Status();
 }

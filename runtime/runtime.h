@@ -52,6 +52,8 @@ struct SessionOptions {
   uint64_t max_turns = 0;    // 0: the configured value
   std::string workspace;     // empty: the configured one, else the current directory
   std::string instructions;  // appended to the configured session instructions
+  // The model, turn budget, workspace and instructions are recorded in
+  // session.started: resumes and forks of the session keep them.
   // Called for every event the session appends, and for every streamed
   // delta, from the start (subscribed before the session runs). Called on an
   // actor thread: keep them quick.

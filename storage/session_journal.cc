@@ -127,17 +127,10 @@ Status SessionJournal::stage_commit(std::vector<EventBody>&& step, std::vector<E
 
 Status SessionJournal::inject_before(FaultPoint point, std::vector<EventBody>& step) {
   if (!options_.faults) return Status();
-  std::string type = step.empty() ? std::string("turn.committed")
-                                  : std::string(wire_name(std::visit(
-                                        [](const auto& e) -> uint16_t {
-                                          using T = std::decay_t<decltype(e)>;
-                                          if constexpr (std::is_same_v<T, UnknownEvent>)
-                                            return e.type;
-                                          else
-                                            return static_cast<uint16_t>(T::kType);
-                                        },
-                                        step.front())));
-  if (point == FaultPoint::kCommitBefore) type = "turn.committed";
+  // The first event written: a commit's is its turn.committed.
+  std::string type(point == FaultPoint::kCommitBefore || step.empty()
+                       ? wire_name(EventType::kTurnCommitted)
+                       : wire_name(event_type_number(step.front())));
   Fault f = check_fault(options_.faults.get(),
                         FaultSite{.point = point, .session = id_, .event_type = type, .turn = state_.turn});
   if (f.action == FaultAction::kError) {

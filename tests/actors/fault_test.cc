@@ -226,6 +226,8 @@ BOOST_AUTO_TEST_CASE(an_injected_hook_failure_is_skipped_and_recorded) {
   BOOST_TEST(calls.size() == 1u);  // the failed hook's deny never counted
   auto injected = of_type<FaultInjected>();
   BOOST_REQUIRE(injected.size() == 1u);
+  BOOST_TEST(injected[0].point == "hook");
+  BOOST_TEST(injected[0].action == "error");
   BOOST_TEST(injected[0].detail.find("hook guard: error") == 0u, injected[0].detail);
 }
 

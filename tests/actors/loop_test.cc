@@ -287,10 +287,9 @@ BOOST_AUTO_TEST_CASE(other_events_every_combination) {
         HookVerdict v = resolve_decisions(event, {d(a, "a", "from a"), d(b, "b", "from b")});
         Decision expected = rank(a) >= rank(b) ? a : b;
         BOOST_TEST((v.resolved == expected), decision_name(a) << "," << decision_name(b));
-        size_t system = (a == Decision::kSystemMessage) + (b == Decision::kSystemMessage);
-        size_t context = (a == Decision::kAppendContext) + (b == Decision::kAppendContext);
-        BOOST_TEST(v.system_messages.size() == system);  // every message is kept
-        BOOST_TEST(v.appended_context.size() == context);
+        BOOST_TEST(v.decisions.size() == 2u);  // every decision is kept, messages and all
+        BOOST_TEST(v.decisions[0].message == "from a");
+        BOOST_TEST(v.decisions[1].message == "from b");
       }
     }
   }
@@ -529,6 +528,16 @@ BOOST_AUTO_TEST_CASE(values_are_read_and_unknown_keys_warned) {
   BOOST_TEST(warnings[0] == "c.json: unknown key mystery (ignored)");
   BOOST_TEST(warnings[1] == "c.json: unknown key retry_typo (ignored)");
   BOOST_TEST(config_digest(c) != config_digest(Config{}));
+}
+
+BOOST_AUTO_TEST_CASE(an_unreadable_identity_file_is_a_warning_that_names_it) {
+  Config c;
+  std::vector<std::string> warnings;
+  CHECK_OK(parse_config(R"({"prompt": {"identity_file": "/nonexistent/identity.md"}})", "c.json", &c, &warnings));
+  BOOST_REQUIRE(warnings.size() == 1u);
+  BOOST_TEST(warnings[0] ==
+             "c.json: prompt.identity_file \"/nonexistent/identity.md\" cannot be read; the identity is the "
+             "built-in one until it can");
 }
 
 BOOST_AUTO_TEST_CASE(bad_values_are_rejected_with_their_key_path) {

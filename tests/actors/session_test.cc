@@ -58,6 +58,23 @@ BOOST_AUTO_TEST_CASE(a_session_runs_its_turns_in_order_and_completes) {
   BOOST_TEST(provider->requests[1].messages[2].text == "echo: hi");
 }
 
+BOOST_AUTO_TEST_CASE(tool_calls_with_missing_or_repeated_ids_get_distinct_ones) {
+  // The scripted provider names the unnamed second call call_1_2, which the
+  // first call already has; a third repeats it; a fourth has no id.
+  scenario(R"({"replies": [{"tool_calls": [
+      {"id": "call_1_2", "name": "echo", "args": {"text": "a"}},
+      {"name": "echo", "args": {"text": "b"}},
+      {"id": "call_1_2", "name": "echo", "args": {"text": "c"}},
+      {"id": "", "name": "echo", "args": {"text": "d"}}]}, {"text": "done"}]})");
+  SessionActor s = start("s1", "go");
+  BOOST_TEST(outcome(s).final_answer == "done");
+  std::vector<std::string> ids;
+  for (const auto& r : of_type<ToolRequested>()) ids.push_back(r.call_id);
+  BOOST_TEST((ids == std::vector<std::string>{"call_1_2", "call_1_3", "call_1_4", "call_1_5"}));
+  BOOST_TEST(of_type<ToolCompleted>().size() == 4u);
+  BOOST_TEST(calls.size() == 4u);
+}
+
 BOOST_AUTO_TEST_CASE(a_429_waits_exactly_its_retry_after) {
   scenario(R"({"replies": [{"error": {"status": 429, "retry_after_ms": 1500}}, {"text": "ok"}]})");
   SessionActor s = start("s1", "go");

@@ -10,8 +10,10 @@
 #include <thread>
 
 #include "actors/caf_types.h"
+#include "actors/scripted_provider.h"
 #include "actors/tool_actor.h"
 #include "events/fold.h"
+#include "replay/fault_plan.h"
 #include "replay/verify.h"
 #include "runtime/runtime.h"
 #include "tests/support/printing.h"
@@ -313,4 +315,109 @@ BOOST_AUTO_TEST_CASE(a_tool_worker_killed_with_calls_in_flight_answers_them_and_
       .receive([&](ToolActor& w) { replacement = w; }, [](caf::error&) {});
   BOOST_TEST((replacement.address() != worker.address()));
   self->send_exit(supervisor, caf::exit_reason::user_shutdown);
+}
+
+namespace {
+
+// A provider that says it blocks, as the HTTP providers do, answering from a scenario.
+class BlockingScripted : public Provider {
+ public:
+  explicit BlockingScripted(Scenario scenario) : scripted_(std::move(scenario)) {}
+  std::string name() const override { return "blocking-scripted"; }
+  bool blocking() const override { return true; }
+  ProviderReply call(const ProviderRequest& request, const DeltaSink& on_delta) override {
+    return scripted_.call(request, on_delta);
+  }
+
+ private:
+  ScriptedProvider scripted_;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_blocking_provider_waits_out_an_injected_delay) {
+  testing::TempDir dir;
+  Scenario scenario;
+  CHECK_OK(parse_scenario(R"({"replies": [{"text": "hello"}]})", "s.json", &scenario));
+  std::shared_ptr<FaultPlan> plan;
+  CHECK_OK(FaultPlan::parse(
+      R"({"faults": [{"point": "provider.before_request", "action": "delay", "delay_ms": 300}]})",
+      "plan.json", &plan));
+  Config config;
+  config.workspace = dir.path();
+  std::unique_ptr<Runtime> rt;
+  CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"),
+                                          .config = config,
+                                          .provider = std::make_shared<BlockingScripted>(scenario),
+                                          .faults = plan},
+                         &rt));
+  auto start = std::chrono::steady_clock::now();
+  std::string id;
+  CHECK_OK(rt->start_session(SessionOptions{.task = "hi"}, &id));
+  SessionOutcome o;
+  CHECK_OK(rt->wait(id, 60s, &o));
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  BOOST_TEST(o.final_answer == "hello");
+  BOOST_TEST((elapsed >= 300ms));  // a lower bound: the delay was carried out, not only recorded
+  std::vector<Event> events;
+  CHECK_OK(rt->log().read(id, 1, UINT64_MAX, &events));
+  std::vector<FaultInjected> faults;
+  const LlmResponded* responded = nullptr;
+  for (const auto& e : events) {
+    if (const auto* f = get_if<FaultInjected>(e)) faults.push_back(*f);
+    if (const auto* r = get_if<LlmResponded>(e)) responded = r;
+  }
+  BOOST_REQUIRE(faults.size() == 1u);
+  BOOST_TEST(faults[0].point == "provider.before_request");
+  BOOST_TEST(faults[0].action == "delay");
+  BOOST_REQUIRE(responded != nullptr);
+  BOOST_TEST(responded->latency_ms >= 300u);
+}
+
+BOOST_AUTO_TEST_CASE(a_resumed_session_keeps_its_own_turn_budget_and_instructions) {
+  testing::TempDir dir;
+  std::string scenario = write_file(dir, "scenario.json", R"({"replies": [
+      {"tool_calls": [{"name": "note", "args": {}}]},
+      {"tool_calls": [{"name": "note", "args": {}}]},
+      {"tool_calls": [{"name": "note", "args": {}}]},
+      {"text": "done"}]})");
+  Config config;
+  config.provider.scenario = scenario;
+  config.workspace = dir.path();
+  ToolDefinition note{.spec = {.name = "note", .description = "notes", .schema = JsonText{R"({"type":"object"})"}},
+                      .blocking = false,
+                      .run = [](const nlohmann::json&, const ToolContext&) { return ToolResult{.output = "ok"}; }};
+  std::shared_ptr<FaultPlan> hang_on_turn_two;
+  CHECK_OK(FaultPlan::parse(R"({"faults": [{"point": "provider.before_request", "action": "hang", "nth": 2}]})",
+                            "plan.json", &hang_on_turn_two));
+  std::string id = "budget";
+  {
+    std::unique_ptr<Runtime> rt;
+    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .faults = hang_on_turn_two},
+                           &rt));
+    CHECK_OK(rt->register_tool(note));
+    CHECK_OK(rt->start_session(SessionOptions{.id = id, .task = "go", .max_turns = 2, .instructions = "Be terse."},
+                               nullptr));
+    SessionOutcome o;
+    BOOST_TEST(rt->wait(id, 500ms, &o).is_busy());  // turn 2's request hangs
+  }  // the process "stops" with turn 2 open
+  std::unique_ptr<Runtime> rt;
+  CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &rt));
+  CHECK_OK(rt->register_tool(note));
+  CHECK_OK(rt->resume_session(id, Runtime::ResumeOptions{}));
+  SessionOutcome o;
+  CHECK_OK(rt->wait(id, 60s, &o));
+  BOOST_TEST(o.stop_reason == "max_turns");  // not the configuration's 20 turns
+  BOOST_TEST(o.turns == 2u);
+  std::vector<Event> events;
+  CHECK_OK(rt->log().read(id, 1, UINT64_MAX, &events));
+  std::vector<PromptAssembled> prompts;
+  for (const auto& e : events) {
+    if (const auto* p = get_if<PromptAssembled>(e)) prompts.push_back(*p);
+  }
+  BOOST_REQUIRE(prompts.size() == 3u);  // turn 1, turn 2 before the stop, turn 2 after the resume
+  BOOST_TEST((prompts[2].digest == prompts[1].digest));  // the same prompt, instructions and all
+  bool has_session_layer = false;
+  for (const auto& s : prompts[2].segments) has_session_layer |= s.layer == "session";
+  BOOST_TEST(has_session_layer);
 }
