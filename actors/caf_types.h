@@ -13,7 +13,7 @@
 
 #include <tuple>
 
-#include "actors/hooks.h"
+#include "actors/hook/hooks.h"
 #include "actors/messages.h"
 #include "events/payload.h"
 

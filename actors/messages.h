@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "actors/fault_note.h"
-#include "actors/retry_policy.h"
-#include "actors/tool.h"
+#include "actors/provider/retry_policy.h"
+#include "actors/tool/tool.h"
 #include "events/events.h"
 #include "events/session_state.h"
 

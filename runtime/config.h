@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "actors/file_tools.h"
-#include "actors/hooks.h"
-#include "actors/pricing.h"
-#include "actors/prompt.h"
-#include "actors/retry_policy.h"
-#include "actors/shell_tool.h"
+#include "actors/tool/file_tools.h"
+#include "actors/hook/hooks.h"
+#include "actors/session/pricing.h"
+#include "actors/session/prompt.h"
+#include "actors/provider/retry_policy.h"
+#include "actors/tool/shell_tool.h"
 #include "base/status.h"
 
 namespace carapace {

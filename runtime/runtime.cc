@@ -8,14 +8,14 @@
 #include <unistd.h>
 
 #include "actors/caf_types.h"
-#include "actors/file_tools.h"
-#include "actors/hook_actor.h"
-#include "actors/provider_actor.h"
-#include "actors/scripted_provider.h"
-#include "actors/session_actor.h"
-#include "actors/shell_tool.h"
-#include "actors/tool_actor.h"
-#include "actors/workspace.h"
+#include "actors/tool/file_tools.h"
+#include "actors/hook/hook_actor.h"
+#include "actors/provider/provider_actor.h"
+#include "actors/provider/scripted_provider.h"
+#include "actors/session/session_actor.h"
+#include "actors/tool/shell_tool.h"
+#include "actors/tool/tool_actor.h"
+#include "actors/tool/workspace.h"
 #include "replay/recovery.h"
 #include "storage/keys.h"
 

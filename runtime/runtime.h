@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
-#include "actors/hooks.h"
+#include "actors/hook/hooks.h"
 #include "actors/messages.h"
-#include "actors/provider.h"
-#include "actors/tool.h"
+#include "actors/provider/provider.h"
+#include "actors/tool/tool.h"
 #include "base/fault_injection.h"
 #include "base/status.h"
 #include "events/events.h"

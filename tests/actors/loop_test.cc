@@ -6,12 +6,12 @@
 #include <fstream>
 #include <set>
 
-#include "actors/context_trim.h"
-#include "actors/hooks.h"
-#include "actors/pricing.h"
-#include "actors/prompt.h"
-#include "actors/retry_policy.h"
-#include "actors/scripted_provider.h"
+#include "actors/session/context_trim.h"
+#include "actors/hook/hooks.h"
+#include "actors/session/pricing.h"
+#include "actors/session/prompt.h"
+#include "actors/provider/retry_policy.h"
+#include "actors/provider/scripted_provider.h"
 #include "runtime/config.h"
 #include "tests/support/printing.h"
 #include "tests/support/temp_dir.h"

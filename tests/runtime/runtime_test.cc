@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "actors/caf_types.h"
-#include "actors/scripted_provider.h"
-#include "actors/tool_actor.h"
+#include "actors/provider/scripted_provider.h"
+#include "actors/tool/tool_actor.h"
 #include "events/fold.h"
 #include "replay/fault_plan.h"
 #include "replay/verify.h"

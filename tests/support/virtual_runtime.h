@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "actors/caf_types.h"
-#include "actors/hook_actor.h"
-#include "actors/provider_actor.h"
-#include "actors/scripted_provider.h"
-#include "actors/session_actor.h"
-#include "actors/tool_actor.h"
+#include "actors/hook/hook_actor.h"
+#include "actors/provider/provider_actor.h"
+#include "actors/provider/scripted_provider.h"
+#include "actors/session/session_actor.h"
+#include "actors/tool/tool_actor.h"
 #include "events/fold.h"
 #include "tests/support/printing.h"
 #include "tests/support/temp_dir.h"

@@ -1,11 +1,11 @@
-#include "actors/session_actor.h"
+#include "actors/session/session_actor.h"
 
 #include <spdlog/spdlog.h>
 
 #include <deque>
 #include <functional>
 
-#include "actors/context_trim.h"
+#include "actors/session/context_trim.h"
 #include "events/wire.h"
 
 namespace carapace {

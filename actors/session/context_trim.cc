@@ -1,4 +1,4 @@
-#include "actors/context_trim.h"
+#include "actors/session/context_trim.h"
 
 namespace carapace {
 namespace {

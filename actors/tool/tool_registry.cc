@@ -1,4 +1,4 @@
-#include "actors/tool_registry.h"
+#include "actors/tool/tool_registry.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-#include "actors/prompt.h"
+#include "actors/session/prompt.h"
 
 #include <fstream>
 #include <sstream>

@@ -1,12 +1,12 @@
-#include "actors/shell_tool.h"
+#include "actors/tool/shell_tool.h"
 
 #include <filesystem>
 #include <memory>
 #include <regex>
 #include <utility>
 
-#include "actors/process.h"
-#include "actors/workspace.h"
+#include "actors/tool/process.h"
+#include "actors/tool/workspace.h"
 
 namespace carapace {
 namespace {

@@ -1,4 +1,4 @@
-#include "actors/pricing.h"
+#include "actors/session/pricing.h"
 
 namespace carapace {
 

@@ -1,4 +1,4 @@
-#include "actors/process.h"
+#include "actors/tool/process.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-#include "actors/provider_actor.h"
+#include "actors/provider/provider_actor.h"
 
 #include <spdlog/spdlog.h>
 

@@ -1,4 +1,4 @@
-#include "actors/tool_actor.h"
+#include "actors/tool/tool_actor.h"
 
 #include <spdlog/spdlog.h>
 

@@ -1,4 +1,4 @@
-#include "actors/retry_policy.h"
+#include "actors/provider/retry_policy.h"
 
 #include <algorithm>
 

@@ -14,10 +14,10 @@
 #include <sstream>
 #include <thread>
 
-#include "actors/file_tools.h"
-#include "actors/process.h"
-#include "actors/shell_tool.h"
-#include "actors/workspace.h"
+#include "actors/tool/file_tools.h"
+#include "actors/tool/process.h"
+#include "actors/tool/shell_tool.h"
+#include "actors/tool/workspace.h"
 #include "tests/support/printing.h"
 #include "tests/support/temp_dir.h"
 

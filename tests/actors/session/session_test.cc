@@ -3,7 +3,7 @@
 #define BOOST_TEST_MODULE session_test
 #include <boost/test/unit_test.hpp>
 
-#include "actors/retry_policy.h"
+#include "actors/provider/retry_policy.h"
 #include "replay/verify.h"
 #include "tests/support/virtual_runtime.h"
 

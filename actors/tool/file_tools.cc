@@ -1,4 +1,4 @@
-#include "actors/file_tools.h"
+#include "actors/tool/file_tools.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "actors/workspace.h"
+#include "actors/tool/workspace.h"
 #include "base/text.h"
 
 namespace carapace {

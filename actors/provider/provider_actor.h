@@ -14,7 +14,7 @@
 #include <memory>
 
 #include "actors/caf_types.h"
-#include "actors/provider.h"
+#include "actors/provider/provider.h"
 
 namespace carapace {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/tool.h"
+#include "actors/tool/tool.h"
 #include "events/events.h"
 
 namespace carapace {

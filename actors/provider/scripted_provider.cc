@@ -1,4 +1,4 @@
-#include "actors/scripted_provider.h"
+#include "actors/provider/scripted_provider.h"
 
 #include <nlohmann/json.hpp>
 
@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "actors/context_trim.h"
+#include "actors/session/context_trim.h"
 
 namespace carapace {
 namespace {

@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "actors/caf_types.h"
-#include "actors/tool_registry.h"
+#include "actors/tool/tool_registry.h"
 
 namespace carapace {
 

@@ -1,4 +1,4 @@
-#include "actors/hook_actor.h"
+#include "actors/hook/hook_actor.h"
 
 namespace carapace {
 namespace {

@@ -1,5 +1,5 @@
 // Shell tool: the built-in "shell" tool, which runs `bash -c <command>` in the
-// session's workspace under a deadline (see actors/process.h).
+// session's workspace under a deadline (see actors/tool/process.h).
 //
 // Arguments: {"command": string, "timeout_ms"?: integer, "cwd"?: string}. The
 // command runs with the workspace (or `cwd`, confined to it) as its working
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/tool.h"
+#include "actors/tool/tool.h"
 #include "base/status.h"
 
 namespace carapace {

@@ -20,10 +20,10 @@
 #include <string>
 
 #include "actors/caf_types.h"
-#include "actors/pricing.h"
-#include "actors/prompt.h"
-#include "actors/retry_policy.h"
-#include "actors/tool_registry.h"
+#include "actors/session/pricing.h"
+#include "actors/session/prompt.h"
+#include "actors/provider/retry_policy.h"
+#include "actors/tool/tool_registry.h"
 #include "storage/session_journal.h"
 
 namespace carapace {

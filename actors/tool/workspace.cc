@@ -1,4 +1,4 @@
-#include "actors/workspace.h"
+#include "actors/tool/workspace.h"
 
 #include <algorithm>
 #include <filesystem>

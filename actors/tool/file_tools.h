@@ -2,7 +2,7 @@
 // which read and change files inside the session's workspace.
 //
 // Every path a model gives goes through resolve_in_workspace
-// (actors/workspace.h); a path outside the workspace, or one that leaves it
+// (actors/tool/workspace.h); a path outside the workspace, or one that leaves it
 // through a symbolic link, fails the call with a message saying so. Files are
 // text: read_file refuses a file with NUL bytes. Offsets and limits count
 // bytes, so that they compose with the size list_dir reports.
@@ -26,7 +26,7 @@
 
 #include <cstdint>
 
-#include "actors/tool.h"
+#include "actors/tool/tool.h"
 
 namespace carapace {
 

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "actors/provider.h"
+#include "actors/provider/provider.h"
 #include "base/status.h"
 
 namespace carapace {

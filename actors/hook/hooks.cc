@@ -1,4 +1,4 @@
-#include "actors/hooks.h"
+#include "actors/hook/hooks.h"
 
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "actors/process.h"
+#include "actors/tool/process.h"
 
 namespace carapace {
 namespace {

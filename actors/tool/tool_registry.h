@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/tool.h"
+#include "actors/tool/tool.h"
 #include "base/status.h"
 
 namespace carapace {

@@ -1,5 +1,5 @@
 // The hook actor: runs the hooks that match a HookInput and resolves their
-// decisions (actors/hooks.h). C++ hooks run inline; when a command hook
+// decisions (actors/hook/hooks.h). C++ hooks run inline; when a command hook
 // matches, all of that input's hooks run in a detached helper actor, so no
 // scheduler thread waits on a child process. (A fault plan's delay or hang
 // of a C++ hook does sleep inline.)
@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "actors/caf_types.h"
-#include "actors/hooks.h"
+#include "actors/hook/hooks.h"
 
 namespace carapace {
 
