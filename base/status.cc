@@ -39,7 +39,9 @@ Status Status::with_context(std::string_view context) const {
   std::string msg(context);
   msg += ": ";
   msg += message_;
-  return Status(code_, std::move(msg));
+  Status out(code_, std::move(msg));
+  out.detail_ = detail_;
+  return out;
 }
 
 }  // namespace carapace

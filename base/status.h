@@ -28,6 +28,16 @@ class [[nodiscard]] Status {
     kAborted,          // an earlier failure stopped this operation
   };
 
+  // A finer reason within a code, for callers that act on it (verify's
+  // report, the CLI's hints); never parsed out of the message.
+  enum class Detail : uint8_t {
+    kNone = 0,
+    kChecksumMismatch,  // corruption: a record's or frame's CRC disagrees
+    kStateHashMismatch, // inconsistent: a checkpoint's state hash disagrees with the fold
+    kLockHeld,          // busy: another process holds the database's lock
+    kNoSpace,           // I/O error: the file system is full
+  };
+
   Status() = default;
 
   static Status ok_status() { return Status(); }
@@ -51,7 +61,15 @@ class [[nodiscard]] Status {
   bool is_aborted() const { return code_ == Code::kAborted; }
 
   Code code() const { return code_; }
+  Detail detail() const { return detail_; }
   const std::string& message() const { return message_; }
+
+  // A copy carrying `detail`.
+  Status with_detail(Detail detail) const {
+    Status s = *this;
+    s.detail_ = detail;
+    return s;
+  }
 
   // "OK", or "<code name>: <message>".
   std::string to_string() const;
@@ -63,6 +81,7 @@ class [[nodiscard]] Status {
   Status(Code code, std::string msg) : code_(code), message_(std::move(msg)) {}
 
   Code code_ = Code::kOk;
+  Detail detail_ = Detail::kNone;
   std::string message_;
 };
 

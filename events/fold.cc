@@ -260,17 +260,21 @@ Status Folder::commit(Event event) {
   for (Event& e : uncommitted_) CARAPACE_RETURN_IF_ERROR(apply(next, std::move(e)));
   const auto& c = std::get<TurnCommitted>(event.body);
   if (options_.verify_hashes) {
-    if (c.hash_version == kStateHashVersion) {
-      Digest128 actual = state_hash(next);
-      if (actual != c.state_hash) {
-        return Status::inconsistent("seq " + n(event.seq) + " (turn.committed, turn " + n(c.turn) +
-                                    "): the folded state hashes to " + actual.hex() +
-                                    " but the checkpoint recorded " + c.state_hash.hex());
-      }
-      ++checkpoints_verified_;
-    } else {
-      ++hash_checks_skipped_;
+    if (c.hash_version != kStateHashVersion) {
+      // A hash this build cannot compute proves nothing: refuse rather than trust it unchecked.
+      return Status::unsupported("seq " + n(event.seq) + " (turn.committed, turn " + n(c.turn) +
+                                 "): its state hash is of version " + n(c.hash_version) +
+                                 " and this build computes version " + n(kStateHashVersion) +
+                                 "; a carapace that knows that version can check it");
     }
+    Digest128 actual = state_hash(next);
+    if (actual != c.state_hash) {
+      return Status::inconsistent("seq " + n(event.seq) + " (turn.committed, turn " + n(c.turn) +
+                                  "): the folded state hashes to " + actual.hex() +
+                                  " but the checkpoint recorded " + c.state_hash.hex())
+          .with_detail(Status::Detail::kStateHashMismatch);
+    }
+    ++checkpoints_verified_;
   }
   CARAPACE_RETURN_IF_ERROR(apply(next, event));
   uncommitted_.clear();

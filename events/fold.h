@@ -10,7 +10,8 @@
 // Folder folds a stored event stream: it checks seq contiguity, holds the
 // events after the last checkpoint until the next turn.committed (checking its
 // state hash) or turn.rolled_back (which discards them), and skips unknown
-// types. Neither is thread-safe; each is cheap to create.
+// types. A checkpoint whose hash is of a version this build does not compute
+// is refused (unsupported), never passed unchecked. Neither is thread-safe; each is cheap to create.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +59,6 @@ class Folder {
   uint64_t events_folded() const { return events_folded_; }
   uint64_t checkpoints_verified() const { return checkpoints_verified_; }
   uint64_t unknown_skipped() const { return unknown_skipped_; }
-  uint64_t hash_checks_skipped() const { return hash_checks_skipped_; }
 
  private:
   Status commit(Event event);
@@ -71,7 +71,6 @@ class Folder {
   uint64_t events_folded_ = 0;
   uint64_t checkpoints_verified_ = 0;
   uint64_t unknown_skipped_ = 0;
-  uint64_t hash_checks_skipped_ = 0;
 };
 
 // Folds a complete in-memory event sequence from the empty state, with the

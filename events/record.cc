@@ -79,7 +79,8 @@ Status parse_record(std::string_view key, std::string_view value, RecordHeader* 
   uint32_t actual = record_crc(key, value);
   if (expected != actual) {
     return Status::corruption("checksum mismatch: stored " + hex32(expected) + ", computed " + hex32(actual) +
-                              " over " + std::to_string(value.size()) + " bytes");
+                              " over " + std::to_string(value.size()) + " bytes")
+        .with_detail(Status::Detail::kChecksumMismatch);
   }
   header->format_version = static_cast<uint8_t>(value[record::kVersionOffset]);
   header->flags = static_cast<uint8_t>(value[record::kFlagsOffset]);

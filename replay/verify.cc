@@ -56,7 +56,7 @@ struct SessionCheck {
           ++record_issues;
           issue(
               seq,
-              s.is_corruption() && s.message().find("checksum") != std::string::npos ? "checksum" : "decode",
+              s.detail() == Status::Detail::kChecksumMismatch ? "checksum" : "decode",
               s.message());
         }
         folding = false;
@@ -67,7 +67,7 @@ struct SessionCheck {
       TurnCommitted commit_copy = commit ? *commit : TurnCommitted{};
       s = folder.add(std::move(e));
       if (!s.ok()) {
-        bool hash = s.message().find("hashes to") != std::string::npos;
+        bool hash = s.detail() == Status::Detail::kStateHashMismatch;
         issue(seq, hash ? "hash" : "fold", s.message());
         folding = false;
         continue;

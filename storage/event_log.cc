@@ -3,6 +3,8 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 #include <unistd.h>
@@ -12,10 +14,12 @@
 #include <future>
 #include <mutex>
 #include <random>
+#include <set>
 #include <unordered_map>
 
 #include "base/crc32c.h"
 #include "events/record.h"
+#include "storage/db_lock.h"
 #include "storage/group_commit.h"
 #include "storage/keys.h"
 
@@ -33,9 +37,7 @@ Status from_rocks(const rocksdb::Status& s, std::string_view what) {
   if (s.IsCorruption()) return Status::corruption(msg);
   if (s.IsInvalidArgument()) return Status::invalid_argument(msg);
   if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) return Status::busy(msg);
-  if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
-    return Status::busy(msg + " (another carapace process is writing to this home)");
-  }
+  if (s.IsNoSpace()) return Status::io_error(msg).with_detail(Status::Detail::kNoSpace);
   return Status::io_error(msg);
 }
 
@@ -79,6 +81,20 @@ Status unframe_snapshot(std::string_view key, std::string_view value, SnapshotEn
   return Status();
 }
 
+// The writers this process has open, by canonical path: the kernel does not
+// report a process its own locks, and RocksDB's in-process refusal is only a
+// message.
+std::mutex open_writers_mu;
+std::set<std::string> open_writers;
+
+Status busy_writer(const std::string& path, pid_t holder) {
+  std::string who = holder > 0 ? "another carapace process (pid " + std::to_string(holder) + ")"
+                               : "this process";
+  return Status::busy(who + " is writing to the event log at " + path +
+                      "; wait for it to finish or stop it, or read with a command that only reads")
+      .with_detail(Status::Detail::kLockHeld);
+}
+
 }  // namespace
 
 struct EventLog::Impl {
@@ -88,17 +104,27 @@ struct EventLog::Impl {
   std::shared_ptr<rocksdb::Cache> cache;
   std::string secondary_dir;  // readers only
   std::unique_ptr<GroupCommitter> committer;
+  std::unique_ptr<rocksdb::Env> env;  // over options.file_system, when one is given
+  std::string registered_writer;     // our entry in open_writers
 
-  // Per-session write position, for writers: appends must continue it.
+  // Per-session write position, for writers: appends must continue it. The
+  // session's lock is held from the seq check to the write (or the hand-off
+  // to the committer, whose queue keeps order), so appends of one session
+  // land in seq order.
   struct Writer {
+    std::mutex mu;
+    bool known = false;  // last_seq was read from the log
     uint64_t last_seq = 0;
-    uint32_t durable_in_flight = 0;
+    uint32_t durable_in_flight = 0;  // batches of this session in the committer's queue
   };
   std::mutex writers_mu;
-  std::unordered_map<std::string, Writer> writers;
+  std::unordered_map<std::string, std::unique_ptr<Writer>> writers;
   std::atomic<uint64_t> durable_appends{0};
   // Blocking durable appends being written right now.
   std::atomic<int> syncing{0};
+  // The first failed write; every later append fails with it.
+  std::mutex failed_mu;
+  rocksdb::Status failed;
 
   rocksdb::ColumnFamilyHandle* cf(Family f) const { return handles[f]; }
 
@@ -114,6 +140,10 @@ struct EventLog::Impl {
     if (!secondary_dir.empty()) {
       std::error_code ignored;
       fs::remove_all(secondary_dir, ignored);
+    }
+    if (!registered_writer.empty()) {
+      std::lock_guard lock(open_writers_mu);
+      open_writers.erase(registered_writer);
     }
   }
 
@@ -133,10 +163,50 @@ struct EventLog::Impl {
     return from_rocks(it->status(), "reading the last seq of session " + std::string(session));
   }
 
-  // Validates `request` and claims its seqs. On success *queue_behind says a
-  // durable append of this session is still in flight (and takes a slot
-  // behind it, released when the append completes).
-  Status claim(const AppendRequest& request, bool* queue_behind) {
+  Writer* writer_for(std::string_view session) {
+    std::lock_guard lock(writers_mu);
+    auto& w = writers[std::string(session)];
+    if (!w) w = std::make_unique<Writer>();
+    return w.get();
+  }
+
+  Status sticky_failure() {
+    std::lock_guard lock(failed_mu);
+    if (failed.ok()) return Status();
+    return from_rocks(failed, "the event log stopped accepting writes after a failed write; reopen it");
+  }
+
+  void note_failure(const rocksdb::Status& s) {
+    if (s.ok()) return;
+    std::lock_guard lock(failed_mu);
+    if (failed.ok()) failed = s;
+  }
+
+  // Checks that `request` continues its session's log; the caller holds w.mu.
+  Status check_continues(const AppendRequest& request, Writer& w) {
+    const auto& events = request.events;
+    if (!w.known) {
+      CARAPACE_RETURN_IF_ERROR(read_last_seq(request.session, &w.last_seq));
+      w.known = true;
+    }
+    if (!events.empty() && events.front().seq != w.last_seq + 1) {
+      return Status::invalid_argument("append to session " + std::string(request.session) + " at seq " +
+                                      std::to_string(events.front().seq) + ", but its log ends at seq " +
+                                      std::to_string(w.last_seq) + " (is another writer appending to it?)");
+    }
+    return Status();
+  }
+
+  // A queued batch of `w`'s session completed: after a failure its seqs may or
+  // may not be on disk, so the position is read again next time.
+  void complete_queued(Writer& w, const rocksdb::Status& s) {
+    note_failure(s);
+    std::lock_guard lock(w.mu);
+    if (w.durable_in_flight > 0) --w.durable_in_flight;
+    if (!s.ok()) w.known = false;
+  }
+
+  Status build_batch(const AppendRequest& request, rocksdb::WriteBatch* batch) const {
     const auto& events = request.events;
     for (size_t i = 1; i < events.size(); ++i) {
       if (events[i].seq != events[i - 1].seq + 1) {
@@ -145,64 +215,24 @@ struct EventLog::Impl {
                                         std::to_string(events[i - 1].seq) + " in one batch");
       }
     }
-    std::lock_guard lock(writers_mu);
-    auto it = writers.find(std::string(request.session));
-    if (it == writers.end()) {
-      uint64_t last = 0;
-      CARAPACE_RETURN_IF_ERROR(read_last_seq(request.session, &last));
-      it = writers.emplace(std::string(request.session), Writer{last, 0}).first;
-    }
-    Writer& w = it->second;
-    if (!events.empty() && events.front().seq != w.last_seq + 1) {
-      return Status::invalid_argument("append to session " + std::string(request.session) + " at seq " +
-                                      std::to_string(events.front().seq) + ", but its log ends at seq " +
-                                      std::to_string(w.last_seq) + " (is another writer appending to it?)");
-    }
-    if (!events.empty()) w.last_seq = events.back().seq;
-    *queue_behind = w.durable_in_flight > 0;
-    if (*queue_behind) ++w.durable_in_flight;
-    return Status();
-  }
-
-  // An asynchronous durable append now in flight: later appends of the
-  // session queue behind it.
-  void claim_in_flight(const std::string& session) {
-    std::lock_guard lock(writers_mu);
-    ++writers[session].durable_in_flight;
-  }
-
-  // After a failed write the claimed seqs may or may not be on disk: forget
-  // the position so the next append re-reads it.
-  void release(std::string_view session, bool queued, bool failed) {
-    std::lock_guard lock(writers_mu);
-    auto it = writers.find(std::string(session));
-    if (it == writers.end()) return;
-    if (queued && it->second.durable_in_flight > 0) --it->second.durable_in_flight;
-    if (failed && it->second.durable_in_flight == 0) writers.erase(it);
-  }
-
-  Status build_batch(const AppendRequest& request, rocksdb::WriteBatch* batch) const {
     std::string key;
     std::string value;
-    bool checkpoint_found = request.checkpoint == nullptr;
-    for (const Event& e : request.events) {
+    for (const Event& e : events) {
       key = keys::seq_key(request.session, e.seq);
       value.clear();
       encode_record(key, e, &value);
       CARAPACE_RETURN_IF_ERROR(from_rocks(batch->Put(cf(kEvents), key, value), "batching"));
-      if (request.checkpoint != nullptr && e.seq == request.checkpoint->seq &&
-          std::holds_alternative<TurnCommitted>(e.body)) {
-        checkpoint_found = true;
+    }
+    for (const CheckpointEntry& c : request.checkpoints) {
+      bool found = !events.empty() && c.seq >= events.front().seq && c.seq <= events.back().seq &&
+                   std::holds_alternative<TurnCommitted>(events[c.seq - events.front().seq].body);
+      if (!found) {
+        return Status::invalid_argument("checkpoint entry at seq " + std::to_string(c.seq) +
+                                        " is not a turn.committed of this append");
       }
-    }
-    if (!checkpoint_found) {
-      return Status::invalid_argument("checkpoint entry at seq " + std::to_string(request.checkpoint->seq) +
-                                      " is not a turn.committed of this append");
-    }
-    if (request.checkpoint != nullptr) {
       value.clear();
-      codec::encode(value, *request.checkpoint);
-      key = keys::seq_key(request.session, request.checkpoint->seq);
+      codec::encode(value, c);
+      key = keys::seq_key(request.session, c.seq);
       CARAPACE_RETURN_IF_ERROR(from_rocks(batch->Put(cf(kCheckpoints), key, value), "batching"));
     }
     if (request.meta != nullptr) {
@@ -237,6 +267,15 @@ Status EventLog::open(const Options& options, std::unique_ptr<EventLog>* out) {
   } else if (!fs::exists(fs::path(options.path) / "CURRENT", ec)) {
     return Status::not_found("no event log at " + options.path);
   }
+  if (writer) {
+    std::string canonical = fs::weakly_canonical(options.path, ec).string();
+    if (ec) canonical = options.path;
+    std::lock_guard lock(open_writers_mu);
+    if (open_writers.count(canonical)) return busy_writer(options.path, 0);
+    if (pid_t holder = lock_holder(options.path); holder > 0) return busy_writer(options.path, holder);
+    open_writers.insert(canonical);
+    impl->registered_writer = canonical;
+  }
 
   rocksdb::DBOptions db_options;
   db_options.create_if_missing = writer && options.create_if_missing;
@@ -245,6 +284,10 @@ Status EventLog::open(const Options& options, std::unique_ptr<EventLog>* out) {
   db_options.keep_log_file_num = 3;
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   if (!writer) db_options.max_open_files = -1;  // required of secondaries
+  if (options.file_system) {
+    impl->env = rocksdb::NewCompositeEnv(options.file_system);
+    db_options.env = impl->env.get();
+  }
 
   impl->cache = rocksdb::NewLRUCache(options.block_cache_bytes);
   rocksdb::BlockBasedTableOptions table;
@@ -277,6 +320,9 @@ Status EventLog::open(const Options& options, std::unique_ptr<EventLog>* out) {
   if (!s.ok()) {
     impl->handles.clear();
     impl->db = nullptr;
+    // Another process took the lock between the probe and the open.
+    if (pid_t holder = writer && s.IsIOError() ? lock_holder(options.path) : 0; holder > 0)
+      return busy_writer(options.path, holder);
     return from_rocks(s, "opening the event log at " + options.path);
   }
   if (writer) impl->committer = std::make_unique<GroupCommitter>(impl->db, impl->handles);
@@ -284,10 +330,8 @@ Status EventLog::open(const Options& options, std::unique_ptr<EventLog>* out) {
   return Status();
 }
 
-// Checks the request, builds its batch and claims its seqs. On success
-// *queue_behind says it must go through the committer (durable appends of
-// this session are in flight); the caller then owns a durable_in_flight slot.
-Status EventLog::prepare(const AppendRequest& request, rocksdb::WriteBatch* batch, bool* queue_behind) {
+// Checks the request and builds its batch.
+Status EventLog::prepare(const AppendRequest& request, rocksdb::WriteBatch* batch) {
   if (impl_->options.mode != Mode::kWriter) {
     return Status::invalid_argument("the event log at " + path() + " is open read-only");
   }
@@ -296,67 +340,90 @@ Status EventLog::prepare(const AppendRequest& request, rocksdb::WriteBatch* batc
     return Status::invalid_argument("append to session " + std::string(request.session) +
                                     " has nothing to write");
   }
-  CARAPACE_RETURN_IF_ERROR(impl_->build_batch(request, batch));
-  return impl_->claim(request, queue_behind);
+  CARAPACE_RETURN_IF_ERROR(impl_->sticky_failure());
+  return impl_->build_batch(request, batch);
 }
 
 Status EventLog::append(const AppendRequest& request) {
   rocksdb::WriteBatch batch;
-  bool queue_behind = false;
-  CARAPACE_RETURN_IF_ERROR(prepare(request, &batch, &queue_behind));
+  CARAPACE_RETURN_IF_ERROR(prepare(request, &batch));
   std::string session(request.session);
   const bool synced = request.durability == Durability::kSynced;
+  Impl::Writer& w = *impl_->writer_for(session);
+  std::unique_lock lock(w.mu);
+  CARAPACE_RETURN_IF_ERROR(impl_->check_continues(request, w));
   if (synced) ++impl_->durable_appends;
   // A durable append that arrives while another is syncing joins the
-  // committer's next group instead of queueing for its own sync.
+  // committer's next group instead of queueing for its own sync; and any
+  // append of a session with durable appends queued goes behind them.
   struct SyncingGuard {
     std::atomic<int>* counter;
     ~SyncingGuard() {
       if (counter != nullptr) --*counter;
     }
   } guard{synced ? &impl_->syncing : nullptr};
-  if (synced && impl_->syncing.fetch_add(1) > 0 && !queue_behind) {
-    queue_behind = true;
-    impl_->claim_in_flight(session);
-  }
-  if (queue_behind) {
+  bool others_syncing = synced && impl_->syncing.fetch_add(1) > 0;
+  if (w.durable_in_flight > 0 || others_syncing) {
+    ++w.durable_in_flight;
+    if (!request.events.empty()) w.last_seq = request.events.back().seq;
     std::promise<Status> promise;
-    impl_->committer->submit(std::move(batch), [&](const rocksdb::Status& s) {
-      impl_->release(session, /*queued=*/true, /*failed=*/!s.ok());
+    Impl* impl = impl_.get();
+    impl_->committer->submit(std::move(batch), [&, impl](const rocksdb::Status& s) {
+      impl->complete_queued(w, s);
       promise.set_value(from_rocks(s, "append to session " + session));
     });
+    lock.unlock();
     return promise.get_future().get();
   }
   // Alone: written from this thread, without a hand-off to the committer.
   rocksdb::WriteOptions wo;
-  wo.sync = request.durability == Durability::kSynced;
+  wo.sync = synced;
   rocksdb::Status s = impl_->db->Write(wo, &batch);
-  if (!s.ok()) impl_->release(session, /*queued=*/false, /*failed=*/true);
+  impl_->note_failure(s);
+  if (s.ok() && !request.events.empty()) w.last_seq = request.events.back().seq;
+  if (!s.ok()) w.known = false;
   return from_rocks(s, "append to session " + session);
 }
 
 void EventLog::append_async(const AppendRequest& request, std::function<void(Status)> done) {
   if (impl_->options.inline_durable_appends) return done(append(request));
   rocksdb::WriteBatch batch;
-  bool queue_behind = false;
-  Status prepared = prepare(request, &batch, &queue_behind);
+  Status prepared = prepare(request, &batch);
   if (!prepared.ok()) return done(prepared);
   std::string session(request.session);
-  if (request.durability == Durability::kSynced || queue_behind) {
+  Impl::Writer& w = *impl_->writer_for(session);
+  std::unique_lock lock(w.mu);
+  Status continues = impl_->check_continues(request, w);
+  if (!continues.ok()) {
+    lock.unlock();
+    return done(continues);
+  }
+  if (request.durability == Durability::kSynced || w.durable_in_flight > 0) {
     if (request.durability == Durability::kSynced) ++impl_->durable_appends;
-    if (!queue_behind) impl_->claim_in_flight(session);
+    ++w.durable_in_flight;
+    if (!request.events.empty()) w.last_seq = request.events.back().seq;
     Impl* impl = impl_.get();
     impl_->committer->submit(std::move(batch),
-                             [impl, session, done = std::move(done)](const rocksdb::Status& s) {
-                               impl->release(session, /*queued=*/true, /*failed=*/!s.ok());
+                             [impl, &w, session, done = std::move(done)](const rocksdb::Status& s) {
+                               impl->complete_queued(w, s);
                                done(from_rocks(s, "durable append to session " + session));
                              });
     return;
   }
   rocksdb::WriteOptions wo;
   rocksdb::Status s = impl_->db->Write(wo, &batch);
-  if (!s.ok()) impl_->release(session, /*queued=*/false, /*failed=*/true);
+  impl_->note_failure(s);
+  if (s.ok() && !request.events.empty()) w.last_seq = request.events.back().seq;
+  if (!s.ok()) w.known = false;
+  lock.unlock();
   done(from_rocks(s, "append to session " + session));
+}
+
+void EventLog::drain() {
+  if (!impl_->committer) return;
+  std::promise<void> drained;
+  impl_->committer->submit(rocksdb::WriteBatch(), [&](const rocksdb::Status&) { drained.set_value(); });
+  drained.get_future().wait();
 }
 
 Status EventLog::put_snapshot(std::string_view session, const SnapshotEntry& snapshot) {

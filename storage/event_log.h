@@ -10,10 +10,17 @@
 // the group committer, which shares one synced WAL write among all the durable
 // appends queued at that moment, from any number of sessions.
 //
-// The log is append-only: an append must continue its session's seq exactly,
-// which also keeps a session to one writer per process (a second writer's seq
-// would collide). Another process is kept out by RocksDB's lock; readers
-// (Mode::kReader) open a secondary instance and may run beside a writer.
+// The log is append-only: an append must continue its session's seq exactly.
+// Claiming the seqs and writing them is one step under the session's own
+// lock, so appends of one session land in seq order whatever the threads;
+// the log still expects one writer per session (a second writer's seq
+// collides and is refused). Another process is kept out by RocksDB's lock
+// (reported as busy, naming the holder's pid); readers (Mode::kReader) open a
+// secondary instance and may run beside a writer.
+//
+// A durable append that fails leaves the log unwritable (every later append
+// fails with the same error): what is on disk after a failed sync is unknown,
+// and no later step may land without the earlier one. Reopen to go on.
 //
 // Thread-safe: all methods may be called from many threads at once.
 #pragma once
@@ -31,6 +38,7 @@
 #include "storage/session_meta.h"
 
 namespace rocksdb {
+class FileSystem;
 class WriteBatch;
 }
 
@@ -46,7 +54,7 @@ struct AppendRequest {
   std::span<const Event> events;  // seqs continue the session's log, contiguous
   Durability durability = Durability::kBuffered;
   const SessionMeta* meta = nullptr;            // replaces the session's index entry
-  const CheckpointEntry* checkpoint = nullptr;  // indexes a turn.committed of `events`
+  std::span<const CheckpointEntry> checkpoints;  // index turn.committed events of `events`
 };
 
 // A snapshot: the encoded state just before the turn.committed at `seq`
@@ -76,6 +84,9 @@ class EventLog {
     // deterministic single-threaded schedulers (CAF's test coordinator),
     // which must never hear from another thread.
     bool inline_durable_appends = false;
+    // The file system under the database; null: the operating system's.
+    // Tests put storage/sync_ledger_fs.h here to simulate power loss.
+    std::shared_ptr<rocksdb::FileSystem> file_system;
   };
 
   // Opens (or, for a writer, creates with owner-only permissions) the log at
@@ -102,6 +113,9 @@ class EventLog {
   // session whose durable append is still in flight is queued behind it, so
   // that the log never holds a later step without the earlier one.
   void append_async(const AppendRequest& request, std::function<void(Status)> done);
+
+  // Returns once every durable append queued so far has completed (or failed).
+  void drain();
 
   // Writes a snapshot (buffered: a lost snapshot only means a longer
   // recovery) and drops the session's snapshots older than the one before it.
@@ -149,7 +163,7 @@ class EventLog {
 
  private:
   struct Impl;
-  Status prepare(const AppendRequest& request, rocksdb::WriteBatch* batch, bool* queue_behind);
+  Status prepare(const AppendRequest& request, rocksdb::WriteBatch* batch);
 
   explicit EventLog(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

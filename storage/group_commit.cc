@@ -63,16 +63,27 @@ uint64_t GroupCommitter::batches() const {
 }
 
 rocksdb::Status GroupCommitter::write_group(std::vector<Pending>& group) {
+  // After a failed write nothing more is written: what reached the disk is
+  // unknown, and a later batch must never land without an earlier one.
+  if (!failed_.ok()) return failed_;
   rocksdb::WriteOptions options;
   options.sync = true;
-  if (group.size() == 1) return db_->Write(options, &group[0].batch);
-  rocksdb::WriteBatch merged;
-  Copier copier(&merged, handles_);
-  for (auto& p : group) {
-    rocksdb::Status s = p.batch.Iterate(&copier);
-    if (!s.ok()) return s;
+  rocksdb::Status s;
+  if (group.size() == 1) {
+    if (group[0].batch.Count() == 0) return s;  // a barrier (drain)
+    s = db_->Write(options, &group[0].batch);
+  } else {
+    rocksdb::WriteBatch merged;
+    Copier copier(&merged, handles_);
+    for (auto& p : group) {
+      s = p.batch.Iterate(&copier);
+      if (!s.ok()) return s;
+    }
+    if (merged.Count() == 0) return s;
+    s = db_->Write(options, &merged);
   }
-  return db_->Write(options, &merged);
+  if (!s.ok()) failed_ = s;
+  return s;
 }
 
 void GroupCommitter::run() {

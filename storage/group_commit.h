@@ -5,7 +5,9 @@
 // synced WAL, and then completes them all. Concurrent durable commits from many
 // sessions thus share one fsync (group commit), and no caller's thread ever
 // blocks on the disk unless it chooses to wait. Batches are written in the
-// order they were queued. Thread-safe.
+// order they were queued. After a failed write every later batch fails with
+// the same error (the disk's state is unknown). An empty batch writes nothing
+// and completes in order: a barrier. Thread-safe.
 //
 // Internal to storage/: this header includes RocksDB.
 #pragma once
@@ -60,6 +62,7 @@ class GroupCommitter {
   bool stopping_ = false;
   uint64_t syncs_ = 0;
   uint64_t batches_ = 0;
+  rocksdb::Status failed_;  // the first failed write (committer thread only)
   std::thread thread_;  // last: starts after every other member exists
 };
 

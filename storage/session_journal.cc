@@ -190,7 +190,7 @@ AppendRequest SessionJournal::PreparedCommit::request(const std::string& id) con
                        .events = events,
                        .durability = Durability::kSynced,
                        .meta = &meta,
-                       .checkpoint = &checkpoint};
+                       .checkpoints = std::span(&checkpoint, 1)};
 }
 
 // Runs once the checkpoint is durable or has failed. The snapshot is written

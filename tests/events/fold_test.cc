@@ -244,6 +244,24 @@ BOOST_AUTO_TEST_CASE(folder_reports_a_checkpoint_whose_hash_disagrees) {
   BOOST_TEST(st.message().find("seq " + std::to_string(events.back().seq) + " (turn.committed, turn 1)") !=
              std::string::npos);
   BOOST_TEST(st.message().find("hashes to") != std::string::npos);
+  BOOST_TEST((st.detail() == Status::Detail::kStateHashMismatch));
+}
+
+BOOST_AUTO_TEST_CASE(folder_refuses_a_checkpoint_hash_of_an_unknown_version) {
+  SessionBuilder b;
+  b.start().turn();
+  std::vector<Event> events = b.events();
+  std::get<TurnCommitted>(events.back().body).hash_version = kStateHashVersion + 1;
+  Folder folder;
+  Status st;
+  for (const Event& e : events) {
+    st = folder.add(e);
+    if (!st.ok()) break;
+  }
+  // Unchecked is not verified: the checkpoint is refused, not passed.
+  BOOST_TEST(st.is_unsupported(), st.to_string());
+  BOOST_TEST(st.message().find("version " + std::to_string(kStateHashVersion + 1)) != std::string::npos);
+  BOOST_TEST(folder.checkpoints_verified() == 1u);  // turn 0's only
 }
 
 BOOST_AUTO_TEST_CASE(folder_reports_seq_gaps) {

@@ -1,6 +1,10 @@
 // crash_writer: appends turns to one session until it is killed.
 //
-//   crash_writer <log-dir> <session-id> <seed>
+//   crash_writer <log-dir> <session-id> <seed> [--ledger FILE [--ignore-wal-syncs]]
+//
+// With --ledger the log runs over a SyncLedgerFileSystem (storage/
+// sync_ledger_fs.h), so that the test can simulate a power loss after the
+// kill; --ignore-wal-syncs is its mutation switch.
 //
 // On start it recovers the session (rolling back an interrupted turn) or
 // creates it, prints "READY <turn>", then runs turns forever, each as
@@ -17,6 +21,7 @@
 #include <thread>
 
 #include "replay/recovery.h"
+#include "storage/sync_ledger_fs.h"
 #include "storage/session_journal.h"
 
 using namespace carapace;
@@ -31,14 +36,32 @@ int die(const Status& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: crash_writer <log-dir> <session-id> <seed>\n");
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: crash_writer <log-dir> <session-id> <seed> [--ledger FILE [--ignore-wal-syncs]]\n");
     return 2;
   }
   std::string id = argv[2];
   std::mt19937_64 rng(std::strtoull(argv[3], nullptr, 10));
+  SyncLedgerOptions ledger;
+  for (int i = 4; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--ledger" && i + 1 < argc) {
+      ledger.ledger_path = argv[++i];
+    } else if (a == "--ignore-wal-syncs") {
+      ledger.ignore_wal_syncs = true;
+    } else {
+      std::fprintf(stderr, "crash_writer: unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  EventLog::Options log_options{.path = argv[1]};
+  Status s;
+  if (!ledger.ledger_path.empty()) {
+    s = make_sync_ledger_fs(ledger, &log_options.file_system);
+    if (!s.ok()) return die(s);
+  }
   std::unique_ptr<EventLog> log;
-  Status s = EventLog::open(EventLog::Options{.path = argv[1]}, &log);
+  s = EventLog::open(log_options, &log);
   if (!s.ok()) return die(s);
   JournalOptions options{.snapshot_every_turns = 5};
 

@@ -1,4 +1,7 @@
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
@@ -156,7 +159,7 @@ BOOST_AUTO_TEST_CASE(checkpoint_and_index_entries_commit_with_their_batch) {
                                      .events = b.events(),
                                      .durability = Durability::kSynced,
                                      .meta = &meta,
-                                     .checkpoint = &entry}));
+                                     .checkpoints = std::span(&entry, 1)}));
   std::vector<CheckpointEntry> checkpoints;
   CHECK_OK(log->checkpoints("s1", &checkpoints));
   BOOST_REQUIRE(checkpoints.size() == 1u);
@@ -174,7 +177,7 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_entry_must_index_a_turn_committed_of_its_batch
   SessionBuilder b;
   b.start();
   CheckpointEntry wrong{.seq = 1, .turn = 0};
-  Status s = log->append(AppendRequest{.session = "s1", .events = b.events(), .checkpoint = &wrong});
+  Status s = log->append(AppendRequest{.session = "s1", .events = b.events(), .checkpoints = std::span(&wrong, 1)});
   BOOST_TEST(s.is_invalid_argument());
   uint64_t last = 0;
   CHECK_OK(log->last_seq("s1", &last));
@@ -273,6 +276,8 @@ BOOST_AUTO_TEST_CASE(a_second_writer_is_kept_out_and_readers_are_not) {
   std::unique_ptr<EventLog> second;
   Status s = EventLog::open(EventLog::Options{.path = path()}, &second);
   BOOST_TEST(s.is_busy(), s.to_string());
+  BOOST_TEST((s.detail() == Status::Detail::kLockHeld));
+  BOOST_TEST(s.message().find("this process") != std::string::npos, s.message());
 
   std::unique_ptr<EventLog> reader;
   CHECK_OK(EventLog::open(EventLog::Options{.path = path(), .mode = EventLog::Mode::kReader}, &reader));
@@ -289,6 +294,35 @@ BOOST_AUTO_TEST_CASE(a_second_writer_is_kept_out_and_readers_are_not) {
   seen.clear();
   CHECK_OK(reader->read("s1", 1, UINT64_MAX, &seen));
   BOOST_TEST((seen == more.events()));
+}
+
+BOOST_AUTO_TEST_CASE(a_writer_in_another_process_is_named_by_its_pid) {
+  std::string other = dir.sub("other");
+  int ready[2];
+  BOOST_REQUIRE(::pipe(ready) == 0);
+  pid_t child = ::fork();
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0) {
+    std::unique_ptr<EventLog> held;
+    bool ok = EventLog::open(EventLog::Options{.path = other}, &held).ok();
+    [[maybe_unused]] ssize_t n = ::write(ready[1], ok ? "1" : "0", 1);
+    ::pause();  // holds the lock until killed
+    ::_exit(0);
+  }
+  char c = 0;
+  BOOST_REQUIRE(::read(ready[0], &c, 1) == 1);
+  BOOST_REQUIRE(c == '1');
+  std::unique_ptr<EventLog> second;
+  Status s = EventLog::open(EventLog::Options{.path = other}, &second);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  BOOST_TEST(s.is_busy(), s.to_string());
+  BOOST_TEST((s.detail() == Status::Detail::kLockHeld));
+  BOOST_TEST(s.message().find("pid " + std::to_string(child)) != std::string::npos, s.message());
+  // Once the holder is gone, the log opens.
+  CHECK_OK(EventLog::open(EventLog::Options{.path = other}, &second));
 }
 
 BOOST_AUTO_TEST_CASE(a_reader_of_a_missing_log_gets_not_found) {
