@@ -23,7 +23,7 @@ namespace carapace {
 using start_atom = caf::atom_constant<caf::atom("start")>;
 using wait_atom = caf::atom_constant<caf::atom("wait")>;
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
-using committed_atom = caf::atom_constant<caf::atom("committed")>;
+using durable_atom = caf::atom_constant<caf::atom("durable")>;
 using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
 using deliver_atom = caf::atom_constant<caf::atom("deliver")>;
 using worker_atom = caf::atom_constant<caf::atom("worker")>;
@@ -92,12 +92,12 @@ using SubscriberActor = caf::typed_actor<caf::reacts_to<EventNotice>, caf::react
 // One agent session: the only writer of its events.
 using SessionActor =
     caf::typed_actor<caf::reacts_to<start_atom>,                        // run from where the log stands
-                     caf::reacts_to<UserInput>,                         // another user message
+                     caf::replies_to<UserInput>::with<InputAck>,        // another user message, once durable
                      caf::replies_to<wait_atom>::with<SessionOutcome>,  // answered once the loop stops
                      caf::reacts_to<subscribe_atom, SubscriberActor>,
                      caf::reacts_to<StreamDelta>,                     // from the provider
                      caf::reacts_to<retry_atom, uint64_t, uint32_t>,  // backoff elapsed: turn, attempt
-                     caf::reacts_to<committed_atom, uint64_t, bool, std::string>>;  // checkpoint done: token,
-                                                                                    // ok, error
+                     // a durable write completed: token, ok, error
+                     caf::reacts_to<durable_atom, uint64_t, bool, std::string>>;
 
 }  // namespace carapace

@@ -172,4 +172,16 @@ struct UserInput {
   friend bool operator==(const UserInput&, const UserInput&) = default;
 };
 
+// The answer to a UserInput: sent once the message is durable, or why it
+// could not be taken.
+struct InputAck {
+  bool ok = false;
+  std::string error;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "ok", &InputAck::ok}, Field{2, "error", &InputAck::error}};
+  }
+  friend bool operator==(const InputAck&, const InputAck&) = default;
+};
+
 }  // namespace carapace

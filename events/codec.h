@@ -59,9 +59,10 @@ struct IsVector<std::vector<T, A>> : std::true_type {};
 template <class T>
 constexpr bool is_varint_type = std::is_integral_v<T> || std::is_enum_v<T>;  // bool, ints and enums
 
-// Appends the encoding of `value`; a field whose tag is `skip_tag` is left out.
+// Appends the encoding of `value`; a field whose tag is `skip_tag`, or is
+// above `max_tag`, is left out.
 template <Described T>
-void encode(std::string& out, const T& value, uint32_t skip_tag = 0);
+void encode(std::string& out, const T& value, uint32_t skip_tag = 0, uint32_t max_tag = UINT32_MAX);
 
 template <class M>
 bool is_default(const M& v) {
@@ -143,14 +144,14 @@ void encode_one(std::string& out, uint32_t tag, const M& v) {
 }
 
 template <Described T>
-void encode(std::string& out, const T& value, uint32_t skip_tag) {
+void encode(std::string& out, const T& value, uint32_t skip_tag, uint32_t max_tag) {
   std::apply(
       [&](const auto&... f) {
         (
             [&] {
               const auto& v = value.*(f.member);
               using M = std::remove_cvref_t<decltype(v)>;
-              if (f.tag == skip_tag || is_default(v)) return;
+              if (f.tag == skip_tag || f.tag > max_tag || is_default(v)) return;
               if constexpr (IsVector<M>::value) {
                 for (const auto& item : v) encode_one(out, f.tag, item);
               } else {

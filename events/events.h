@@ -101,8 +101,13 @@ struct SessionStarted {
 struct UserMessage {
   static constexpr EventType kType = EventType::kUserMessage;
   std::string text;
+  // Sent while the session's loop was running: it joins the conversation when
+  // the next turn starts, not in the middle of the running one.
+  bool queued = false;
 
-  static constexpr auto fields() { return std::tuple{Field{1, "text", &UserMessage::text}}; }
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "text", &UserMessage::text}, Field{2, "queued", &UserMessage::queued}};
+  }
   friend bool operator==(const UserMessage&, const UserMessage&) = default;
 };
 
@@ -214,7 +219,10 @@ struct HookDecided {
   static constexpr EventType kType = EventType::kHookDecided;
   std::string hook_event;  // PreToolUse, TurnEnd, ...
   std::string hook_name;
-  std::string decision;  // allow, deny, modify_args, continue, append_context, system_message, stop
+  // allow, deny, modify_args, continue, append_context, system_message, stop;
+  // or failed: the hook threw, failed, timed out or answered nonsense
+  // (reason says how) and was skipped.
+  std::string decision;
   std::string reason;
   JsonText modified_args;
   std::string tool_call_id;

@@ -55,6 +55,10 @@ struct Applier {
   }
 
   Status operator()(const UserMessage& x) {
+    if (x.queued) {
+      s.queued_inputs.push_back(take(x.text));
+      return Status();
+    }
     append_message(s, Message{.role = Role::kUser, .text = take(x.text)});
     if (s.status != SessionStatus::kRunning) s.status = SessionStatus::kRunning;
     return Status();
@@ -68,13 +72,31 @@ struct Applier {
     s.stop_requested = false;
     s.turn_responded = false;
     s.turn_attempts = 0;
+    s.turn_failures = 0;
+    s.turn_start_decided = false;
+    s.turn_prompted = false;
+    s.turn_retry_delay_ms = 0;
+    s.turn_gave_up = false;
+    s.turn_last_call = ToolCall{};
+    s.turn_last_call_hooked = false;
+    s.turn_system_messages.clear();
+    // Messages sent while the previous run went on join the conversation now.
+    for (auto& text : s.queued_inputs) append_message(s, Message{.role = Role::kUser, .text = std::move(text)});
+    if (!s.queued_inputs.empty()) s.status = SessionStatus::kRunning;
+    s.queued_inputs.clear();
     return Status();
   }
 
   Status operator()(const PromptAssembled& x) {
     CARAPACE_RETURN_IF_ERROR(check_in_turn(s, e, x.turn));
     s.last_prompt_digest = x.digest;
-    s.hook_system_messages.clear();  // the prompt just assembled included them
+    if (!s.turn_prompted) {
+      // The prompt just assembled includes them; one assembled again in the
+      // same turn (after a resume) holds the same ones.
+      s.turn_system_messages = std::move(s.hook_system_messages);
+      s.hook_system_messages.clear();
+    }
+    s.turn_prompted = true;
     return Status();
   }
 
@@ -82,14 +104,20 @@ struct Applier {
     CARAPACE_RETURN_IF_ERROR(check_in_turn(s, e, x.turn));
     ++s.llm_attempts;
     ++s.turn_attempts;
+    s.turn_retry_delay_ms = 0;
     return Status();
   }
 
   Status operator()(const LlmFailed& x) {
     CARAPACE_RETURN_IF_ERROR(check_in_turn(s, e, x.turn));
     ++s.llm_failures;
+    ++s.turn_failures;
     if (x.provider_answered) ++s.provider_answers;
     s.last_error = x.error;
+    s.last_http_status = x.http_status;
+    s.last_failure_transient = x.category == ErrorCategory::kTransient;
+    s.turn_retry_delay_ms = x.will_retry ? x.retry_delay_ms : 0;
+    s.turn_gave_up = !x.will_retry;
     return Status();
   }
 
@@ -121,6 +149,11 @@ struct Applier {
 
   Status operator()(const HookDecided& x) {
     ++s.hook_decisions;
+    if (x.hook_event == "AgentStart") s.agent_start_decided = true;
+    if (x.hook_event == "TurnStart") s.turn_start_decided = true;
+    if ((x.hook_event == "PostToolUse" || x.hook_event == "PostToolUseFailure") &&
+        x.tool_call_id == s.turn_last_call.id)
+      s.turn_last_call_hooked = true;
     if (x.decision == "stop") s.stop_requested = true;
     if (x.decision == "system_message" && !x.message.empty())
       s.hook_system_messages.push_back(take(x.message));
@@ -147,6 +180,10 @@ struct Applier {
               .tool_call_id = x.call_id,
               .tool_name = p->call.name,
               .is_error = x.is_error};
+    if (p->requested) {  // it ran (or may have): its PostToolUse hooks follow
+      s.turn_last_call = p->call;
+      s.turn_last_call_hooked = false;
+    }
     s.pending.erase(s.pending.begin() + (p - s.pending.data()));
     append_message(s, std::move(m));
     ++s.tool_calls;
@@ -193,12 +230,14 @@ struct Applier {
   Status operator()(const SessionCompleted& x) {
     s.status = SessionStatus::kCompleted;
     s.final_answer = x.final_answer;
+    s.stop_reason = x.stop_reason;
     return Status();
   }
 
   Status operator()(const SessionFailed& x) {
     s.status = SessionStatus::kFailed;
     s.last_error = x.error;
+    s.stop_reason = x.stop_reason;
     return Status();
   }
 
@@ -260,14 +299,14 @@ Status Folder::commit(Event event) {
   for (Event& e : uncommitted_) CARAPACE_RETURN_IF_ERROR(apply(next, std::move(e)));
   const auto& c = std::get<TurnCommitted>(event.body);
   if (options_.verify_hashes) {
-    if (c.hash_version != kStateHashVersion) {
+    if (!state_hash_version_known(c.hash_version)) {
       // A hash this build cannot compute proves nothing: refuse rather than trust it unchecked.
       return Status::unsupported("seq " + n(event.seq) + " (turn.committed, turn " + n(c.turn) +
                                  "): its state hash is of version " + n(c.hash_version) +
                                  " and this build computes version " + n(kStateHashVersion) +
                                  "; a carapace that knows that version can check it");
     }
-    Digest128 actual = state_hash(next);
+    Digest128 actual = state_hash(next, c.hash_version);
     if (actual != c.state_hash) {
       return Status::inconsistent("seq " + n(event.seq) + " (turn.committed, turn " + n(c.turn) +
                                   "): the folded state hashes to " + actual.hex() +

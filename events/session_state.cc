@@ -66,11 +66,16 @@ Digest128 digest_messages(const std::vector<Message>& messages) {
   return d;
 }
 
-Digest128 state_hash(const SessionState& state) {
+bool state_hash_version_known(uint32_t version) { return version >= 1 && version <= kStateHashVersion; }
+
+Digest128 state_hash(const SessionState& state, uint32_t version) {
   thread_local std::string buffer;
   buffer.clear();
+  // Version 1 knew the fields up to tag 41; version 2 added the progress of
+  // the open turn, the stop reason, queued messages (tags 42 to 53).
+  uint32_t max_tag = version == 1 ? 41 : UINT32_MAX;
   // messages_digest is itself a field, so the encoding already ends with it.
-  codec::encode(buffer, state, SessionState::kMessagesTag);
+  codec::encode(buffer, state, SessionState::kMessagesTag, max_tag);
   return digest128(buffer);
 }
 

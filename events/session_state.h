@@ -79,6 +79,16 @@ struct SessionState {
   // How far the open turn got, so that a resumed session can go on from there.
   bool turn_responded = false;  // the model answered in this turn
   uint32_t turn_attempts = 0;   // llm.requested in this turn
+  uint32_t turn_failures = 0;   // llm.failed in this turn: the retry policy's attempt count
+  bool turn_start_decided = false;  // TurnStart hooks' decisions are recorded
+  bool turn_prompted = false;       // prompt.assembled in this turn
+  uint64_t turn_retry_delay_ms = 0; // the last attempt failed and the next waits this long
+  bool turn_gave_up = false;        // the last attempt failed for good
+  // The last tool call of this turn that ran, and whether its PostToolUse
+  // hooks are recorded (a resumed session asks them if not).
+  ToolCall turn_last_call;
+  bool turn_last_call_hooked = false;
+  bool agent_start_decided = false;  // AgentStart hooks' decisions are recorded
 
   std::vector<Message> messages;
   std::vector<PendingToolCall> pending;
@@ -97,11 +107,18 @@ struct SessionState {
   uint64_t resumes = 0;
   bool stop_requested = false;  // a hook said stop
   // System messages hooks added, for the next prompt's session layer;
-  // consumed (cleared) by the next prompt.assembled.
+  // consumed (cleared) by the next prompt.assembled, which moves them to
+  // turn_system_messages: the ones this turn's prompt holds.
   std::vector<std::string> hook_system_messages;
+  std::vector<std::string> turn_system_messages;
   Digest128 last_prompt_digest;
   std::string final_answer;
+  std::string stop_reason;  // why the loop last stopped: final_answer, max_turns, hook_stop, provider_error
   std::string last_error;
+  uint32_t last_http_status = 0;       // of the last failed model call
+  bool last_failure_transient = false;  // of the last failed model call
+  // User messages sent while the loop ran; they join `messages` when the next turn starts.
+  std::vector<std::string> queued_inputs;
 
   // XXH3-128 chain over `messages` (see state_hash); kept up to date by apply().
   Digest128 messages_digest;
@@ -153,6 +170,19 @@ struct SessionState {
         Field{38, "turn_responded", &S::turn_responded},
         Field{39, "turn_attempts", &S::turn_attempts},
         Field{41, "provider_answers", &S::provider_answers},
+        Field{42, "turn_start_decided", &S::turn_start_decided},
+        Field{43, "turn_prompted", &S::turn_prompted},
+        Field{44, "turn_retry_delay_ms", &S::turn_retry_delay_ms},
+        Field{45, "turn_gave_up", &S::turn_gave_up},
+        Field{46, "turn_last_call", &S::turn_last_call},
+        Field{47, "turn_last_call_hooked", &S::turn_last_call_hooked},
+        Field{48, "agent_start_decided", &S::agent_start_decided},
+        Field{49, "stop_reason", &S::stop_reason},
+        Field{50, "last_http_status", &S::last_http_status},
+        Field{51, "last_failure_transient", &S::last_failure_transient},
+        Field{52, "queued_inputs", &S::queued_inputs},
+        Field{53, "turn_system_messages", &S::turn_system_messages},
+        Field{54, "turn_failures", &S::turn_failures},
         Field{40, "messages_digest", &S::messages_digest},
     };
   }
@@ -160,7 +190,9 @@ struct SessionState {
 };
 
 // Version of the state_hash() definition, stored in every turn.committed.
-constexpr uint32_t kStateHashVersion = 1;
+// Checkpoints of every earlier version stay checkable.
+constexpr uint32_t kStateHashVersion = 2;
+bool state_hash_version_known(uint32_t version);
 
 // The canonical hash of a state: XXH3-128 over the state's encoding without
 // its messages (messages_digest included). messages_digest chains the
@@ -168,7 +200,9 @@ constexpr uint32_t kStateHashVersion = 1;
 // d(i) = XXH3-128(d(i-1) || m(i)), each digest as 16 big-endian bytes. So the
 // hash is a pure function of the state's content, and costs O(1) in the
 // number of messages at a checkpoint instead of O(history).
-Digest128 state_hash(const SessionState& state);
+// `version` (1 to kStateHashVersion) chooses the definition: version 1
+// covers the fields up to tag 41, which is what it knew.
+Digest128 state_hash(const SessionState& state, uint32_t version = kStateHashVersion);
 
 // m(i): the digest of one message.
 Digest128 message_digest(const Message& message);

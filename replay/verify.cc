@@ -132,10 +132,9 @@ struct SessionCheck {
       if (it == commits.end()) {
         issue(snap.seq, "snapshot",
               "snapshot at seq " + std::to_string(snap.seq) + " has no verified checkpoint at that seq");
-      } else if (state_hash(state) != it->second.state_hash) {
+      } else if (Digest128 h = state_hash(state, it->second.hash_version); h != it->second.state_hash) {
         issue(snap.seq, "snapshot",
-              "snapshot hashes to " + state_hash(state).hex() + " but its checkpoint recorded " +
-                  it->second.state_hash.hex());
+              "snapshot hashes to " + h.hex() + " but its checkpoint recorded " + it->second.state_hash.hex());
       }
     }
     return Status();

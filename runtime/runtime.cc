@@ -185,6 +185,7 @@ SessionSettings Runtime::Impl::settings_for(const std::string& workspace, uint64
       .workspace = workspace,
       .tool_timeout_ms = config.tool_timeout_ms,
       .provider_timeout_ms = config.provider.timeout_ms,
+      .mutation = options.mutation,
   };
   if (!extra_instructions.empty()) {
     settings.instructions += (settings.instructions.empty() ? "" : "\n\n") + extra_instructions;
@@ -374,8 +375,17 @@ Status Runtime::send_message(const std::string& id, const std::string& text) {
   SessionActor session = impl_->find(id);
   if (!session) return Status::not_found("no session '" + id + "' runs in this runtime");
   if (text.empty()) return Status::invalid_argument("the message is empty");
-  caf::anon_send(session, UserInput{text});
-  return Status();
+  caf::scoped_actor self{*impl_->system};
+  Status result;
+  self->request(session, std::chrono::minutes(1), UserInput{text})
+      .receive(
+          [&](InputAck& ack) {
+            if (!ack.ok) result = Status::aborted("session " + id + " did not take the message: " + ack.error);
+          },
+          [&](caf::error& e) {
+            result = Status::aborted("session " + id + " did not take the message: " + caf::to_string(e));
+          });
+  return result;
 }
 
 Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, SessionOutcome* out) {

@@ -31,6 +31,7 @@
 #include "actors/hook/hooks.h"
 #include "actors/messages.h"
 #include "actors/provider/provider.h"
+#include "actors/session/session_actor.h"
 #include "actors/tool/tool.h"
 #include "base/fault_injection.h"
 #include "base/status.h"
@@ -80,6 +81,9 @@ class Runtime {
     // Applied to each built-in tool before it is registered (to observe or
     // wrap it; the torture runner counts executions this way).
     std::function<ToolDefinition(ToolDefinition)> decorate_builtin_tool;
+    // A deliberate defect in every session's loop, for tests that prove
+    // the torture runner catches it (actors/session/session_actor.h).
+    LoopMutation mutation = LoopMutation::kNone;
   };
 
   // Opens the log, registers the configured tools and hooks, and starts the
@@ -134,8 +138,10 @@ class Runtime {
   Status fork_session(const std::string& source, uint64_t at_turn, const ForkOptions& options,
                       std::string* id);
 
-  // Sends another user message to a session of this runtime; its loop runs
-  // again (after the current run, if one is going on).
+  // Sends another user message to a session of this runtime and returns once
+  // it is durable (it survives a crash or a power loss from then on). An idle
+  // session runs its loop again; a busy one takes the message when its next
+  // turn starts (and, if its run ends first, runs again for it).
   Status send_message(const std::string& id, const std::string& text);
 
   // Waits until the session's loop stops; *out says how it stands. By then

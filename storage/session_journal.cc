@@ -216,6 +216,34 @@ void SessionJournal::finish_commit(EventLog* log, const std::string& id, Shared&
   }
 }
 
+void SessionJournal::append_durable_async(std::vector<EventBody> step, std::function<void(Status)> done,
+                                          std::vector<Event>* staged) {
+  Status s = check_writable();
+  if (s.ok() && step.empty()) return done(Status());
+  if (s.ok()) s = inject_before(FaultPoint::kLogBeforeAppend, step);
+  auto events = std::make_shared<std::vector<Event>>();
+  if (s.ok()) s = stage(std::move(step), events.get());
+  if (!s.ok()) return done(s);
+  if (staged != nullptr) *staged = *events;
+  log_->append_async(
+      AppendRequest{.session = id_, .events = *events, .durability = Durability::kSynced},
+      [id = id_, shared = shared_, events, faults = options_.faults, turn = state_.turn,
+       done = std::move(done)](Status st) {
+        if (!st.ok()) {
+          std::lock_guard lock(shared->mu);
+          if (shared->broken_reason.empty()) shared->broken_reason = st.to_string();
+        } else if (faults) {
+          Fault after = check_fault(faults.get(), FaultSite{.point = FaultPoint::kLogAfterAppend,
+                                                            .session = id,
+                                                            .event_type = std::string(events->front().type_name()),
+                                                            .turn = turn});
+          if (after.action == FaultAction::kDelay)
+            std::this_thread::sleep_for(std::chrono::milliseconds(after.delay_ms));
+        }
+        done(std::move(st));
+      });
+}
+
 void SessionJournal::commit_async(std::vector<EventBody> step, std::function<void(Status)> done,
                                   std::vector<Event>* staged) {
   auto prepared = std::make_shared<PreparedCommit>();
@@ -244,21 +272,75 @@ Status SessionJournal::roll_back_uncommitted(std::string reason) {
                    .to_seq = uncommitted_.back().seq,
                    .turn = state_.turn + 1,
                    .reason = std::move(reason)};
-  // The interrupted turn is the one after the last checkpoint, if it started.
+  std::vector<EventBody> bodies;
   for (const Event& e : uncommitted_) {
+    // The interrupted turn is the one after the last checkpoint, if it started.
     if (const auto* t = get_if<TurnStarted>(e)) r.turn = t->turn;
+    if (const auto* m = get_if<UserMessage>(e)) bodies.emplace_back(UserMessage{.text = m->text, .queued = true});
   }
-  Event e{last_seq_ + 1, options_.clock(), r};
-  Status s = apply(state_, e);
-  if (!s.ok()) return s.with_context("session " + id_);
-  std::vector<Event> events{std::move(e)};
-  s = log_->append(AppendRequest{.session = id_, .events = events, .durability = Durability::kSynced});
+  bodies.insert(bodies.begin(), std::move(r));
+  SessionState next = state_;
+  std::vector<Event> events;
+  for (auto& body : bodies) {
+    Event e{last_seq_ + 1 + events.size(), options_.clock(), std::move(body)};
+    Status s = apply(next, e);
+    if (!s.ok()) return s.with_context("session " + id_);
+    events.push_back(std::move(e));
+  }
+  Status s = log_->append(AppendRequest{.session = id_, .events = events, .durability = Durability::kSynced});
   if (!s.ok()) {
     mark_broken(s);
     return s;
   }
+  state_ = std::move(next);
   last_seq_ = events.back().seq;
   uncommitted_.clear();
+  return Status();
+}
+
+Status SessionJournal::create_with_history(EventLog* log, std::string id, std::vector<std::vector<Event>> turns,
+                                           JournalOptions options, std::unique_ptr<SessionJournal>* out) {
+  CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
+  if (turns.empty() || turns[0].empty() || !std::holds_alternative<SessionStarted>(turns[0][0].body)) {
+    return Status::invalid_argument("a session opens with session.started");
+  }
+  uint64_t last = 0;
+  CARAPACE_RETURN_IF_ERROR(log->last_seq(id, &last));
+  if (last != 0) {
+    return Status::invalid_argument("session '" + id + "' already exists (" + std::to_string(last) +
+                                    " events); choose another id");
+  }
+  std::unique_ptr<SessionJournal> journal(new SessionJournal(log, std::move(id), std::move(options)));
+  SessionState& state = journal->state_;
+  std::vector<Event> events;
+  std::vector<CheckpointEntry> checkpoints;
+  for (auto& step : turns) {
+    int64_t ts = step.empty() ? journal->options_.clock() : step.back().ts_us;
+    for (Event& e : step) {
+      e.seq = events.size() + 1;
+      Status s = apply(state, e);
+      if (!s.ok()) return s.with_context("session " + journal->id_ + " (the history given)");
+      events.push_back(std::move(e));
+    }
+    TurnCommitted c{.turn = state.turn,
+                    .last_seq = events.size(),
+                    .state_hash = state_hash(state),
+                    .hash_version = kStateHashVersion};
+    Event e{events.size() + 1, ts, c};
+    CARAPACE_RETURN_IF_ERROR(apply(state, e).with_context("session " + journal->id_));
+    checkpoints.push_back(CheckpointEntry{.seq = e.seq, .turn = c.turn, .state_hash = c.state_hash});
+    events.push_back(std::move(e));
+  }
+  SessionMeta meta = meta_from_state(journal->id_, state, journal->options_.clock(), nullptr);
+  CARAPACE_RETURN_IF_ERROR(log->append(AppendRequest{.session = journal->id_,
+                                                     .events = events,
+                                                     .durability = Durability::kSynced,
+                                                     .meta = &meta,
+                                                     .checkpoints = checkpoints}));
+  journal->meta_ = meta;
+  journal->last_seq_ = events.size();
+  journal->last_snapshot_turn_ = state.committed_turn;
+  *out = std::move(journal);
   return Status();
 }
 

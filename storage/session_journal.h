@@ -49,6 +49,13 @@ class SessionJournal {
   static Status create(EventLog* log, std::string id, std::vector<EventBody> opening, JournalOptions options,
                        std::unique_ptr<SessionJournal>* out);
 
+  // Starts session `id` with a whole history at once (a fork): `turns` are
+  // the events of each checkpointed step, the first opening with
+  // session.started; each step gets its own turn.committed. Events keep their
+  // timestamps. Everything is written in one synced batch: all or nothing.
+  static Status create_with_history(EventLog* log, std::string id, std::vector<std::vector<Event>> turns,
+                                    JournalOptions options, std::unique_ptr<SessionJournal>* out);
+
   // Continues a session whose state at its last checkpoint is `committed`,
   // whose log ends at `last_seq`, and whose events after that checkpoint are
   // `uncommitted`. Before appending, the caller settles those events: either
@@ -58,7 +65,10 @@ class SessionJournal {
                                                 JournalOptions options);
 
   // Appends a turn.rolled_back covering the uncommitted events, durably. The
-  // events stay on disk; the fold skips them. A no-op if there are none.
+  // events stay on disk; the fold skips them. User messages among them are
+  // appended again after it, queued for the next turn: they were
+  // acknowledged, so they must not be lost with the turn. A no-op if there
+  // are no uncommitted events.
   Status roll_back_uncommitted(std::string reason);
 
   // Folds the uncommitted events into the state, keeping the interrupted
@@ -72,6 +82,15 @@ class SessionJournal {
   // Appends `step` and a turn.committed in one synced batch, then a snapshot
   // when one is due.
   Status commit(std::vector<EventBody> step = {});
+
+  // Appends `step` as one atomic batch that is durable (synced, sharing the
+  // sync with other sessions' durable appends) before `done` runs, without a
+  // checkpoint: for what must survive a power loss before the session acts
+  // on it — the intent of a tool call with side effects, an acknowledged
+  // user message. The state is updated before this returns; `done` runs on
+  // the log's committer thread; a failure breaks the journal.
+  void append_durable_async(std::vector<EventBody> step, std::function<void(Status)> done,
+                            std::vector<Event>* staged = nullptr);
 
   // commit() without blocking on the disk: `done` runs on the log's committer
   // thread once the checkpoint is durable (or failed, which breaks the

@@ -234,7 +234,7 @@ Status run_hook(const HookRegistry::Entry& hook, const HookInput& input, HookDec
 HookVerdict run_hooks(const std::vector<std::shared_ptr<const HookRegistry::Entry>>& hooks,
                       const HookInput& input, FaultInjector* faults) {
   std::vector<HookDecision> decisions;
-  std::vector<std::string> failures;
+  std::vector<HookFailure> failures;
   std::vector<FaultNote> fired;
   for (const auto& h : hooks) {
     HookDecision d;
@@ -259,7 +259,7 @@ HookVerdict run_hooks(const std::vector<std::shared_ptr<const HookRegistry::Entr
       decisions.push_back(std::move(d));
     } else {
       spdlog::warn("{} (session {}, skipped)", s.message(), input.session_id);
-      failures.push_back(s.message());
+      failures.push_back(HookFailure{.hook_name = h->definition.name, .error = s.message()});
     }
   }
   HookVerdict v = resolve_decisions(input.event, std::move(decisions));

@@ -11,7 +11,8 @@
 // others      stop > system_message > append_context > continue, where every
 //             system_message and append_context is kept unless stop wins.
 // A hook that throws, fails, times out or answers nonsense is logged and
-// skipped, never fatal. Every decision becomes a hook.decided event.
+// skipped, never fatal. Every decision, and every such failure (decision
+// "failed"), becomes a hook.decided event.
 //
 // HookRegistry is thread-safe; the rest is plain values and pure functions.
 #pragma once
@@ -105,10 +106,22 @@ struct HookDecision {
   friend bool operator==(const HookDecision&, const HookDecision&) = default;
 };
 
+// A hook that threw, failed, timed out or answered nonsense: skipped.
+struct HookFailure {
+  std::string hook_name;
+  std::string error;  // what went wrong, naming the hook
+
+  static constexpr auto fields() {
+    return std::tuple{codec::Field{1, "hook_name", &HookFailure::hook_name},
+                      codec::Field{2, "error", &HookFailure::error}};
+  }
+  friend bool operator==(const HookFailure&, const HookFailure&) = default;
+};
+
 // Every matching hook's decision, and their combination.
 struct HookVerdict {
   std::vector<HookDecision> decisions;  // in registration order; failed hooks left out
-  std::vector<std::string> failures;    // "hook <name>: <why>", already logged
+  std::vector<HookFailure> failures;    // already logged; recorded as hook.decided "failed"
   Decision resolved = Decision::kContinue;
   std::string reason;             // of the winning decision
   JsonText modified_args;         // modify_args

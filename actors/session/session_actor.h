@@ -9,15 +9,24 @@
 // hooks; TurnEnd hooks; then a checkpoint. The loop stops at a final answer,
 // at max_turns, when a hook says stop, or when the provider fails for good;
 // the session then waits for another user message. Subscribers hear every
-// event as it is appended, and the provider's streamed deltas.
+// event, in seq order, once it is written (durable writes: once durable),
+// and the provider's streamed deltas.
+//
+// What must survive a power loss before the session acts on it is written
+// durably first: the tool.requested of a tool that is not idempotent (so a
+// side effect happens at most once), and a user message before it is
+// acknowledged. A session resumed in step mode goes on exactly where its log
+// stops, honouring every recorded decision (actors/session/session_loop.h).
 //
 // Nothing here blocks a scheduler thread for long: steps are unsynced
-// appends; checkpoints complete asynchronously; tools, hooks and providers
-// answer by message.
+// appends; durable writes and checkpoints complete asynchronously; tools,
+// hooks and providers answer by message.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "actors/caf_types.h"
 #include "actors/session/pricing.h"
@@ -27,6 +36,16 @@
 #include "storage/session_journal.h"
 
 namespace carapace {
+
+// Deliberate defects, for tests that prove the torture runner's invariants
+// catch a broken loop. Never set outside tests.
+enum class LoopMutation : uint8_t {
+  kNone = 0,
+  kIgnoreRecordedStop,  // a resumed session ignores a stop decision recorded before the crash
+  kBufferedToolIntent,  // a side-effecting tool runs before its tool.requested is durable
+};
+std::string_view loop_mutation_name(LoopMutation m);
+std::optional<LoopMutation> loop_mutation_from_name(std::string_view name);
 
 // What a session takes from the configuration.
 struct SessionSettings {
@@ -39,6 +58,7 @@ struct SessionSettings {
   std::string workspace;                          // canonical path the tools are confined to
   uint64_t tool_timeout_ms = 15 * 60 * 1000;      // no result by then: the call failed
   uint64_t provider_timeout_ms = 10 * 60 * 1000;  // no reply by then: a transport failure
+  LoopMutation mutation = LoopMutation::kNone;
 };
 
 struct SessionContext {

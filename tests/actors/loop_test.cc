@@ -355,8 +355,8 @@ BOOST_AUTO_TEST_CASE(failing_hooks_are_skipped) {
   BOOST_REQUIRE(v.decisions.size() == 1u);
   BOOST_TEST(v.decisions[0].hook_name == "denies");
   BOOST_REQUIRE(v.failures.size() == 2u);
-  BOOST_TEST(v.failures[0].find("hook throws threw: boom") != std::string::npos);
-  BOOST_TEST(v.failures[1].find("PreToolUse hooks cannot make") != std::string::npos);
+  BOOST_TEST(v.failures[0].error.find("hook throws threw: boom") != std::string::npos);
+  BOOST_TEST(v.failures[1].error.find("PreToolUse hooks cannot make") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(command_hooks_read_json_and_answer_json) {
@@ -382,8 +382,8 @@ BOOST_AUTO_TEST_CASE(command_hooks_read_json_and_answer_json) {
   BOOST_TEST((v.resolved == Decision::kDeny));
   BOOST_TEST(v.reason == "no rm");
   BOOST_REQUIRE(v.failures.size() == 2u);
-  BOOST_TEST(v.failures[0].find("hook slow timed out after 200 ms") != std::string::npos);
-  BOOST_TEST(v.failures[1].find("hook garbage printed something that is not a JSON object") !=
+  BOOST_TEST(v.failures[0].error.find("hook slow timed out after 200 ms") != std::string::npos);
+  BOOST_TEST(v.failures[1].error.find("hook garbage printed something that is not a JSON object") !=
              std::string::npos);
   in.args.text = R"({"command":"cat x"})";
   HookVerdict m = run_hooks(r.matching(in.event, in.tool_name), in);

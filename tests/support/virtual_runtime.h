@@ -19,6 +19,7 @@
 #include "actors/session/session_actor.h"
 #include "actors/tool/tool_actor.h"
 #include "events/fold.h"
+#include "replay/recovery.h"
 #include "tests/support/printing.h"
 #include "tests/support/temp_dir.h"
 
@@ -110,6 +111,81 @@ class VirtualRuntime {
     caf::anon_send(session, start_atom::value);
     run();
     return session;
+  }
+
+  // Writes `prefix` (another session's first events, as a crash would have
+  // left them) as session `id`, recovers it, adopts its interrupted turn
+  // (step mode, as `carapace resume` does), and runs it; its events go to
+  // *events_out.
+  SessionActor resume_prefix(const std::string& id, const std::vector<Event>& prefix, SessionSettings settings,
+                             std::vector<Event>* events_out) {
+    // The indexes as the writer keeps them: an entry per checkpoint, and the
+    // session's entry as of the last one.
+    std::vector<CheckpointEntry> checkpoints;
+    for (const auto& e : prefix) {
+      if (const auto* c = get_if<TurnCommitted>(e))
+        checkpoints.push_back(CheckpointEntry{.seq = e.seq, .turn = c->turn, .state_hash = c->state_hash});
+    }
+    Folder folder;
+    for (const auto& e : prefix) CHECK_OK(folder.add(e));
+    SessionMeta meta = meta_from_state(id, folder.committed(), prefix.back().ts_us, nullptr);
+    CHECK_OK(log_->append(
+        AppendRequest{.session = id, .events = prefix, .meta = &meta, .checkpoints = checkpoints}));
+    RecoveredSession r;
+    CHECK_OK(recover(*log_, id, RecoverOptions{}, &r));
+    bool finished = (r.committed.status == SessionStatus::kCompleted ||
+                     r.committed.status == SessionStatus::kFailed) &&
+                    r.uncommitted.empty();
+    auto journal = std::shared_ptr<SessionJournal>(
+        SessionJournal::attach(log_.get(), id, std::move(r.committed), std::move(r.uncommitted), r.last_seq,
+                               JournalOptions{.snapshot_every_turns = 0, .faults = faults}));
+    CHECK_OK(journal->adopt_uncommitted());
+    if (!finished) CHECK_OK(journal->append({SessionResumed{.mode = "step"}}));
+    if (settings.workspace.empty()) settings.workspace = dir_.path();
+    auto context = std::make_shared<SessionContext>(
+        SessionContext{.id = id,
+                       .journal = std::move(journal),
+                       .settings = settings,
+                       .tools = tools,
+                       .hooks = hooks,
+                       .provider = caf::actor_cast<ProviderActor>(provider_host),
+                       .tool_host = caf::actor_cast<ToolActor>(tool_host),
+                       .hook_host = hook_host});
+    SessionActor session = spawn_session(*system_, context);
+    SubscriberActor rec = system_->spawn(recorder, events_out);
+    spawned_.push_back(caf::actor_cast<caf::actor>(session));
+    spawned_.push_back(caf::actor_cast<caf::actor>(rec));
+    caf::anon_send(session, subscribe_atom::value, rec);
+    caf::anon_send(session, start_atom::value);
+    run();
+    return session;
+  }
+
+  // Runs, advancing virtual time a second at a time, until the session's
+  // loop stops and stays stopped (a run for a queued message included; at
+  // most `limit`); its outcome.
+  SessionOutcome run_to_end(const SessionActor& session, std::chrono::seconds limit = std::chrono::seconds(600)) {
+    caf::scoped_actor self{*system_, true};
+    SessionOutcome out;
+    std::chrono::seconds t{0};
+    for (int settled = 0; settled < 2;) {
+      self->send(session, wait_atom::value);
+      bool got = false;
+      for (; !got && t <= limit; t += std::chrono::seconds(1)) {
+        run();
+        self->receive(
+            [&](SessionOutcome& o) {
+              settled = settled > 0 && o.last_seq == out.last_seq ? 2 : 1;
+              out = std::move(o);
+              got = true;
+            },
+            caf::after(std::chrono::seconds(0)) >> [] {});
+        if (!got) sched_->advance_time(std::chrono::seconds(1));
+      }
+      BOOST_REQUIRE_MESSAGE(got, "the session's loop did not stop within " << limit.count() << " s");
+      sched_->advance_time(std::chrono::seconds(1));
+    }
+    return out;
   }
 
   void run() { sched_->run(); }

@@ -1,0 +1,246 @@
+#include "actors/session/session_loop.h"
+
+#include <spdlog/spdlog.h>
+
+#include "actors/session/loop_events.h"
+
+namespace carapace {
+
+void SessionLoop::init(Self self, std::shared_ptr<SessionContext> context) {
+  self_ = self;
+  ctx_ = std::move(context);
+}
+
+// ---- entry points ----------------------------------------------------------------
+
+void SessionLoop::start() {
+  if (running_ || broken_) return;
+  const SessionState& s = state();
+  if ((s.status == SessionStatus::kCompleted || s.status == SessionStatus::kFailed) && !s.turn_open) {
+    settle();  // takes any message queued before the crash
+    return;
+  }
+  running_ = true;
+  if (settings().mutation == LoopMutation::kIgnoreRecordedStop) ignore_recorded_stop_ = s.stop_requested;
+  if (s.turn_open) return continue_turn();
+  if (s.turn == 0) {
+    if (s.agent_start_decided) {
+      if (stop_recorded()) return finish(true, "hook_stop", "");
+      return begin_turn();
+    }
+    HookInput in{.event = HookEvent::kAgentStart, .session_id = ctx_->id, .text = first_user_text()};
+    fire_hooks(in, [this, in](HookVerdict v) {
+      if (!append(decided_events(in, v))) return;
+      if (v.resolved == Decision::kStop) return finish(true, "hook_stop", "");
+      begin_turn();
+    });
+    return;
+  }
+  begin_turn();
+}
+
+caf::result<InputAck> SessionLoop::user_input(std::string text) {
+  if (broken_) {
+    return InputAck{.error = "session " + ctx_->id + " stopped writing after: " + storage_error_ +
+                             "; resume it to go on"};
+  }
+  if (text.empty()) return InputAck{.error = "the message is empty"};
+  auto ack = self_->make_response_promise<InputAck>();
+  if (running_) {
+    // It joins the conversation when the next turn starts.
+    write_durable({UserMessage{.text = std::move(text), .queued = true}}, /*checkpoint=*/false, nullptr, ack);
+    return ack;
+  }
+  running_ = true;
+  write_durable({UserMessage{.text = std::move(text)}}, /*checkpoint=*/true, [this] { begin_turn(); }, ack);
+  return ack;
+}
+
+caf::result<SessionOutcome> SessionLoop::wait() {
+  if (!running_) return outcome();
+  auto promise = self_->make_response_promise<SessionOutcome>();
+  waiters_.push_back(promise);
+  return promise;
+}
+
+void SessionLoop::subscribe(SubscriberActor subscriber) { subscribers_.push_back(std::move(subscriber)); }
+
+void SessionLoop::delta(const StreamDelta& d) {
+  for (const auto& s : subscribers_) self_->send(s, d);
+}
+
+void SessionLoop::retry(uint64_t turn, uint32_t attempt) {
+  if (running_ && !broken_ && state().turn == turn && state().turn_open) call_model(attempt);
+}
+
+void SessionLoop::durable(uint64_t token, bool ok, const std::string& error) {
+  auto it = in_flight_.find(token);
+  if (it == in_flight_.end()) return;
+  DurableWrite w = std::move(it->second);
+  in_flight_.erase(it);
+  if (!ok) {
+    if (w.ack) w.ack->deliver(InputAck{.error = error});
+    return fail_hard(error);
+  }
+  publish(w.events);
+  publish(w.held);
+  if (w.ack) w.ack->deliver(InputAck{.ok = true});
+  if (w.then && !broken_) w.then();
+}
+
+// ---- writing ---------------------------------------------------------------------
+
+bool SessionLoop::append(std::vector<EventBody> step) {
+  if (step.empty()) return true;
+  std::vector<Event> written;
+  Status s = journal().append(std::move(step), &written);
+  if (!s.ok()) {
+    fail_hard(s.to_string());
+    return false;
+  }
+  if (in_flight_.empty()) {
+    publish(written);
+  } else {
+    auto& held = in_flight_.rbegin()->second.held;
+    held.insert(held.end(), written.begin(), written.end());
+  }
+  return true;
+}
+
+void SessionLoop::write_durable(std::vector<EventBody> step, bool checkpoint, std::function<void()> then,
+                                std::optional<caf::typed_response_promise<InputAck>> ack) {
+  uint64_t token = ++next_token_;
+  DurableWrite& w = in_flight_[token];
+  w.then = std::move(then);
+  w.ack = std::move(ack);
+  SessionActor handle = caf::actor_cast<SessionActor>(self_);
+  auto done = [handle, token](Status s) {
+    caf::anon_send(handle, durable_atom::value, token, s.ok(), s.ok() ? std::string() : s.to_string());
+  };
+  if (checkpoint) {
+    journal().commit_async(std::move(step), std::move(done), &w.events);
+  } else {
+    journal().append_durable_async(std::move(step), std::move(done), &w.events);
+  }
+}
+
+void SessionLoop::publish(const std::vector<Event>& events) {
+  if (subscribers_.empty()) return;
+  for (const auto& e : events) {
+    for (const auto& s : subscribers_) self_->send(s, EventNotice{ctx_->id, e});
+  }
+}
+
+// ---- hooks -------------------------------------------------------------------------
+
+void SessionLoop::fire_hooks(HookInput in, std::function<void(HookVerdict)> then) {
+  if (ctx_->hooks->matching(in.event, in.tool_name).empty()) {
+    then(resolve_decisions(in.event, {}));
+    return;
+  }
+  HookEvent event = in.event;
+  self_->request(ctx_->hook_host, caf::infinite, std::move(in))
+      .then([then](HookVerdict v) { then(std::move(v)); },
+            [this, then, event](caf::error& e) {
+              spdlog::warn("session {}: {} hooks did not answer ({}); going on without them", ctx_->id,
+                           hook_event_name(event), caf::to_string(e));
+              then(resolve_decisions(event, {}));
+            });
+}
+
+// ---- the end of a turn and of a run ---------------------------------------------------
+
+void SessionLoop::end_turn(bool final_answer) {
+  HookInput in{
+      .event = HookEvent::kTurnEnd, .session_id = ctx_->id, .turn = state().turn, .text = assistant_text_};
+  fire_hooks(in, [this, in, final_answer](HookVerdict v) {
+    std::vector<EventBody> step = decided_events(in, v);
+    bool stop = v.resolved == Decision::kStop || stop_recorded();
+    // A hook that adds context or a system message to a final answer asks the agent to go on.
+    bool go_on = v.resolved == Decision::kSystemMessage || v.resolved == Decision::kAppendContext;
+    if (stop) return finish(true, "hook_stop", assistant_text_, std::move(step));
+    if (final_answer && !go_on) return finish(true, "final_answer", assistant_text_, std::move(step));
+    write_durable(std::move(step), /*checkpoint=*/true, [this] { begin_turn(); });
+  });
+}
+
+void SessionLoop::finish(bool completed, std::string reason, std::string text, std::vector<EventBody> pending) {
+  HookInput in{.event = HookEvent::kAgentStop, .session_id = ctx_->id, .turn = state().turn, .text = text};
+  fire_hooks(in, [this, in, completed, reason, text, pending = std::move(pending)](HookVerdict v) mutable {
+    std::vector<EventBody> step = std::move(pending);
+    for (auto& e : decided_events(in, v)) step.push_back(std::move(e));
+    if (completed) {
+      step.emplace_back(SessionCompleted{.final_answer = text, .stop_reason = reason});
+    } else {
+      step.emplace_back(SessionFailed{.error = text, .stop_reason = reason});
+    }
+    write_durable(std::move(step), /*checkpoint=*/true, [this] { settle(); });
+  });
+}
+
+void SessionLoop::settle() {
+  running_ = false;
+  SessionOutcome o = outcome();
+  for (auto& w : waiters_) w.deliver(o);
+  waiters_.clear();
+  // Messages that came while the run went on start the next one.
+  if (!broken_ && !state().queued_inputs.empty() && state().committed_turn < settings().max_turns) {
+    running_ = true;
+    begin_turn();
+  }
+}
+
+void SessionLoop::fail_hard(const std::string& error) {
+  spdlog::error("session {}: {}; the session stops writing (resume it to go on)", ctx_->id, error);
+  broken_ = true;
+  running_ = false;
+  storage_error_ = error;
+  for (auto& [token, w] : in_flight_) {
+    if (w.ack) w.ack->deliver(InputAck{.error = "the message may not be durable: " + error});
+  }
+  in_flight_.clear();
+  SessionOutcome o = outcome();
+  for (auto& w : waiters_) w.deliver(o);
+  waiters_.clear();
+}
+
+SessionOutcome SessionLoop::outcome() {
+  const SessionState& s = state();
+  SessionOutcome o{.session_id = ctx_->id,
+                   .status = s.status,
+                   .final_answer = s.final_answer,
+                   .stop_reason = s.stop_reason,
+                   .error = s.status == SessionStatus::kFailed ? s.last_error : "",
+                   .turns = s.committed_turn,
+                   .tokens = s.tokens,
+                   .cost_usd = s.cost_usd,
+                   .last_seq = s.last_seq};
+  if (broken_) {
+    o.status = SessionStatus::kFailed;
+    o.error = storage_error_;
+    o.stop_reason = "storage_error";
+  }
+  return o;
+}
+
+const Message* SessionLoop::last_assistant() {
+  const auto& messages = state().messages;
+  for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
+    if (it->role == Role::kAssistant) return &*it;
+  }
+  return nullptr;
+}
+
+std::string SessionLoop::last_assistant_text() {
+  const Message* m = last_assistant();
+  return m ? m->text : "";
+}
+
+std::string SessionLoop::first_user_text() {
+  for (const auto& m : state().messages) {
+    if (m.role == Role::kUser) return m.text;
+  }
+  return "";
+}
+
+}  // namespace carapace

@@ -1,0 +1,133 @@
+// SessionLoop: the state and steps of one session actor's agent loop
+// (actors/session/session_actor.h). Internal to actors/session/.
+//
+// A turn is a chain of asynchronous steps, each recorded before the next
+// begins; the class is implemented in one file per step:
+//   session_loop.cc  entry points, writing (buffered, durable, checkpoints),
+//                    hooks, the end of a turn and of a run
+//   model_step.cc    the start of a turn, the prompt, the provider call and
+//                    its retries
+//   tool_step.cc     the tool calls, each between PreToolUse and PostToolUse
+//                    hooks
+//
+// Resuming (step mode) goes on from the folded state, which records how far
+// the open turn got: whether its TurnStart hooks decided, whether its prompt
+// was assembled, whether the model answered or the last attempt is waiting
+// for a retry or gave up, which tool calls have results, whether the last
+// call's PostToolUse hooks decided, and any stop decision. Each case does
+// what the run without a crash would have done from there.
+//
+// Used only from the actor's own thread.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/session/session_actor.h"
+
+namespace carapace {
+
+class SessionLoop {
+ public:
+  using Self = SessionActor::stateful_pointer<SessionLoop>;
+
+  SessionLoop() = default;
+  void init(Self self, std::shared_ptr<SessionContext> context);
+
+  // ---- entry points (session_loop.cc) ----
+  void start();
+  caf::result<InputAck> user_input(std::string text);
+  caf::result<SessionOutcome> wait();
+  void subscribe(SubscriberActor subscriber);
+  void delta(const StreamDelta& d);
+  void retry(uint64_t turn, uint32_t attempt);
+  void durable(uint64_t token, bool ok, const std::string& error);
+
+ private:
+  SessionJournal& journal() { return *ctx_->journal; }
+  const SessionState& state() { return ctx_->journal->state(); }
+  const SessionSettings& settings() const { return ctx_->settings; }
+  // A stop decision is recorded in this turn (and is not being ignored by
+  // the kIgnoreRecordedStop mutation).
+  bool stop_recorded() { return state().stop_requested && !ignore_recorded_stop_; }
+
+  // ---- writing (session_loop.cc) ----
+  // Appends a step (buffered); false if the journal broke (the loop stops).
+  bool append(std::vector<EventBody> step);
+  // Writes `step` durably, with a checkpoint or without, and runs `then` once
+  // it is durable. `ack`, if given, is answered either way.
+  void write_durable(std::vector<EventBody> step, bool checkpoint, std::function<void()> then,
+                     std::optional<caf::typed_response_promise<InputAck>> ack = std::nullopt);
+  void publish(const std::vector<Event>& events);
+
+  // ---- hooks (session_loop.cc) ----
+  void fire_hooks(HookInput in, std::function<void(HookVerdict)> then);
+
+  // ---- the model step (model_step.cc) ----
+  void continue_turn();
+  void begin_turn();
+  void turn_start_hooks(uint64_t turn);
+  void prepare_request();
+  // Rebuilds the prompt of a turn whose prompt.assembled is recorded; records
+  // a new one only if the prompt differs (the configuration changed).
+  bool reassemble_prompt();
+  void call_model(uint32_t attempt);
+  void model_replied(uint64_t turn, uint32_t attempt, ProviderReply reply);
+  void give_up();
+
+  // ---- the tool step (tool_step.cc) ----
+  void next_tool();
+  void refuse_call(std::vector<EventBody> step, const ToolCall& call, std::string why);
+  void stop_remaining_calls();
+  void resume_interrupted_call(ToolCall call);
+  void run_tool(ToolCall call);
+  void tool_done(const ToolCall& call, ToolOutcome outcome);
+  void post_tool_hooks(const ToolCall& call, std::string result, bool is_error);
+  const PendingToolCall* pending_call(const std::string& id);
+
+  // ---- the end (session_loop.cc) ----
+  void end_turn(bool final_answer);
+  void finish(bool completed, std::string reason, std::string text, std::vector<EventBody> pending = {});
+  void settle();
+  void fail_hard(const std::string& error);
+  SessionOutcome outcome();
+  const Message* last_assistant();
+  std::string last_assistant_text();
+  std::string first_user_text();
+
+  Self self_ = nullptr;
+  std::shared_ptr<SessionContext> ctx_;
+  bool running_ = false;
+  bool broken_ = false;
+  bool ignore_recorded_stop_ = false;  // the kIgnoreRecordedStop mutation is at work
+  std::string storage_error_;
+  std::vector<caf::typed_response_promise<SessionOutcome>> waiters_;
+  std::vector<SubscriberActor> subscribers_;
+
+  // This turn's, for its attempts.
+  std::string system_prompt_;
+  std::vector<ToolSpec> tool_specs_;
+  Digest128 request_digest_;
+  // The model's answer being worked through.
+  std::string assistant_text_;
+  std::vector<ToolCall> calls_;
+  size_t call_index_ = 0;
+
+  // Durable writes in flight, by token (they complete in order). Events
+  // appended after one are held back until it completes, so subscribers
+  // hear every event in seq order.
+  struct DurableWrite {
+    std::vector<Event> events;
+    std::vector<Event> held;  // buffered appends made while this one was in flight
+    std::function<void()> then;
+    std::optional<caf::typed_response_promise<InputAck>> ack;
+  };
+  uint64_t next_token_ = 0;
+  std::map<uint64_t, DurableWrite> in_flight_;
+};
+
+}  // namespace carapace
