@@ -4,12 +4,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <thread>
 #include <cstdio>
 
 namespace carapace {
 
-int run_child_process(const std::string& binary, const std::vector<std::string>& args,
-                      const std::string& log_path, pid_t* pid_out) {
+pid_t spawn_child_process(const std::string& binary, const std::vector<std::string>& args,
+                          const std::string& log_path) {
   std::vector<std::string> all = {binary};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -28,6 +30,27 @@ int run_child_process(const std::string& binary, const std::vector<std::string>&
     ::execv(binary.c_str(), argv.data());
     ::_exit(127);
   }
+  return pid;
+}
+
+bool wait_child_process(pid_t pid, uint64_t timeout_ms, int* status) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    pid_t r = ::waitpid(pid, status, WNOHANG);
+    if (r == pid) return true;
+    if (r < 0 && errno != EINTR) {
+      *status = -1;
+      return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+int run_child_process(const std::string& binary, const std::vector<std::string>& args,
+                      const std::string& log_path, pid_t* pid_out) {
+  pid_t pid = spawn_child_process(binary, args, log_path);
+  if (pid < 0) return -1;
   if (pid_out != nullptr) *pid_out = pid;
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {

@@ -17,7 +17,8 @@ constexpr std::array<std::string_view, kFaultPointCount> kPoints = {"provider.be
                                                                     "log.after_append",
                                                                     "commit.before",
                                                                     "commit.after",
-                                                                    "hook"};
+                                                                    "hook",
+                                                                    "session.actor"};
 constexpr std::array<std::string_view, 6> kActions = {"none",  "crash", "error",
                                                       "delay", "hang",  "malformed_stream"};
 

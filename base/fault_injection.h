@@ -5,7 +5,7 @@
 //   tool.before_exec          tool.after_exec
 //   log.before_append         log.after_append
 //   commit.before             commit.after
-//   hook
+//   hook                      session.actor
 //
 // At each point the code asks its FaultInjector what to do, and does it:
 // crash (the process dies at once, as SIGKILL would: no destructors, no
@@ -32,8 +32,9 @@ enum class FaultPoint : uint8_t {
   kCommitBefore,
   kCommitAfter,
   kHook,
+  kSessionActor,  // before each step the session actor writes; error: the actor fails
 };
-constexpr int kFaultPointCount = 9;
+constexpr int kFaultPointCount = 10;
 std::string_view fault_point_name(FaultPoint point);
 std::optional<FaultPoint> fault_point_from_name(std::string_view name);
 

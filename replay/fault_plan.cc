@@ -14,10 +14,11 @@ using nlohmann::json;
 bool supports(FaultPoint point, FaultAction action) {
   switch (action) {
     case FaultAction::kCrash:
-    case FaultAction::kDelay:
       return true;
     case FaultAction::kError:
       return point != FaultPoint::kLogAfterAppend && point != FaultPoint::kCommitAfter;
+    case FaultAction::kDelay:
+      return point != FaultPoint::kSessionActor;
     case FaultAction::kHang:
       return point == FaultPoint::kProviderBeforeRequest || point == FaultPoint::kProviderAfterResponse ||
              point == FaultPoint::kToolBeforeExec || point == FaultPoint::kHook;

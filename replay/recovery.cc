@@ -117,9 +117,9 @@ Status recover(const EventLog& log, std::string_view session, const RecoverOptio
   return Status();
 }
 
-Status check_records(const EventLog& log, std::string_view session) {
-  uint64_t expected = 1;
-  auto cursor = log.cursor(session, 1);
+Status check_records(const EventLog& log, std::string_view session, uint64_t from_seq, uint64_t* last_checked) {
+  uint64_t expected = from_seq;
+  auto cursor = log.cursor(session, from_seq);
   for (; cursor->valid(); cursor->next()) {
     std::string where = "session " + std::string(session) + " seq " + std::to_string(cursor->seq());
     if (cursor->seq() != expected) {
@@ -130,6 +130,7 @@ Status check_records(const EventLog& log, std::string_view session) {
     std::string_view payload;
     Status s = parse_record(cursor->key(), cursor->value(), &header, &payload);
     if (!s.ok()) return s.with_context(where);
+    if (last_checked != nullptr) *last_checked = cursor->seq();
   }
   return cursor->status();
 }

@@ -43,9 +43,11 @@ struct RecoveredSession {
 Status recover(const EventLog& log, std::string_view session, const RecoverOptions& options,
                RecoveredSession* out);
 
-// Checks every record of `session` for its checksum and the seqs for gaps,
-// without decoding or folding (a resume's guard: recovery from a snapshot
-// does not read the records before it). The first problem names the seq.
-Status check_records(const EventLog& log, std::string_view session);
+// Checks the records of `session` from `from_seq` on for their checksums and
+// the seqs for gaps, without decoding or folding (a resume's guard: recovery
+// from a snapshot does not read the records before it). The first problem
+// names the seq. *last_checked, if given, gets the last seq checked.
+Status check_records(const EventLog& log, std::string_view session, uint64_t from_seq = 1,
+                     uint64_t* last_checked = nullptr);
 
 }  // namespace carapace

@@ -1,6 +1,10 @@
 #include "replay/torture.h"
 
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include <array>
 #include <chrono>
@@ -16,7 +20,7 @@
 #include "replay/recovery.h"
 #include "replay/verify.h"
 #include "storage/event_log.h"
-#include "storage/keys.h"
+#include "storage/power_loss.h"
 
 namespace carapace {
 namespace {
@@ -24,6 +28,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kSession = "torture";
+// A child that neither finishes nor crashes by then is a violation.
+constexpr uint64_t kChildTimeoutMs = 120'000;
 
 std::string tail(const std::string& path, size_t bytes = 600) {
   std::ifstream in(path);
@@ -51,7 +57,7 @@ Digest128 prefix_digest(const EventLog& log, uint64_t seq) {
 Digest128 outcome_digest(const SessionState& s) {
   std::string bytes = s.messages_digest.bytes();
   bytes += static_cast<char>(s.status);
-  bytes += s.final_answer;
+  bytes += s.final_answer + "|" + s.stop_reason + "|";
   for (uint64_t v : {s.committed_turn, s.tokens.input, s.tokens.output, s.tokens.cache_read,
                      s.tokens.cache_write, s.tool_calls, s.tool_errors, s.llm_calls, s.llm_failures}) {
     bytes += std::to_string(v) + ",";
@@ -63,10 +69,16 @@ void prepare_home(const std::string& home) {
   fs::remove_all(home);
   fs::create_directories(home + "/ws");
   std::ofstream(home + "/ws/input.txt") << "hello torture\n";
-  // A command hook on every tool call, so that the hook point is reached.
+  // A command hook on every tool call, so that the hook point is reached; a
+  // PostToolUse hook that stops the turn when a shell call prints DONE; and
+  // snapshots often enough that recovery starts from them.
   std::ofstream(home + "/config.json") << R"({"retry": {"base_delay_ms": 5, "max_delay_ms": 50},
+             "session": {"snapshot_every_turns": 2},
              "hooks": [{"name": "allow-all", "event": "PreToolUse",
-                        "command": "cat > /dev/null; echo '{\"decision\":\"allow\"}'", "timeout_ms": 10000}]})";
+                        "command": "cat > /dev/null; echo '{\"decision\":\"allow\"}'", "timeout_ms": 10000},
+                       {"name": "stop-when-done", "event": "PostToolUse", "matcher": "^shell$",
+                        "command": "grep -q DONE && echo '{\"decision\":\"stop\",\"reason\":\"the status is DONE\"}' || echo '{\"decision\":\"continue\"}'",
+                        "timeout_ms": 10000}]})";
 }
 
 struct Counts {
@@ -95,18 +107,54 @@ Counts count_points(const std::vector<Event>& events) {
   set(FaultPoint::kCommitBefore, commits);
   set(FaultPoint::kCommitAfter, commits);
   set(FaultPoint::kHook, hooks);
+  set(FaultPoint::kSessionActor, steps);
   return c;
 }
+
+Status read_user_messages(const std::string& scenario, std::vector<std::string>* out) {
+  std::ifstream in(scenario);
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return Status::invalid_argument(scenario + " is not a JSON object");
+  if (!doc.contains("user_messages")) return Status();
+  for (const auto& m : doc["user_messages"]) {
+    if (!m.is_string()) return Status::invalid_argument(scenario + ": user_messages must be strings");
+    out->push_back(m.get<std::string>());
+  }
+  return Status();
+}
+
+// Where a session stands, from the log alone.
+struct Progress {
+  uint64_t last_seq = 0;
+  std::multiset<std::string> user_texts;  // every user message recorded
+  bool done = false;  // every message answered: completed, with nothing after the last run
+};
 
 class Runner {
  public:
   Runner(const TortureOptions& options, TortureReport* report)
       : o_(options), report_(report), rng_(options.seed) {}
 
+  Status prepare() {
+    CARAPACE_RETURN_IF_ERROR(read_user_messages(o_.scenario, &messages_));
+    for (const auto& name : o_.points) {
+      auto p = fault_point_from_name(name);
+      if (!p) return Status::invalid_argument("no fault point named " + name);
+      points_.push_back(*p);
+    }
+    if (points_.empty()) {
+      for (int i = 0; i < kFaultPointCount; ++i) points_.push_back(static_cast<FaultPoint>(i));
+    }
+    return Status();
+  }
+
   Status reference() {
     std::string home = o_.work_dir + "/reference";
     prepare_home(home);
-    int status = run_child_process(o_.carapace, child_args(home, "run", ""), home + "/child.log");
+    auto start = std::chrono::steady_clock::now();
+    int status = run_child_process(o_.carapace, child_args(home, "run", "", messages_), home + "/child.log");
+    reference_ms_ = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       return Status::aborted("the crash-free reference run failed: " + tail(home + "/child.log"));
     }
@@ -131,35 +179,52 @@ class Runner {
     auto violation = [&](std::string kind, std::string detail) {
       it.violations.push_back(TortureViolation{i, it.mode, home, std::move(kind), std::move(detail)});
     };
-    std::vector<std::pair<uint64_t, Digest128>> prefixes;  // checkpoints seen after crashes
+    std::map<uint64_t, Digest128> prefixes;  // acknowledged checkpoint seq -> digest of the records up to it
     bool crash_next = true;
     for (uint32_t attempt = 0;; ++attempt) {
-      std::unique_ptr<EventLog> probe;
-      uint64_t last = 0;
-      bool done = false;
-      if (open_reader(home, &probe).ok()) {
-        probe->last_seq(kSession, &last).ok();
-        // A crash after the final checkpoint was durable: the session is complete.
-        SessionMeta meta;
-        done = attempt > 0 && probe->get_meta(kSession, &meta).ok() &&
-               meta.status == SessionStatus::kCompleted && meta.committed_seq == last;
+      Progress p = progress(home);
+      if (p.done) break;
+      std::vector<std::string> unsent;
+      std::multiset<std::string> present = p.user_texts;
+      for (const auto& m : messages_) {
+        auto found = present.find(m);
+        if (found != present.end())
+          present.erase(found);
+        else
+          unsent.push_back(m);
       }
-      probe.reset();
-      if (done) break;
-      std::string plan;
+      std::vector<std::string> args = child_args(home, p.last_seq == 0 ? "run" : "resume", it.mode, unsent);
       std::string point;
+      uint64_t kill_after_ms = kChildTimeoutMs;
       if (crash_next) {
-        auto p = static_cast<FaultPoint>(rng_() % kFaultPointCount);
-        uint64_t nth = 1 + rng_() % counts_.at[static_cast<size_t>(p)];
-        point = std::string(fault_point_name(p));
-        plan = home + "/plan-" + std::to_string(attempt) + ".json";
-        std::ofstream(plan) << R"({"faults": [{"point": ")" << point << R"(", "action": "crash", "nth": )"
-                            << nth << "}]}";
+        if (std::uniform_real_distribution<double>(0, 1)(rng_) < o_.random_moment_probability) {
+          point = "random moment";
+          kill_after_ms = rng_() % (reference_ms_ + reference_ms_ / 5 + 1);
+        } else {
+          FaultPoint fp = points_[rng_() % points_.size()];
+          uint64_t nth = 1 + rng_() % counts_.at[static_cast<size_t>(fp)];
+          point = std::string(fault_point_name(fp));
+          std::string plan = home + "/plan-" + std::to_string(attempt) + ".json";
+          std::ofstream(plan) << R"({"faults": [{"point": ")" << point << R"(", "action": "crash", "nth": )"
+                              << nth << "}]}";
+          args.insert(args.end(), {"--faults", plan});
+        }
       }
-      std::vector<std::string> args = child_args(home, last == 0 ? "run" : "resume", it.mode);
-      if (!plan.empty()) args.insert(args.end(), {"--faults", plan});
-      int status = run_child_process(o_.carapace, args, home + "/child.log");
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) break;  // completed
+      pid_t pid = spawn_child_process(o_.carapace, args, home + "/child.log");
+      int status = 0;
+      bool ended = pid > 0 && wait_child_process(pid, kill_after_ms, &status);
+      if (pid > 0 && !ended) {
+        ::kill(pid, SIGKILL);
+        wait_child_process(pid, kChildTimeoutMs, &status);
+        if (point != "random moment") {
+          violation("child_hung", "a child ran for more than " + std::to_string(kChildTimeoutMs) + " ms");
+          return finish(it, home);
+        }
+      }
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        check_acknowledged(home, prefixes, violation);
+        continue;  // the loop's check sees whether everything is answered
+      }
       if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) {
         violation("child_failed",
                   "a child exited with status " + std::to_string(status) + ": " + tail(home + "/child.log"));
@@ -167,12 +232,21 @@ class Runner {
       }
       ++it.crashes;
       it.crash_points.push_back(point);
-      std::unique_ptr<EventLog> log;
-      if (open_reader(home, &log).ok()) {
-        SessionMeta meta;
-        if (log->get_meta(kSession, &meta).ok())
-          prefixes.emplace_back(meta.committed_seq, prefix_digest(*log, meta.committed_seq));
+      if (o_.power_loss) {
+        PowerLossReport loss;
+        bool tear = std::uniform_real_distribution<double>(0, 1)(rng_) < 0.5;
+        Status s = simulate_power_loss(
+            PowerLossOptions{.ledger_path = home + "/sync-ledger", .tear_last_write = tear, .seed = rng_()}, &loss);
+        if (!s.ok()) {
+          violation("power_loss_failed", s.to_string());
+          return finish(it, home);
+        }
+        ++report_->power_losses;
+        report_->bytes_lost += loss.bytes_dropped;
+        if (!loss.torn_file.empty()) ++report_->torn_writes;
       }
+      check_acknowledged(home, prefixes, violation);
+      if (!it.violations.empty()) return finish(it, home);
       if (it.resumes >= o_.max_resumes) {
         violation("did_not_finish", "still not complete after " + std::to_string(it.resumes) + " resumes");
         return finish(it, home);
@@ -180,27 +254,105 @@ class Runner {
       ++it.resumes;
       crash_next = std::uniform_real_distribution<double>(0, 1)(rng_) < o_.resume_crash_probability;
     }
-    check(it, home, prefixes, violation);
+    check_final(it, home, violation);
     return finish(it, home);
   }
 
  private:
-  std::vector<std::string> child_args(const std::string& home, const std::string& verb,
-                                      const std::string& mode) {
+  std::vector<std::string> child_args(const std::string& home, const std::string& verb, const std::string& mode,
+                                      const std::vector<std::string>& then) {
     std::vector<std::string> a = {"--home", home};
     if (verb == "run") {
       a.insert(a.end(), {"run", o_.task, "--session", kSession, "--workspace", home + "/ws"});
     } else {
       a.insert(a.end(), {"resume", kSession, "--mode", mode});
     }
+    for (const auto& m : then) a.insert(a.end(), {"--then", m});
     a.insert(a.end(), {"--scenario", o_.scenario, "--config", home + "/config.json", "--exec-log",
-                       home + "/exec.log", "--json"});
+                       home + "/exec.log", "--ack-log", home + "/ack.log", "--json"});
+    if (o_.power_loss) a.insert(a.end(), {"--sync-ledger", home + "/sync-ledger"});
+    if (!o_.mutation.empty()) a.insert(a.end(), {"--test-mutation", o_.mutation});
     return a;
   }
 
+  Progress progress(const std::string& home) {
+    Progress p;
+    std::unique_ptr<EventLog> log;
+    if (!open_reader(home, &log).ok()) return p;
+    std::vector<Event> events;
+    if (!log->read(kSession, 1, UINT64_MAX, &events).ok() || events.empty()) return p;
+    p.last_seq = events.back().seq;
+    uint64_t last_message = 0, last_completion = 0;
+    for (const auto& e : events) {
+      if (const auto* m = get_if<UserMessage>(e)) {
+        p.user_texts.insert(m->text);
+        last_message = e.seq;
+      }
+      if (get_if<SessionCompleted>(e) != nullptr || get_if<SessionFailed>(e) != nullptr) last_completion = e.seq;
+    }
+    SessionMeta meta;
+    bool all_sent = p.user_texts.size() == messages_.size() + 1;  // the task, then every message
+    p.done = all_sent && last_completion > last_message && log->get_meta(kSession, &meta).ok() &&
+             meta.committed_seq == p.last_seq;
+    return p;
+  }
+
+  // What the children were told is durable must be in the log.
   template <class Violation>
-  void check(TortureIteration& it, const std::string& home,
-             const std::vector<std::pair<uint64_t, Digest128>>& prefixes, Violation&& violation) {
+  void check_acknowledged(const std::string& home, std::map<uint64_t, Digest128>& prefixes, Violation&& violation) {
+    std::unique_ptr<EventLog> log;
+    Status s = open_reader(home, &log);
+    // Killed before the log was made: nothing can have been acknowledged.
+    if (s.is_not_found() && fs::file_size(home + "/ack.log", ignored_) == static_cast<uintmax_t>(-1)) return;
+    if (!s.ok()) return violation("unreadable", s.to_string());
+    std::vector<Event> events;
+    s = log->read(kSession, 1, UINT64_MAX, &events);
+    if (!s.ok()) return violation("unreadable", s.to_string());
+    std::multiset<std::string> texts;
+    for (const auto& e : events) {
+      if (const auto* m = get_if<UserMessage>(e)) texts.insert(m->text);
+    }
+    std::ifstream acks(home + "/ack.log");
+    std::string line;
+    std::multiset<std::string> acked_messages;
+    while (std::getline(acks, line)) {
+      std::istringstream in(line);
+      std::string kind;
+      in >> kind;
+      if (kind == "checkpoint") {
+        uint64_t seq = 0, turn = 0;
+        in >> seq >> turn;
+        const TurnCommitted* c = seq >= 1 && seq <= events.size() ? get_if<TurnCommitted>(events[seq - 1]) : nullptr;
+        if (c == nullptr || c->turn != turn) {
+          violation("acknowledged_checkpoint_lost", "the checkpoint of turn " + std::to_string(turn) + " at seq " +
+                                                        std::to_string(seq) + " was acknowledged as durable");
+          continue;
+        }
+        if (!prefixes.count(seq)) {
+          prefixes[seq] = prefix_digest(*log, seq);
+          ++report_->checkpoints_acknowledged;
+        }
+      } else if (kind == "message") {
+        std::string text;
+        std::getline(in >> std::ws, text);
+        acked_messages.insert(text);
+      }
+    }
+    for (const auto& text : acked_messages) {
+      if (texts.count(text) < acked_messages.count(text)) {
+        violation("acknowledged_message_lost", "\"" + text + "\" was acknowledged as durable");
+      }
+    }
+    for (const auto& [seq, digest] : prefixes) {
+      if (prefix_digest(*log, seq) != digest) {
+        violation("committed_event_changed",
+                  "the records up to acknowledged checkpoint seq " + std::to_string(seq) + " changed");
+      }
+    }
+  }
+
+  template <class Violation>
+  void check_final(TortureIteration& it, const std::string& home, Violation&& violation) {
     std::unique_ptr<EventLog> log;
     Status s = open_reader(home, &log);
     if (!s.ok()) return violation("unreadable", s.to_string());
@@ -210,59 +362,43 @@ class Runner {
     for (const auto& issue : report.issues) {
       violation("verify_" + issue.kind, "seq " + std::to_string(issue.seq) + ": " + issue.detail);
     }
-    for (const auto& [seq, digest] : prefixes) {
-      if (prefix_digest(*log, seq) != digest) {
-        violation("committed_event_lost",
-                  "the records up to checkpoint seq " + std::to_string(seq) + " changed");
-      }
-    }
     RecoveredSession fast, full;
     Status a = recover(*log, kSession, RecoverOptions{.use_snapshots = true}, &fast);
     Status b = recover(*log, kSession, RecoverOptions{.use_snapshots = false}, &full);
     if (!a.ok() || !b.ok()) return violation("recovery_failed", (a.ok() ? b : a).to_string());
+    if (fast.snapshot_seq > 0) ++report_->snapshots_used;
     if (state_hash(fast.committed) != state_hash(full.committed)) {
       violation("recovery_mismatch", "recovery from a snapshot differs from a fold from seq 1");
     }
     const SessionState& state = full.committed;
-    if (state.status != SessionStatus::kCompleted)
-      violation("not_completed", "the final status is not completed");
-    std::set<std::string> answered;
-    for (const auto& m : state.messages) {
-      if (m.role == Role::kTool) answered.insert(m.tool_call_id);
-    }
-    for (const auto& m : state.messages) {
-      for (const auto& c : m.tool_calls) {
-        if (!answered.count(c.id))
-          violation("tool_call_without_result", "call " + c.id + " (" + c.name + ") has no result");
-      }
-    }
-    if (!state.pending.empty())
-      violation("tool_call_without_result", std::to_string(state.pending.size()) + " calls pending");
+    if (state.status != SessionStatus::kCompleted) violation("not_completed", "the final status is not completed");
     std::vector<Event> events;
     log->read(kSession, 1, UINT64_MAX, &events).ok();
     // Interrupted calls: their outcome is unknown by design (step mode).
     for (const auto& e : events) {
-      if (const auto* c = get_if<ToolCompleted>(e); c != nullptr && c->interrupted)
-        it.interrupted_calls = true;
+      if (const auto* c = get_if<ToolCompleted>(e); c != nullptr && c->interrupted) it.interrupted_calls = true;
     }
     if (it.mode == "step") {
+      // Lines "<session> <call> <tool> <idempotent>", one per real execution.
       std::ifstream in(home + "/exec.log");
       std::map<std::string, int> runs;
       std::string session, call, tool;
-      while (in >> session >> call >> tool) {
-        if (tool == "shell" || tool == "write_file") ++runs[call];
+      int idempotent = 0;
+      while (in >> session >> call >> tool >> idempotent) {
+        if (!idempotent) ++runs[call + " (" + tool + ")"];
       }
       for (const auto& [c, n] : runs) {
         if (n > 1)
           violation("tool_executed_twice",
-                    "call " + c + " of a non-idempotent tool ran " + std::to_string(n) + " times");
+                    "call " + c + " of a tool that is not idempotent ran " + std::to_string(n) + " times");
       }
     }
     if (it.mode == "turn" || !it.interrupted_calls) {
       ++report_->compared_with_reference;
-      if (outcome_digest(state) != reference_) {
-        violation("final_state_differs",
-                  "the final conversation or outcome differs from the crash-free run's");
+      if (outcome_digest(state) == reference_) {
+        ++report_->equal_to_reference;
+      } else {
+        violation("final_state_differs", "the final conversation or outcome differs from the crash-free run's");
       }
     }
   }
@@ -276,6 +412,11 @@ class Runner {
     report_->crashes += it.crashes;
     report_->resumes += it.resumes;
     for (const auto& p : it.crash_points) ++report_->crashes_by_point[p];
+    std::ifstream acks(home + "/ack.log");
+    std::string line;
+    while (std::getline(acks, line)) {
+      if (line.rfind("message ", 0) == 0) ++report_->messages_acknowledged;
+    }
     if (it.violations.empty()) {
       ++report_->completed;
       if (!o_.keep_passing_homes) fs::remove_all(home);
@@ -290,8 +431,12 @@ class Runner {
   const TortureOptions& o_;
   TortureReport* report_;
   std::mt19937_64 rng_;
+  std::vector<std::string> messages_;
+  std::vector<FaultPoint> points_;
   Counts counts_;
   Digest128 reference_;
+  uint64_t reference_ms_ = 0;
+  std::error_code ignored_;
 };
 
 }  // namespace
@@ -305,9 +450,12 @@ Status run_torture(const TortureOptions& options, TortureReport* report,
   if (options.mode != "step" && options.mode != "turn" && options.mode != "both") {
     return Status::invalid_argument("mode must be step, turn or both, not " + options.mode);
   }
-  fs::create_directories(options.work_dir);
+  std::error_code ec;
+  fs::create_directories(options.work_dir, ec);
+  if (ec) return Status::io_error("cannot create " + options.work_dir + ": " + ec.message());
   auto start = std::chrono::steady_clock::now();
   Runner runner(options, report);
+  CARAPACE_RETURN_IF_ERROR(runner.prepare());
   CARAPACE_RETURN_IF_ERROR(runner.reference());
   for (uint64_t i = 1; i <= options.iterations; ++i) {
     TortureIteration it = runner.iterate(i);

@@ -1,17 +1,25 @@
 // The torture runner: proves that sessions survive crashes at any point.
 //
-// Each iteration runs a scenario in a child `carapace` process with a crash
-// planned at a random fault point and occurrence (drawn from a crash-free
-// reference run's counts), resumes it in step or turn mode (the resumed
-// process crashing again with some probability) until it completes, and then
-// checks the invariants:
-//   - no committed event lost: the records up to every checkpoint seen after a
-//     crash are still there, byte for byte;
-//   - verify passes: checksums, seqs contiguous, every checkpoint's hash equal
-//     to a fresh fold's, indexes and snapshots agreeing;
-//   - recovery from snapshots equals a fold from seq 1;
-//   - every tool call in the folded state has its result;
-//   - step mode: no completed call of a non-idempotent tool ran twice
+// Each iteration runs a scenario in a child `carapace` process (its task,
+// then each of the scenario's user_messages once the session stops), kills
+// it — at a random fault point and occurrence (drawn from a crash-free
+// reference run's counts), or with a SIGKILL from the parent after a random
+// delay — and resumes it in step or turn mode (the resumed process crashing
+// again with some probability) until every message has been answered. With
+// `power_loss`, the children write the log over a file system that records
+// what was synced, and after each kill everything unsynced is taken away
+// (sometimes tearing the last write), as a machine losing power would.
+//
+// The invariants are checked against what the children reported before they
+// died, not against the log alone:
+//   - every checkpoint a child was told is durable is in the log, at its seq,
+//     for its turn; the records up to it never change afterwards;
+//   - every user message a child was told is durable is in the log;
+//   - verify passes: checksums, seqs contiguous, every checkpoint's hash
+//     equal to a fresh fold's, indexes and snapshots agreeing;
+//   - recovery from a snapshot equals a fold from seq 1 (the torture config
+//     snapshots every 2 turns, so snapshots are exercised);
+//   - step mode: no call of a tool whose spec is not idempotent ran twice
 //     (counted by a wrapper that records every real execution);
 //   - the final conversation and outcome equal the crash-free run's, in turn
 //     mode always, in step mode unless a call was interrupted (whose outcome
@@ -38,6 +46,14 @@ struct TortureOptions {
   uint64_t seed = 1;
   std::string mode = "both";  // step, turn, or both (alternating)
   double resume_crash_probability = 0.3;
+  // Share of crashes made by a SIGKILL after a random delay instead of at a fault point.
+  double random_moment_probability = 0.5;
+  // Fault points to crash at (names); empty: all of them.
+  std::vector<std::string> points;
+  bool power_loss = false;
+  // A deliberate defect passed to the children (--test-mutation), to prove
+  // that the invariants catch it.
+  std::string mutation;
   uint32_t max_resumes = 30;
   bool keep_passing_homes = false;
 };
@@ -56,7 +72,7 @@ struct TortureIteration {
   uint32_t crashes = 0;
   uint32_t resumes = 0;
   bool interrupted_calls = false;  // step mode told the model a call's outcome was unknown
-  std::vector<std::string> crash_points;
+  std::vector<std::string> crash_points;  // fault point names, or "random moment"
   std::vector<TortureViolation> violations;
 };
 
@@ -66,8 +82,15 @@ struct TortureReport {
   uint64_t turn_iterations = 0;
   uint64_t crashes = 0;
   uint64_t resumes = 0;
+  uint64_t power_losses = 0;
+  uint64_t bytes_lost = 0;   // unsynced bytes the power losses took away
+  uint64_t torn_writes = 0;
+  uint64_t checkpoints_acknowledged = 0;  // checked to be intact after crashes
+  uint64_t messages_acknowledged = 0;
+  uint64_t snapshots_used = 0;  // recoveries that started from a snapshot
   uint64_t completed = 0;
   uint64_t compared_with_reference = 0;
+  uint64_t equal_to_reference = 0;
   std::map<std::string, uint64_t> crashes_by_point;
   std::map<std::string, uint64_t> violations_by_kind;
   std::vector<TortureViolation> violations;

@@ -4,7 +4,9 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <thread>
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include "actors/caf_types.h"
@@ -13,9 +15,11 @@
 #include "actors/provider/provider_actor.h"
 #include "actors/provider/scripted_provider.h"
 #include "actors/session/session_actor.h"
+#include "actors/session/session_keeper.h"
 #include "actors/tool/shell_tool.h"
 #include "actors/tool/tool_actor.h"
 #include "actors/tool/workspace.h"
+#include "events/fold.h"
 #include "replay/recovery.h"
 #include "storage/keys.h"
 
@@ -67,6 +71,17 @@ struct Runtime::Impl {
   ProviderSupervisorActor provider_supervisor;
   ToolSupervisorActor tool_supervisor;
   HookActor hook_actor;
+  SessionKeeperActor keeper;
+
+  // Recoveries of failed session actors run on threads of their own; the
+  // runtime's destructor waits for a running one and stops new ones.
+  struct Lifetime {
+    std::mutex mu;
+    bool alive = true;
+  };
+  std::shared_ptr<Lifetime> lifetime = std::make_shared<Lifetime>();
+  std::map<std::string, int> recoveries;  // per session (under mu)
+  static constexpr int kMaxRecoveries = 3;
 
   std::mutex mu;
   std::map<std::string, SessionActor> sessions;
@@ -99,6 +114,7 @@ struct Runtime::Impl {
     if (provider_supervisor) all.push_back(caf::actor_cast<caf::actor>(provider_supervisor));
     if (tool_supervisor) all.push_back(caf::actor_cast<caf::actor>(tool_supervisor));
     if (hook_actor) all.push_back(caf::actor_cast<caf::actor>(hook_actor));
+    if (keeper) all.push_back(caf::actor_cast<caf::actor>(keeper));
     if (all.empty() || system == nullptr) return;
     caf::scoped_actor self{*system};
     for (auto& a : all) self->send_exit(a, caf::exit_reason::user_shutdown);
@@ -109,6 +125,10 @@ struct Runtime::Impl {
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Runtime::~Runtime() {
+  {
+    std::lock_guard lock(impl_->lifetime->mu);  // waits for a recovery in progress
+    impl_->lifetime->alive = false;
+  }
   impl_->stop_actors();
   impl_->owned_system.reset();  // waits for every actor, detached helpers included
   impl_->log.reset();
@@ -119,7 +139,8 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
   if (options.home.empty()) return Status::invalid_argument("the runtime needs a home directory");
   impl->provider = options.provider;
   if (!impl->provider) CARAPACE_RETURN_IF_ERROR(make_provider(options.config, &impl->provider));
-  CARAPACE_RETURN_IF_ERROR(EventLog::open(EventLog::Options{.path = options.home + "/log"}, &impl->log));
+  CARAPACE_RETURN_IF_ERROR(EventLog::open(
+      EventLog::Options{.path = options.home + "/log", .file_system = options.file_system}, &impl->log));
 
   const Config& config = options.config;
   if (options.builtin_tools) {
@@ -164,6 +185,18 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
   impl->hook_actor = spawn_hook_actor(*impl->system, impl->hooks, options.faults);
   impl->options = std::move(options);
   out->reset(new Runtime(std::move(impl)));
+  Runtime* rt = out->get();
+  std::weak_ptr<Impl::Lifetime> lifetime = rt->impl_->lifetime;
+  rt->impl_->keeper = spawn_session_keeper(*rt->impl_->system, [rt, lifetime](const std::string& id,
+                                                                              const caf::error& reason) {
+    std::string why = caf::to_string(reason);
+    std::thread([rt, lifetime, id, why] {
+      auto life = lifetime.lock();
+      if (!life) return;
+      std::lock_guard lock(life->mu);
+      if (life->alive) rt->recover_failed_session(id, why);
+    }).detach();
+  });
   return Status();
 }
 
@@ -211,12 +244,19 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
       .provider = caf::actor_cast<ProviderActor>(impl_->provider_supervisor),
       .tool_host = caf::actor_cast<ToolActor>(impl_->tool_supervisor),
       .hook_host = impl_->hook_actor,
+      .faults = impl_->options.faults,
   });
   SessionActor session = spawn_session(*impl_->system, context);
+  std::vector<SubscriberActor> existing;  // a recovered session's subscribers
   {
     std::lock_guard lock(impl_->mu);
     impl_->sessions[id] = session;
+    for (const auto& [n, sub] : impl_->subscriptions) {
+      if (sub.session == id) existing.push_back(sub.actor);
+    }
   }
+  caf::anon_send(impl_->keeper, keep_atom::value, session, id);
+  for (const auto& sub : existing) caf::anon_send(session, subscribe_atom::value, sub);
   if (on_event || on_delta) {
     uint64_t ignored;
     CARAPACE_RETURN_IF_ERROR(subscribe(id, on_event, on_delta, &ignored));
@@ -269,8 +309,12 @@ Status Runtime::resume_session(const std::string& id, const ResumeOptions& optio
   uint64_t last = 0;
   CARAPACE_RETURN_IF_ERROR(impl_->log->last_seq(id, &last));
   if (last == 0) return Status::not_found("no session '" + id + "' in " + impl_->options.home);
-  // A damaged record anywhere refuses the resume, even one a snapshot would skip.
-  Status intact = check_records(*impl_->log, id);
+  // A damaged record anywhere refuses the resume, even one a snapshot would
+  // skip; records an earlier resume checked are not read again.
+  SessionMeta meta;
+  uint64_t verified = impl_->log->get_meta(id, &meta).ok() ? std::min(meta.verified_seq, last) : 0;
+  uint64_t checked = verified;
+  Status intact = check_records(*impl_->log, id, verified + 1, &checked);
   if (!intact.ok()) {
     return intact.with_context("the log is damaged; `carapace verify " + id +
                                "` lists the damage, and nothing was written");
@@ -293,6 +337,7 @@ Status Runtime::resume_session(const std::string& id, const ResumeOptions& optio
   uint64_t checkpoint_seq = s.committed_seq, checkpoint_turn = s.committed_turn;
   auto journal = std::shared_ptr<SessionJournal>(SessionJournal::attach(
       impl_->log.get(), id, r.committed, std::move(r.uncommitted), r.last_seq, impl_->journal_options()));
+  CARAPACE_RETURN_IF_ERROR(journal->note_verified(checked));
   const bool step = options.mode == ResumeMode::kStep;
   if (step) {
     CARAPACE_RETURN_IF_ERROR(journal->adopt_uncommitted());
@@ -334,33 +379,45 @@ Status Runtime::fork_session(const std::string& source, uint64_t at_turn, const 
   }
   std::vector<Event> events;
   CARAPACE_RETURN_IF_ERROR(impl_->log->read(source, 1, at->seq, &events));
-  // The history as the fold sees it: rolled-back events and checkpoints
-  // left out (the fork writes its own checkpoints, with its own hashes).
-  std::vector<std::vector<EventBody>> turns(1);
-  std::vector<EventBody> since_checkpoint;
+  // What is copied must be what was checkpointed: every checkpoint's hash is
+  // re-checked, so a damaged or forged history is refused, not copied.
+  {
+    Folder check;
+    for (const Event& e : events) {
+      Status s = check.add(e);
+      if (!s.ok()) {
+        return s.with_context("session " + source + " does not verify up to turn " + std::to_string(at_turn) +
+                              "; nothing was forked (`carapace verify " + source + "` lists the damage)");
+      }
+    }
+  }
+  // The history as the fold sees it: rolled-back events and checkpoints left
+  // out (the fork writes its own checkpoints, with its own hashes); each
+  // event keeps its time.
+  std::vector<std::vector<Event>> turns(1);
+  std::vector<Event> since_checkpoint;
   for (auto& e : events) {
     if (std::holds_alternative<TurnRolledBack>(e.body)) {
       since_checkpoint.clear();
     } else if (std::holds_alternative<TurnCommitted>(e.body)) {
-      for (auto& b : since_checkpoint) turns.back().push_back(std::move(b));
+      for (auto& x : since_checkpoint) turns.back().push_back(std::move(x));
       since_checkpoint.clear();
       turns.emplace_back();
     } else {
-      since_checkpoint.push_back(std::move(e.body));
+      since_checkpoint.push_back(std::move(e));
     }
   }
   turns.pop_back();  // the one after the last checkpoint is empty
-  if (turns.empty() || turns[0].empty() || !std::holds_alternative<SessionStarted>(turns[0][0])) {
+  if (turns.empty() || turns[0].empty() || !std::holds_alternative<SessionStarted>(turns[0][0].body)) {
     return Status::corruption("session " + source + " does not open with session.started");
   }
-  auto& started = std::get<SessionStarted>(turns[0][0]);
+  auto& started = std::get<SessionStarted>(turns[0][0].body);
   started.parent_session = source;
   started.parent_turn = at_turn;
   started.parent_seq = at->seq;
   std::unique_ptr<SessionJournal> journal;
-  CARAPACE_RETURN_IF_ERROR(
-      SessionJournal::create(impl_->log.get(), id, std::move(turns[0]), impl_->journal_options(), &journal));
-  for (size_t t = 1; t < turns.size(); ++t) CARAPACE_RETURN_IF_ERROR(journal->commit(std::move(turns[t])));
+  CARAPACE_RETURN_IF_ERROR(SessionJournal::create_with_history(impl_->log.get(), id, std::move(turns),
+                                                               impl_->journal_options(), &journal));
   const SessionState& forked = journal->state();
   std::string workspace;
   CARAPACE_RETURN_IF_ERROR(canonical_workspace(forked.workspace, &workspace));
@@ -389,18 +446,35 @@ Status Runtime::send_message(const std::string& id, const std::string& text) {
 }
 
 Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, SessionOutcome* out) {
-  SessionActor session = impl_->find(id);
-  if (!session) return Status::not_found("no session '" + id + "' runs in this runtime");
+  auto deadline = std::chrono::steady_clock::now() + timeout;
   caf::scoped_actor self{*impl_->system};
   Status result;
-  self->request(session, timeout, wait_atom::value)
-      .receive([&](SessionOutcome& outcome) { *out = std::move(outcome); },
-               [&](caf::error& e) {
-                 result = e == caf::sec::request_timeout
-                              ? Status::busy("session " + id + " is still running after " +
-                                             std::to_string(timeout.count()) + " ms")
-                              : Status::aborted("waiting for session " + id + ": " + caf::to_string(e));
-               });
+  SessionActor session = impl_->find(id);
+  if (!session) return Status::not_found("no session '" + id + "' runs in this runtime");
+  for (;;) {
+    // Asked in slices: a session actor that fails takes its waiters' promises
+    // with it, and is replaced by one recovered from the log (on the map).
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto slice = std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(250));
+    bool timed_out = false;
+    result = Status();
+    auto answer = [&](SessionOutcome& outcome) { *out = std::move(outcome); };
+    auto failure = [&](caf::error& e) {
+      timed_out = e == caf::sec::request_timeout;
+      if (!timed_out) result = Status::aborted("waiting for session " + id + ": " + caf::to_string(e));
+    };
+    self->request(session, slice, wait_atom::value).receive(answer, failure);
+    if (!timed_out) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      result = Status::busy("session " + id + " is still running after " + std::to_string(timeout.count()) + " ms");
+      break;
+    }
+    SessionActor now = impl_->find(id);
+    if (now != session) {  // replaced (or gone): ask the new one
+      if (!now) return Status::not_found("no session '" + id + "' runs in this runtime");
+      session = now;
+    }
+  }
   if (!result.ok()) return result;
   // Subscribers handle everything the session sent them before its outcome,
   // so that a caller who waited has seen every event.
@@ -415,6 +489,23 @@ Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, S
     self->request(sub, timeout, flush_atom::value).receive([](bool) {}, [](caf::error&) {});
   }
   return result;
+}
+
+void Runtime::recover_failed_session(const std::string& id, const std::string& reason) {
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->sessions.erase(id);
+    if (++impl_->recoveries[id] > Impl::kMaxRecoveries) {
+      spdlog::error("session {}: its actor failed again ({}); not recovering it a {}th time in this process "
+                    "(`carapace resume {}` goes on from its log)",
+                    id, reason, Impl::kMaxRecoveries + 1, id);
+      return;
+    }
+  }
+  spdlog::error("session {}: its actor failed ({}); recovering it from its log", id, reason);
+  impl_->log->drain();  // its last durable writes land before the log is read
+  Status s = resume_session(id, ResumeOptions{.mode = ResumeMode::kStep, .allow_finished = true});
+  if (!s.ok()) spdlog::error("session {}: could not be recovered: {}", id, s.to_string());
 }
 
 Status Runtime::subscribe(const std::string& id, std::function<void(const Event&)> on_event,

@@ -43,6 +43,9 @@
 namespace caf {
 class actor_system;
 }
+namespace rocksdb {
+class FileSystem;
+}
 
 namespace carapace {
 
@@ -81,6 +84,9 @@ class Runtime {
     // Applied to each built-in tool before it is registered (to observe or
     // wrap it; the torture runner counts executions this way).
     std::function<ToolDefinition(ToolDefinition)> decorate_builtin_tool;
+    // The file system under the event log (storage/sync_ledger_fs.h in
+    // durability tests); null: the operating system's.
+    std::shared_ptr<rocksdb::FileSystem> file_system;
     // A deliberate defect in every session's loop, for tests that prove
     // the torture runner catches it (actors/session/session_actor.h).
     LoopMutation mutation = LoopMutation::kNone;
@@ -161,6 +167,9 @@ class Runtime {
  private:
   struct Impl;
   explicit Runtime(std::unique_ptr<Impl> impl);
+  // A session actor failed: rebuild the session from its log (step mode)
+  // under a new actor, keeping its subscribers. Runs on a thread of its own.
+  void recover_failed_session(const std::string& id, const std::string& reason);
   // Spawns the session's actor over `journal`, subscribes, and starts it
   // (or hands it `first_input` as a user message).
   Status launch(const std::string& id, std::shared_ptr<SessionJournal> journal,

@@ -19,6 +19,7 @@
 
 #include "base/crc32c.h"
 #include "events/record.h"
+#include "storage/db_directory.h"
 #include "storage/db_lock.h"
 #include "storage/group_commit.h"
 #include "storage/keys.h"
@@ -255,39 +256,14 @@ Status EventLog::open(const Options& options, std::unique_ptr<EventLog>* out) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   const bool writer = options.mode == Mode::kWriter;
-  std::error_code ec;
-  if (writer) {
-    if (!fs::exists(options.path, ec)) {
-      if (!options.create_if_missing) return Status::not_found("no event log at " + options.path);
-      fs::create_directories(options.path, ec);
-      if (ec) return Status::io_error("cannot create " + options.path + ": " + ec.message());
-      fs::permissions(options.path, fs::perms::owner_all, fs::perm_options::replace, ec);
-      if (ec) return Status::io_error("cannot restrict " + options.path + ": " + ec.message());
-    }
-  } else if (!fs::exists(fs::path(options.path) / "CURRENT", ec)) {
-    return Status::not_found("no event log at " + options.path);
-  }
-  if (writer) {
-    std::string canonical = fs::weakly_canonical(options.path, ec).string();
-    if (ec) canonical = options.path;
-    std::lock_guard lock(open_writers_mu);
-    if (open_writers.count(canonical)) return busy_writer(options.path, 0);
-    if (pid_t holder = lock_holder(options.path); holder > 0) return busy_writer(options.path, holder);
-    open_writers.insert(canonical);
-    impl->registered_writer = canonical;
-  }
 
   rocksdb::DBOptions db_options;
-  db_options.create_if_missing = writer && options.create_if_missing;
-  db_options.create_missing_column_families = writer;
+  db_options.create_if_missing = false;  // created atomically below, never over remains
+  db_options.create_missing_column_families = writer;  // a family added by a newer build
   db_options.max_background_jobs = 2;
   db_options.keep_log_file_num = 3;
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   if (!writer) db_options.max_open_files = -1;  // required of secondaries
-  if (options.file_system) {
-    impl->env = rocksdb::NewCompositeEnv(options.file_system);
-    db_options.env = impl->env.get();
-  }
 
   impl->cache = rocksdb::NewLRUCache(options.block_cache_bytes);
   rocksdb::BlockBasedTableOptions table;
@@ -305,6 +281,46 @@ Status EventLog::open(const Options& options, std::unique_ptr<EventLog>* out) {
                                                            {std::string(kSessionsFamily), cf_options},
                                                            {std::string(kCheckpointsFamily), cf_options},
                                                            {std::string(kSnapshotsFamily), cf_options}};
+
+  std::string damage;
+  DbDirectoryState state = inspect_db_directory(options.path, &damage);
+  if (state == DbDirectoryState::kDamaged) {
+    return Status::corruption("the event log at " + options.path + " is damaged: " + damage +
+                              ". Nothing was opened or written; `carapace repair` salvages what it can");
+  }
+  if (state != DbDirectoryState::kDatabase) {
+    if (!writer || !options.create_if_missing) return Status::not_found("no event log at " + options.path);
+    // Made whole in a temporary directory, then renamed into place: a crash
+    // leaves no log or a complete one, never a half-made one.
+    Status created = create_db_atomically(options.path, [&](const std::string& dir) {
+      rocksdb::DBOptions create_options = db_options;
+      create_options.create_if_missing = true;
+      create_options.create_missing_column_families = true;
+      std::vector<rocksdb::ColumnFamilyHandle*> handles;
+      rocksdb::DB* db = nullptr;
+      rocksdb::Status cs = rocksdb::DB::Open(create_options, dir, families, &handles, &db);
+      if (!cs.ok()) return from_rocks(cs, "creating the event log at " + dir);
+      for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
+      cs = db->Close();
+      delete db;
+      return from_rocks(cs, "closing the new event log at " + dir);
+    });
+    CARAPACE_RETURN_IF_ERROR(created);
+  }
+  if (writer) {
+    std::error_code ec;
+    std::string canonical = fs::weakly_canonical(options.path, ec).string();
+    if (ec) canonical = options.path;
+    std::lock_guard lock(open_writers_mu);
+    if (open_writers.count(canonical)) return busy_writer(options.path, 0);
+    if (pid_t holder = lock_holder(options.path); holder > 0) return busy_writer(options.path, holder);
+    open_writers.insert(canonical);
+    impl->registered_writer = canonical;
+  }
+  if (options.file_system) {
+    impl->env = rocksdb::NewCompositeEnv(options.file_system);
+    db_options.env = impl->env.get();
+  }
 
   rocksdb::Status s;
   if (writer) {

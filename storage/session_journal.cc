@@ -344,6 +344,16 @@ Status SessionJournal::create_with_history(EventLog* log, std::string id, std::v
   return Status();
 }
 
+Status SessionJournal::note_verified(uint64_t seq) {
+  if (seq <= meta_.verified_seq) return Status();
+  SessionMeta meta = meta_;
+  meta.verified_seq = seq;
+  if (meta.created_us == 0) meta = meta_from_state(id_, state_, options_.clock(), &meta);
+  CARAPACE_RETURN_IF_ERROR(log_->append(AppendRequest{.session = id_, .meta = &meta}));
+  meta_ = meta;
+  return Status();
+}
+
 Status SessionJournal::adopt_uncommitted() {
   for (const Event& e : uncommitted_) {
     Status s = apply(state_, e);

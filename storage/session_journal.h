@@ -101,6 +101,11 @@ class SessionJournal {
   void commit_async(std::vector<EventBody> step, std::function<void(Status)> done,
                     std::vector<Event>* staged = nullptr);
 
+  // Records in the session index that records 1..seq were checked (their
+  // checksums and seq contiguity), so that the next resume checks only what
+  // follows. A buffered write: losing it only means checking again.
+  Status note_verified(uint64_t seq);
+
   const std::string& id() const { return id_; }
   const SessionState& state() const { return state_; }
   uint64_t last_seq() const { return last_seq_; }

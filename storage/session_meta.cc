@@ -16,6 +16,7 @@ SessionMeta meta_from_state(std::string_view id, const SessionState& state, int6
   m.status = state.status;
   m.committed_turn = state.committed_turn;
   m.committed_seq = state.committed_seq;
+  if (previous != nullptr) m.verified_seq = previous->verified_seq;
   return m;
 }
 

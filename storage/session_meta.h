@@ -29,6 +29,9 @@ struct SessionMeta {
   SessionStatus status = SessionStatus::kNew;
   uint64_t committed_turn = 0;
   uint64_t committed_seq = 0;  // seq of the last turn.committed
+  // Records 1..verified_seq had their checksums and seq contiguity checked
+  // (by a resume); the next resume checks only what came after.
+  uint64_t verified_seq = 0;
 
   static constexpr auto fields() {
     using M = SessionMeta;
@@ -41,7 +44,8 @@ struct SessionMeta {
                       codec::Field{7, "parent_turn", &M::parent_turn},
                       codec::Field{8, "status", &M::status},
                       codec::Field{9, "committed_turn", &M::committed_turn},
-                      codec::Field{10, "committed_seq", &M::committed_seq}};
+                      codec::Field{10, "committed_seq", &M::committed_seq},
+                      codec::Field{11, "verified_seq", &M::verified_seq}};
   }
   friend bool operator==(const SessionMeta&, const SessionMeta&) = default;
 };
@@ -60,7 +64,8 @@ struct CheckpointEntry {
 };
 
 // The index entry a checkpoint gives a session: identity from the state,
-// progress from the checkpoint. `created_us` is kept from `previous` when set.
+// progress from the checkpoint. `created_us` and `verified_seq` are kept
+// from `previous` when set.
 SessionMeta meta_from_state(std::string_view id, const SessionState& state, int64_t now_us,
                             const SessionMeta* previous);
 

@@ -23,8 +23,17 @@ struct RuntimeArgs {
   std::string model;
   std::string config;
   std::string faults;
-  std::string exec_log;  // hidden: the torture runner's record of real tool executions
+  // Hidden, for the torture runner and the durability tests:
+  std::string exec_log;       // a line per real tool execution: "<session> <call> <tool> <idempotent>"
+  std::string ack_log;        // a line per acknowledgement: "checkpoint <seq> <turn>", "message <text>"
+  std::string sync_ledger;    // run the log over a SyncLedgerFileSystem writing this ledger
+  bool ignore_wal_syncs = false;  // mutation: the ledger does not honour WAL syncs
+  std::string test_mutation;  // a deliberate defect in the session loop (LoopMutation)
 };
+
+// Appends one line to `path` (O_APPEND, no sync: it survives the process's
+// death, as the page cache does). Errors are ignored: a record for tests.
+void append_line(const std::string& path, const std::string& line);
 
 void add_runtime_options(CLI::App* cmd, RuntimeArgs& args);
 
@@ -104,8 +113,14 @@ class StatusLine {
   std::string retry_what_;
 };
 
-// Waits for the session's loop to stop with a live status line, then prints
-// the outcome: the final answer (or JSON). Exit 0 if it completed.
-int report_outcome(Context& ctx, Runtime& rt, const std::string& id, StatusLine& status);
+// Waits for the session's loop to stop with a live status line, sends each of
+// `then` as a further user message once it has (waiting again after each),
+// then prints the outcome: the final answer (or JSON). Exit 0 if it completed.
+int report_outcome(Context& ctx, const RuntimeArgs& args, Runtime& rt, const std::string& id, StatusLine& status,
+                   const std::vector<std::string>& then = {});
+
+// What the run and resume commands print for each event: the status line,
+// and the acknowledgement log.
+std::function<void(const Event&)> event_printer(const RuntimeArgs& args, StatusLine& status);
 
 }  // namespace carapace::cli

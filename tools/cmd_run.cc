@@ -11,6 +11,7 @@
 
 #include "events/event_summary.h"
 #include "replay/fault_plan.h"
+#include "storage/sync_ledger_fs.h"
 #include "runtime/runtime.h"
 #include "tools/cli.h"
 #include "tools/cli_run.h"
@@ -18,18 +19,15 @@
 namespace carapace::cli {
 namespace {
 
-// Wraps a tool so that each execution appends "<session> <call id> <tool>" to
-// `path` before it runs: a record that survives SIGKILL (the page cache keeps it).
+// Wraps a tool so that each execution appends "<session> <call id> <tool>
+// <idempotent>" to `path` before it runs: a record that survives SIGKILL
+// (the page cache keeps it), and a power loss (it stands for the outside
+// world, which a side effect changed for good).
 ToolDefinition record_executions(ToolDefinition tool, std::string path) {
   ToolFunction run = std::move(tool.run);
-  std::string name = tool.spec.name;
-  tool.run = [run, name, path](const nlohmann::json& args, const ToolContext& ctx) {
-    std::string line = ctx.session_id + " " + ctx.call_id + " " + name + "\n";
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      [[maybe_unused]] ssize_t n = ::write(fd, line.data(), line.size());
-      ::close(fd);
-    }
+  std::string tail = " " + tool.spec.name + " " + (tool.spec.idempotent ? "1" : "0");
+  tool.run = [run, tail, path](const nlohmann::json& args, const ToolContext& ctx) {
+    append_line(path, ctx.session_id + " " + ctx.call_id + tail);
     return run(args, ctx);
   };
   return tool;
@@ -43,9 +41,28 @@ struct RunArgs {
   std::string session;
   std::string resume;
   std::string mode = "step";
+  std::vector<std::string> then;
 };
 
 }  // namespace
+
+void append_line(const std::string& path, const std::string& line) {
+  if (path.empty()) return;
+  std::string text = line + "\n";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  [[maybe_unused]] ssize_t n = ::write(fd, text.data(), text.size());
+  ::close(fd);
+}
+
+std::function<void(const Event&)> event_printer(const RuntimeArgs& args, StatusLine& status) {
+  return [&status, ack_log = args.ack_log](const Event& e) {
+    status.on_event(e);
+    // Subscribers hear a checkpoint only once it is durable.
+    if (const auto* c = get_if<TurnCommitted>(e))
+      append_line(ack_log, "checkpoint " + std::to_string(e.seq) + " " + std::to_string(c->turn));
+  };
+}
 
 int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>* rt) {
   Config config;
@@ -75,6 +92,17 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
     if (!s.ok()) return ctx.fail(s, "docs/fault-plans.md describes fault plans");
   }
   Runtime::Options options{.home = ctx.home(), .config = config, .faults = faults};
+  if (!args.sync_ledger.empty()) {
+    Status s = make_sync_ledger_fs(
+        SyncLedgerOptions{.ledger_path = args.sync_ledger, .ignore_wal_syncs = args.ignore_wal_syncs},
+        &options.file_system);
+    if (!s.ok()) return ctx.fail(s);
+  }
+  if (!args.test_mutation.empty()) {
+    auto m = loop_mutation_from_name(args.test_mutation);
+    if (!m) return ctx.fail(Status::invalid_argument("--test-mutation " + args.test_mutation + " is unknown"));
+    options.mutation = *m;
+  }
   if (!args.exec_log.empty()) {
     options.decorate_builtin_tool = [path = args.exec_log](ToolDefinition t) {
       return record_executions(std::move(t), path);
@@ -85,13 +113,20 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
   return kExitOk;
 }
 
-int report_outcome(Context& ctx, Runtime& rt, const std::string& id, StatusLine& status) {
+int report_outcome(Context& ctx, const RuntimeArgs& args, Runtime& rt, const std::string& id, StatusLine& status,
+                   const std::vector<std::string>& then) {
   SessionOutcome outcome;
   Status s;
-  for (;;) {
-    s = rt.wait(id, std::chrono::milliseconds(100), &outcome);
-    if (!s.is_busy()) break;
-    status.render();
+  for (size_t sent = 0;; ++sent) {
+    for (;;) {
+      s = rt.wait(id, std::chrono::milliseconds(100), &outcome);
+      if (!s.is_busy()) break;
+      status.render();
+    }
+    if (!s.ok() || sent == then.size()) break;
+    s = rt.send_message(id, then[sent]);
+    if (!s.ok()) break;
+    append_line(args.ack_log, "message " + then[sent]);
   }
   status.clear();
   if (!s.ok()) return ctx.fail(s, "the session's events are in the log: carapace log show " + id);
@@ -133,24 +168,26 @@ int report_outcome(Context& ctx, Runtime& rt, const std::string& id, StatusLine&
 
 namespace {
 
-int resume(Context& ctx, Runtime& rt, const std::string& id, const std::string& mode) {
+int resume(Context& ctx, const RunArgs& args, Runtime& rt) {
+  const std::string& id = args.resume;
+  const std::string& mode = args.mode;
   if (mode != "step" && mode != "turn") {
     return ctx.fail(Status::invalid_argument("--mode " + mode + " is not step or turn"));
   }
   StatusLine status(!ctx.json && isatty(STDERR_FILENO));
   Status s = rt.resume_session(
-      id,
-      Runtime::ResumeOptions{.mode = mode == "turn" ? Runtime::ResumeMode::kTurn : Runtime::ResumeMode::kStep,
-                             .on_event = [&status](const Event& e) { status.on_event(e); }});
+      id, Runtime::ResumeOptions{.mode = mode == "turn" ? Runtime::ResumeMode::kTurn : Runtime::ResumeMode::kStep,
+                                 .allow_finished = !args.then.empty(),
+                                 .on_event = event_printer(args.runtime, status)});
   if (s.is_not_found()) return ctx.fail(s, "`carapace sessions` lists the sessions there");
   if (!s.ok()) return ctx.fail(s);
-  return report_outcome(ctx, rt, id, status);
+  return report_outcome(ctx, args.runtime, rt, id, status, args.then);
 }
 
 int run_run(Context& ctx, const RunArgs& args) {
   std::unique_ptr<Runtime> rt;
   if (int rc = open_runtime(ctx, args.runtime, &rt); rc != kExitOk) return rc;
-  if (!args.resume.empty()) return resume(ctx, *rt, args.resume, args.mode);
+  if (!args.resume.empty()) return resume(ctx, args, *rt);
   if (args.task.empty()) {
     return ctx.fail(Status::invalid_argument("run needs a task (or --resume ID)"),
                     "carapace run \"<task>\" --scenario FILE");
@@ -161,10 +198,10 @@ int run_run(Context& ctx, const RunArgs& args) {
                                               .task = args.task,
                                               .max_turns = args.max_turns,
                                               .workspace = args.workspace,
-                                              .on_event = [&status](const Event& e) { status.on_event(e); }},
+                                              .on_event = event_printer(args.runtime, status)},
                                &id);
   if (!s.ok()) return ctx.fail(s);
-  return report_outcome(ctx, *rt, id, status);
+  return report_outcome(ctx, args.runtime, *rt, id, status, args.then);
 }
 
 struct ForkArgs {
@@ -184,14 +221,14 @@ int run_fork(Context& ctx, const ForkArgs& args) {
       rt->fork_session(args.source, args.at_turn,
                        Runtime::ForkOptions{.id = args.session,
                                             .task = args.task,
-                                            .on_event = [&status](const Event& e) { status.on_event(e); }},
+                                            .on_event = event_printer(args.runtime, status)},
                        &id);
   if (s.is_not_found()) return ctx.fail(s, "`carapace sessions` lists the sessions there");
   if (!s.ok()) return ctx.fail(s);
   if (!ctx.json)
     std::fprintf(stderr, "forked %s at turn %llu as %s\n", args.source.c_str(),
                  static_cast<unsigned long long>(args.at_turn), id.c_str());
-  return report_outcome(ctx, *rt, id, status);
+  return report_outcome(ctx, args.runtime, *rt, id, status);
 }
 
 }  // namespace
@@ -204,6 +241,10 @@ void add_runtime_options(CLI::App* cmd, RuntimeArgs& args) {
   cmd->add_option("--config", args.config, "Config file (default: $CARAPACE_HOME/config.json if it exists)");
   cmd->add_option("--faults", args.faults, "Fault plan to inject (docs/fault-plans.md)");
   cmd->add_option("--exec-log", args.exec_log, "Record every tool execution in this file")->group("");
+  cmd->add_option("--ack-log", args.ack_log, "Record every durable checkpoint and message here")->group("");
+  cmd->add_option("--sync-ledger", args.sync_ledger, "Simulate a disk that loses unsynced writes")->group("");
+  cmd->add_flag("--ignore-wal-syncs", args.ignore_wal_syncs, "Mutation: do not honour WAL syncs")->group("");
+  cmd->add_option("--test-mutation", args.test_mutation, "A deliberate defect, for tests")->group("");
 }
 
 void register_run_command(CLI::App& app, Context& ctx) {
@@ -219,6 +260,9 @@ void register_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--resume", args->resume,
                   "Resume this session instead of starting one (see `carapace resume`)");
   cmd->add_option("--mode", args->mode, "With --resume: step (default) or turn")->capture_default_str();
+  cmd->add_option("--then", args->then,
+                  "A further user message, sent once the session stops (repeat for more; each is "
+                  "durable before the next run starts)");
   add_json_flag(cmd, ctx);
   cmd->callback([&ctx, args] { ctx.run = [&ctx, args] { return run_run(ctx, *args); }; });
 
@@ -229,6 +273,8 @@ void register_run_command(CLI::App& app, Context& ctx) {
                                  "turn; turn mode rolls the turn back and runs it again");
   res->add_option("session", resume_args->resume, "Session id")->required();
   res->add_option("--mode", resume_args->mode, "step or turn")->capture_default_str();
+  res->add_option("--then", resume_args->then,
+                  "A further user message, sent once the session stops (repeat for more)");
   add_runtime_options(res, resume_args->runtime);
   add_json_flag(res, ctx);
   res->callback([&ctx, resume_args] {
@@ -245,7 +291,7 @@ void register_run_command(CLI::App& app, Context& ctx) {
       }
       std::unique_ptr<Runtime> rt;
       if (int rc = open_runtime(ctx, resume_args->runtime, &rt); rc != kExitOk) return rc;
-      return resume(ctx, *rt, resume_args->resume, resume_args->mode);
+      return resume(ctx, *resume_args, *rt);
     };
   });
 

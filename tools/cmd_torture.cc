@@ -21,6 +21,10 @@ struct TortureArgs {
   std::string mode = "both";
   std::string dir;
   double resume_crash_probability = 0.3;
+  double random_moment_probability = 0.5;
+  std::vector<std::string> points;
+  bool power_loss = false;
+  std::string mutation;
   bool keep = false;
 };
 
@@ -31,6 +35,10 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                          .seed = args.seed,
                          .mode = args.mode,
                          .resume_crash_probability = args.resume_crash_probability,
+                         .random_moment_probability = args.random_moment_probability,
+                         .points = args.points,
+                         .power_loss = args.power_loss,
+                         .mutation = args.mutation,
                          .keep_passing_homes = args.keep};
   bool own_dir = args.dir.empty();
   if (own_dir) {
@@ -82,7 +90,14 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                          {"crashes", report.crashes},
                          {"crashes_by_point", report.crashes_by_point},
                          {"resumes", report.resumes},
+                         {"power_losses", report.power_losses},
+                         {"bytes_lost_to_power_losses", report.bytes_lost},
+                         {"torn_writes", report.torn_writes},
+                         {"checkpoints_acknowledged", report.checkpoints_acknowledged},
+                         {"messages_acknowledged", report.messages_acknowledged},
+                         {"recoveries_from_a_snapshot", report.snapshots_used},
                          {"compared_with_crash_free_run", report.compared_with_reference},
+                         {"equal_to_crash_free_run", report.equal_to_reference},
                          {"violations_by_kind", report.violations_by_kind},
                          {"violations", violations},
                          {"seconds", report.seconds}}},
@@ -91,21 +106,34 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                                        count(report.violations.size(), "violation")}})
               << "\n";
   } else {
-    std::printf("torture: %s, seed %llu, mode %s, %.1f s\n", args.scenario.c_str(),
-                static_cast<unsigned long long>(args.seed), args.mode.c_str(), report.seconds);
+    std::printf("torture: %s, seed %llu, mode %s%s, %.1f s\n", args.scenario.c_str(),
+                static_cast<unsigned long long>(args.seed), args.mode.c_str(),
+                args.power_loss ? ", power loss after every crash" : "", report.seconds);
     std::printf("  %-34s %8llu  (step %llu, turn %llu)\n", "iterations",
                 static_cast<unsigned long long>(report.iterations),
                 static_cast<unsigned long long>(report.step_iterations),
                 static_cast<unsigned long long>(report.turn_iterations));
-    std::printf("  %-34s %8llu\n", "crashes injected (SIGKILL)",
-                static_cast<unsigned long long>(report.crashes));
+    std::printf("  %-34s %8llu\n", "crashes (SIGKILL)", static_cast<unsigned long long>(report.crashes));
     for (const auto& [point, n] : report.crashes_by_point) {
       std::printf("    %-32s %8llu\n", point.c_str(), static_cast<unsigned long long>(n));
     }
+    if (args.power_loss) {
+      std::printf("  %-34s %8llu  (%llu unsynced bytes lost, %llu torn writes)\n", "power losses",
+                  static_cast<unsigned long long>(report.power_losses),
+                  static_cast<unsigned long long>(report.bytes_lost),
+                  static_cast<unsigned long long>(report.torn_writes));
+    }
     std::printf("  %-34s %8llu\n", "resumes", static_cast<unsigned long long>(report.resumes));
+    std::printf("  %-34s %8llu\n", "acknowledged checkpoints intact",
+                static_cast<unsigned long long>(report.checkpoints_acknowledged));
+    std::printf("  %-34s %8llu\n", "acknowledged messages kept",
+                static_cast<unsigned long long>(report.messages_acknowledged));
+    std::printf("  %-34s %8llu\n", "recoveries from a snapshot",
+                static_cast<unsigned long long>(report.snapshots_used));
     std::printf("  %-34s %8llu\n", "completed and verified",
                 static_cast<unsigned long long>(report.completed));
-    std::printf("  %-34s %8llu\n", "final state equal to crash-free run",
+    std::printf("  %-34s %8llu of %llu compared\n", "final state equal to crash-free run",
+                static_cast<unsigned long long>(report.equal_to_reference),
                 static_cast<unsigned long long>(report.compared_with_reference));
     std::printf("  %-34s %8zu\n", "violations", report.violations.size());
     for (const auto& [kind, n] : report.violations_by_kind) {
@@ -142,6 +170,15 @@ void register_torture_command(CLI::App& app, Context& ctx) {
                   "Chance that a resumed run is crashed again")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--random-moments", args->random_moment_probability,
+                  "Share of crashes made by a SIGKILL after a random delay instead of at a fault point")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--points", args->points, "Crash only at these fault points (default: all nine)");
+  cmd->add_flag("--power-loss", args->power_loss,
+                "After every crash, take away what was not synced, as a power loss would (sometimes tearing "
+                "the last write)");
+  cmd->add_option("--test-mutation", args->mutation, "A deliberate defect in the children, for tests")->group("");
   cmd->add_option("--dir", args->dir, "Where the iterations' homes go (default: a temporary directory)");
   cmd->add_flag("--keep", args->keep, "Keep every iteration's home, not only those with violations");
   add_json_flag(cmd, ctx);

@@ -134,13 +134,22 @@ Status parse_scenario(std::string_view json_text, const std::string& source, Sce
   json doc = json::parse(json_text, nullptr, false);
   if (doc.is_discarded()) return bad(source, "is not valid JSON");
   if (!doc.is_object()) return bad(source, "must be a JSON object with a \"replies\" array");
-  CARAPACE_RETURN_IF_ERROR(check_keys(doc, source, {"model", "replies", "description"}));
+  CARAPACE_RETURN_IF_ERROR(check_keys(doc, source, {"model", "replies", "description", "user_messages"}));
   if (!doc.contains("replies") || !doc["replies"].is_array()) return bad(source, "needs a \"replies\" array");
   Scenario s;
   s.source = source;
   if (doc.contains("model")) {
     if (!doc["model"].is_string()) return bad(source + ": model", "must be a string");
     s.model = doc["model"];
+  }
+  if (doc.contains("user_messages")) {
+    const json& m = doc["user_messages"];
+    if (!m.is_array()) return bad(source + ": user_messages", "must be an array of strings");
+    for (size_t i = 0; i < m.size(); ++i) {
+      if (!m[i].is_string() || m[i].get<std::string>().empty())
+        return bad(source + ": user_messages[" + std::to_string(i) + "]", "must be a non-empty string");
+      s.user_messages.push_back(m[i]);
+    }
   }
   const json& replies = doc["replies"];
   if (replies.empty()) return bad(source, "\"replies\" is empty");

@@ -33,6 +33,9 @@ struct Scenario {
   std::string source;  // the file, for messages
   std::string model;   // optional default model
   std::vector<ScenarioEntry> entries;
+  // What the user says after each time the session stops, in order (the
+  // torture runner sends them with `--then`); the provider ignores them.
+  std::vector<std::string> user_messages;
 };
 
 // Errors name the file and the entry: "demo.json: replies[2].tool_calls[0].args: must be an object".

@@ -28,6 +28,18 @@ namespace {
 SessionActor::behavior_type session_actor(SessionActor::stateful_pointer<SessionLoop> self,
                                           std::shared_ptr<SessionContext> context) {
   self->state.init(self, std::move(context));
+  // A failure escaping a handler ends the actor with an error (the runtime's
+  // keeper then recovers the session from its log); say what it was.
+  self->set_exception_handler([](caf::scheduled_actor*, std::exception_ptr& failure) -> caf::error {
+    std::string what = "an unknown exception";
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    return caf::make_error(caf::sec::runtime_error, what);
+  });
   return {
       [=](start_atom) { self->state.start(); },
       [=](UserInput& input) -> caf::result<InputAck> { return self->state.user_input(std::move(input.text)); },

@@ -70,6 +70,7 @@ struct SessionContext {
   ProviderActor provider;
   ToolActor tool_host;
   HookActor hook_host;
+  std::shared_ptr<FaultInjector> faults;  // asked at session.actor; null: none
 };
 
 // Spawns the session's actor. Send it start_atom to run its loop.

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <stdexcept>
+
 #include "actors/session/loop_events.h"
 
 namespace carapace {
@@ -90,8 +92,18 @@ void SessionLoop::durable(uint64_t token, bool ok, const std::string& error) {
 
 // ---- writing ---------------------------------------------------------------------
 
+void SessionLoop::inject_actor_fault(const std::vector<EventBody>& step) {
+  if (!ctx_->faults || step.empty()) return;
+  Fault f = check_fault(ctx_->faults.get(), FaultSite{.point = FaultPoint::kSessionActor,
+                                                      .session = ctx_->id,
+                                                      .event_type = std::string(wire_name(event_type_number(step.front()))),
+                                                      .turn = state().turn});
+  if (f.action == FaultAction::kError) throw std::runtime_error("injected fault at session.actor: " + f.describe());
+}
+
 bool SessionLoop::append(std::vector<EventBody> step) {
   if (step.empty()) return true;
+  inject_actor_fault(step);
   std::vector<Event> written;
   Status s = journal().append(std::move(step), &written);
   if (!s.ok()) {
@@ -109,6 +121,7 @@ bool SessionLoop::append(std::vector<EventBody> step) {
 
 void SessionLoop::write_durable(std::vector<EventBody> step, bool checkpoint, std::function<void()> then,
                                 std::optional<caf::typed_response_promise<InputAck>> ack) {
+  inject_actor_fault(step);
   uint64_t token = ++next_token_;
   DurableWrite& w = in_flight_[token];
   w.then = std::move(then);

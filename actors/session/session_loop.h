@@ -56,6 +56,9 @@ class SessionLoop {
   bool stop_recorded() { return state().stop_requested && !ignore_recorded_stop_; }
 
   // ---- writing (session_loop.cc) ----
+  // Asks the fault plan at session.actor before a step is written: an
+  // injected error makes the actor fail (it throws), as a bug would.
+  void inject_actor_fault(const std::vector<EventBody>& step);
   // Appends a step (buffered); false if the journal broke (the loop stops).
   bool append(std::vector<EventBody> step);
   // Writes `step` durably, with a checkpoint or without, and runs `then` once

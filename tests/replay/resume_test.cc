@@ -10,6 +10,7 @@
 #include <set>
 
 #include "events/fold.h"
+#include "events/record.h"
 #include "replay/recovery.h"
 #include "replay/verify.h"
 #include "storage/event_log.h"
@@ -72,11 +73,17 @@ struct Home {
     return out;
   }
 
-  std::map<std::string, int> executions() {
+  // Real executions per "<call> <tool>"; *idempotent, if given, gets the
+  // calls whose tool's spec says it is idempotent (as the run recorded it).
+  std::map<std::string, int> executions(std::set<std::string>* idempotent_calls = nullptr) {
     std::ifstream in(exec());
     std::map<std::string, int> runs;
     std::string session, call, tool;
-    while (in >> session >> call >> tool) ++runs[call + " " + tool];
+    int idempotent = 0;
+    while (in >> session >> call >> tool >> idempotent) {
+      ++runs[call + " " + tool];
+      if (idempotent && idempotent_calls != nullptr) idempotent_calls->insert(call + " " + tool);
+    }
     return runs;
   }
 };
@@ -180,10 +187,10 @@ BOOST_DATA_TEST_CASE(step_mode_keeps_every_completed_step, data::make(kPoints), 
   CHECK_OK(fold(after, &s));
   BOOST_TEST(s.rolled_back_turns == 0u);
   // A completed call never ran again; a call of a non-idempotent tool ran at most once.
-  std::map<std::string, int> runs = h.executions();
+  std::set<std::string> idempotent;
+  std::map<std::string, int> runs = h.executions(&idempotent);
   for (const auto& [call, n] : runs) {
-    bool idempotent = call.ends_with(" read_file") || call.ends_with(" list_dir");
-    if (!idempotent) BOOST_TEST(n == 1, call << " ran " << n << " times");
+    if (!idempotent.count(call)) BOOST_TEST(n == 1, call << " ran " << n << " times");
   }
   std::set<std::string> completed_before;
   for (const auto& e : c.recovered.uncommitted) {
@@ -280,6 +287,46 @@ BOOST_AUTO_TEST_CASE(resume_refuses_a_corrupt_log_and_changes_nothing) {
   BOOST_TEST((raw_values() == before));
 }
 
+BOOST_AUTO_TEST_CASE(a_fork_of_a_forged_history_is_refused_and_writes_nothing) {
+  Home h;
+  BOOST_REQUIRE(h.run().succeeded());
+  std::vector<Event> source = h.events();
+  // Change what a tool returned in turn 1 and give the record a valid checksum:
+  // only the checkpoint's state hash can tell.
+  uint64_t forged = 0;
+  for (const auto& e : source) {
+    if (get_if<ToolCompleted>(e) != nullptr) {
+      forged = e.seq;
+      break;
+    }
+  }
+  BOOST_REQUIRE(forged != 0u);
+  {
+    testing::RawDb raw(h.path() + "/log");
+    std::string key = keys::seq_key("s", forged);
+    Event e = source[forged - 1];
+    std::get<ToolCompleted>(e.body).output = "forged output";
+    std::string value;
+    encode_record(key, e, &value);
+    raw.put(kEventsFamily, key, value);
+  }
+  std::vector<std::string> fork_args = {"--home", h.path(), "fork", "s", "--at-turn", "2", "--session", "f"};
+  for (auto& a : h.common()) fork_args.push_back(a);
+  testing::ChildResult forked = testing::run_child(CARAPACE_BIN, fork_args, h.log());
+  BOOST_TEST(forked.exit_code() == 1);
+  std::string said = testing::read_text(h.log());
+  BOOST_TEST(said.find("session s does not verify up to turn 2") != std::string::npos, said);
+  BOOST_TEST(said.find("hashes to") != std::string::npos, said);
+  std::unique_ptr<EventLog> log;
+  CHECK_OK(
+      EventLog::open(EventLog::Options{.path = h.path() + "/log", .mode = EventLog::Mode::kReader}, &log));
+  uint64_t last = 0;
+  CHECK_OK(log->last_seq("f", &last));
+  BOOST_TEST(last == 0u);  // nothing of the fork was written
+  SessionMeta meta;
+  BOOST_TEST(log->get_meta("f", &meta).is_not_found());
+}
+
 BOOST_AUTO_TEST_CASE(a_fork_leaves_its_source_intact_and_can_itself_be_resumed) {
   Home h;
   BOOST_REQUIRE(h.run().succeeded());
@@ -320,6 +367,9 @@ BOOST_AUTO_TEST_CASE(a_fork_leaves_its_source_intact_and_can_itself_be_resumed) 
     if (fork_fold.committed().committed_turn == 2 && fork_at.last_seq == 0) fork_at = fork_fold.committed();
   }
   BOOST_TEST((fork_at.messages == source_at.messages));
+  // Copied events keep their time; the fork's first checkpoint is the source's turn 0.
+  BOOST_TEST(fork_events[0].ts_us == source[0].ts_us);
+  BOOST_TEST(fork_events[1].ts_us == source[1].ts_us);
   log.reset();
   if (forked.killed()) {
     std::vector<std::string> resume_args = {"--home", h.path(), "resume", "f"};

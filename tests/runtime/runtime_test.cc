@@ -427,3 +427,55 @@ BOOST_AUTO_TEST_CASE(a_resumed_session_keeps_its_own_turn_budget_and_instruction
   BOOST_TEST((requests[2].request_digest == requests[1].request_digest));
   BOOST_TEST(requests[2].attempt == 1u);  // a request lost to the stop does not use up a retry
 }
+
+BOOST_AUTO_TEST_CASE(a_session_actor_that_fails_is_recovered_from_its_log_and_its_waiters_and_subscribers_go_on) {
+  testing::TempDir dir;
+  std::string scenario = write_file(dir, "scenario.json", R"({"replies": [
+      {"tool_calls": [{"name": "note", "args": {}}]},
+      {"tool_calls": [{"name": "note", "args": {}}]},
+      {"text": "done"}]})");
+  Config config;
+  config.provider.scenario = scenario;
+  config.workspace = dir.path();
+  std::atomic<int> notes{0};
+  ToolDefinition note{.spec = {.name = "note", .description = "notes", .schema = JsonText{R"({"type":"object"})"}},
+                      .blocking = false,
+                      .run = [&notes](const nlohmann::json&, const ToolContext&) {
+                        ++notes;
+                        return ToolResult{.output = "ok"};
+                      }};
+  // The session actor throws before its 9th step, in turn 2: as a bug would.
+  std::shared_ptr<FaultPlan> plan;
+  CHECK_OK(FaultPlan::parse(R"({"faults": [{"point": "session.actor", "action": "error", "nth": 9}]})", "plan.json",
+                            &plan));
+  std::unique_ptr<Runtime> rt;
+  CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .faults = plan}, &rt));
+  CHECK_OK(rt->register_tool(note));
+  std::mutex mu;
+  std::vector<uint64_t> heard;
+  std::string id;
+  CHECK_OK(rt->start_session(SessionOptions{.task = "go",
+                                            .on_event =
+                                                [&](const Event& e) {
+                                                  std::lock_guard lock(mu);
+                                                  heard.push_back(e.seq);
+                                                }},
+                             &id));
+  SessionOutcome o;
+  CHECK_OK(rt->wait(id, 60s, &o));  // the same wait, across the replaced actor
+  BOOST_TEST(o.final_answer == "done");
+  BOOST_TEST((o.status == SessionStatus::kCompleted));
+  std::vector<Event> events;
+  CHECK_OK(rt->log().read(id, 1, UINT64_MAX, &events));
+  size_t resumed = 0;
+  for (const auto& e : events) resumed += get_if<SessionResumed>(e) != nullptr;
+  BOOST_TEST(resumed == 1u);
+  BOOST_TEST(notes.load() == 2);  // nothing ran twice
+  VerifyReport report;
+  CHECK_OK(verify_session(rt->log(), id, &report));
+  BOOST_TEST(report.ok());
+  // The subscriber heard the recovered actor's events too, to the end.
+  std::lock_guard lock(mu);
+  BOOST_REQUIRE(!heard.empty());
+  BOOST_TEST(heard.back() == events.back().seq);
+}

@@ -194,91 +194,125 @@ std::vector<Case> cases() {
   return out;
 }
 
+struct Sweep {
+  size_t resumed = 0;      // crash points resumed from
+  size_t interrupted = 0;  // of those, with a side-effecting call interrupted
+  size_t differing = 0;    // of the others, ending unlike the crash-free run
+};
+
+// Runs `c` without a crash, then resumes it from every crash point, the
+// resumed sessions carrying `mutation`. Without a mutation every check is a
+// test assertion; with one, differences are only counted.
+Sweep sweep(const Case& c, LoopMutation mutation) {
+  const bool strict = mutation == LoopMutation::kNone;
+  Sweep out;
+  VirtualRuntime vr;
+  std::vector<std::string> echoed;
+  std::multiset<std::string> side_runs;  // "<session> <call id>" of every real execution
+  CHECK_OK(vr.tools->add(testing::echo_tool(&echoed)));
+  CHECK_OK(vr.tools->add(ToolDefinition{
+      .spec = {.name = "side", .description = "has side effects", .schema = JsonText{R"({"type":"object"})"}},
+      .blocking = false,
+      .run = [&side_runs](const nlohmann::json& args, const ToolContext& ctx) {
+        side_runs.insert(ctx.session_id + " " + ctx.call_id);
+        return ToolResult{.output = "did " + args.value("text", std::string())};
+      }}));
+  c.hooks(*vr.hooks);
+  vr.scenario(c.scenario);
+  SessionActor ref = vr.start("ref", "the task", c.settings);
+  if (!c.message_while_busy.empty()) {
+    caf::scoped_actor self{vr.system(), true};
+    self->send(ref, UserInput{c.message_while_busy});
+    vr.run();
+    bool acked = false;
+    self->receive([&](InputAck& a) { acked = a.ok; }, caf::after(std::chrono::seconds(0)) >> [] {});
+    BOOST_TEST(acked);
+  }
+  SessionOutcome ref_outcome = vr.run_to_end(ref);
+  if (!c.message_while_busy.empty()) {
+    // Queued while turn 1 ran, it joined the conversation when turn 2 started.
+    auto queued = vr.of_type<UserMessage>();
+    BOOST_REQUIRE(queued.size() == 1u);
+    BOOST_TEST(queued[0].queued);
+    BOOST_REQUIRE(vr.provider->requests.size() == 2u);
+    BOOST_TEST(vr.provider->requests[0].messages.back().text != c.message_while_busy);
+    BOOST_TEST(vr.provider->requests[1].messages.back().text == c.message_while_busy);
+  }
+  BOOST_TEST(ref_outcome.stop_reason == c.expect_stop_reason);
+  const std::vector<Event> reference = vr.logged("ref");
+  const Ending expected = ending_of(reference);
+  SessionSettings resumed_settings = c.settings;
+  resumed_settings.mutation = mutation;
+
+  for (size_t k = 3; k < reference.size(); ++k) {  // after the opening checkpoint
+    if (!crash_can_cut_at(reference, k)) continue;
+    std::vector<Event> prefix(reference.begin(), reference.begin() + static_cast<std::ptrdiff_t>(k));
+    // Before the message was acknowledged, a crash means it was never sent.
+    bool message_sent = c.message_while_busy.empty();
+    for (const auto& e : prefix) message_sent |= get_if<UserMessage>(e) && get_if<UserMessage>(e)->queued;
+    if (!message_sent) continue;
+    std::string id = "cut-" + std::to_string(k);
+    std::vector<Event> heard;
+    SessionActor s = vr.resume_prefix(id, prefix, resumed_settings, &heard);
+    SessionOutcome o = vr.run_to_end(s);
+    std::vector<Event> logged = vr.logged(id);
+    ++out.resumed;
+    BOOST_TEST_CONTEXT("cut after seq " << k << " (" << reference[k - 1].type_name() << ")") {
+      VerifyReport report;
+      CHECK_OK(verify_session(vr.log(), id, &report));
+      BOOST_TEST(report.ok());
+      std::set<std::string> unfinished = unfinished_calls(prefix);
+      bool side_unfinished = false;
+      for (const auto& call : unfinished) {
+        for (const auto& e : prefix) {
+          if (const auto* r = get_if<ToolRequested>(e); r && r->call_id == call && r->tool == "side")
+            side_unfinished = true;
+        }
+        // A side-effecting call never runs a second time.
+        BOOST_TEST(side_runs.count(id + " " + call) == 0u, "call " << call << " ran again");
+      }
+      if (side_unfinished) {
+        ++out.interrupted;
+        bool told = false;
+        for (const auto& e : logged) {
+          if (const auto* t = get_if<ToolCompleted>(e); t && t->interrupted) told = true;
+        }
+        BOOST_TEST(told, "the model was not told the call's outcome is unknown");
+        continue;
+      }
+      bool same = ending_of(logged) == expected && o.stop_reason == ref_outcome.stop_reason;
+      if (!same) ++out.differing;
+      if (strict) {
+        BOOST_TEST(o.stop_reason == ref_outcome.stop_reason);
+        BOOST_TEST(ending_of(logged) == expected);
+      }
+    }
+  }
+  BOOST_TEST_MESSAGE(c.name << ": resumed from " << out.resumed << " crash points (" << out.interrupted
+                            << " with a side-effecting call interrupted, " << out.differing << " ending otherwise)");
+  return out;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_session_resumed_in_step_mode_from_any_crash_point_ends_as_the_crash_free_run) {
   for (const Case& c : cases()) {
     BOOST_TEST_CONTEXT("scenario: " << c.name) {
-      VirtualRuntime vr;
-      std::vector<std::string> echoed;
-      std::multiset<std::string> side_runs;  // "<session> <call id>" of every real execution
-      CHECK_OK(vr.tools->add(testing::echo_tool(&echoed)));
-      CHECK_OK(vr.tools->add(ToolDefinition{
-          .spec = {.name = "side", .description = "has side effects", .schema = JsonText{R"({"type":"object"})"}},
-          .blocking = false,
-          .run = [&side_runs](const nlohmann::json& args, const ToolContext& ctx) {
-            side_runs.insert(ctx.session_id + " " + ctx.call_id);
-            return ToolResult{.output = "did " + args.value("text", std::string())};
-          }}));
-      c.hooks(*vr.hooks);
-      vr.scenario(c.scenario);
-      SessionActor ref = vr.start("ref", "the task", c.settings);
-      if (!c.message_while_busy.empty()) {
-        caf::scoped_actor self{vr.system(), true};
-        self->send(ref, UserInput{c.message_while_busy});
-        vr.run();
-        bool acked = false;
-        self->receive([&](InputAck& a) { acked = a.ok; }, caf::after(std::chrono::seconds(0)) >> [] {});
-        BOOST_TEST(acked);
-      }
-      SessionOutcome ref_outcome = vr.run_to_end(ref);
-      if (!c.message_while_busy.empty()) {
-        // Queued while turn 1 ran, it joined the conversation when turn 2 started.
-        auto queued = vr.of_type<UserMessage>();
-        BOOST_REQUIRE(queued.size() == 1u);
-        BOOST_TEST(queued[0].queued);
-        BOOST_REQUIRE(vr.provider->requests.size() == 2u);
-        BOOST_TEST(vr.provider->requests[0].messages.back().text != c.message_while_busy);
-        BOOST_TEST(vr.provider->requests[1].messages.back().text == c.message_while_busy);
-      }
-      BOOST_TEST(ref_outcome.stop_reason == c.expect_stop_reason);
-      const std::vector<Event> reference = vr.logged("ref");
-      const Ending expected = ending_of(reference);
+      Sweep s = sweep(c, LoopMutation::kNone);
+      BOOST_TEST(s.resumed >= 1u);
+      BOOST_TEST(s.differing == 0u);
+    }
+  }
+}
 
-      size_t resumed = 0, interrupted = 0;
-      for (size_t k = 3; k < reference.size(); ++k) {  // after the opening checkpoint
-        if (!crash_can_cut_at(reference, k)) continue;
-        std::vector<Event> prefix(reference.begin(), reference.begin() + static_cast<std::ptrdiff_t>(k));
-        // Before the message was acknowledged, a crash means it was never sent.
-        bool message_sent = c.message_while_busy.empty();
-        for (const auto& e : prefix) message_sent |= get_if<UserMessage>(e) && get_if<UserMessage>(e)->queued;
-        if (!message_sent) continue;
-        std::string id = "cut-" + std::to_string(k);
-        std::vector<Event> heard;
-        SessionActor s = vr.resume_prefix(id, prefix, c.settings, &heard);
-        SessionOutcome o = vr.run_to_end(s);
-        std::vector<Event> logged = vr.logged(id);
-        BOOST_TEST_CONTEXT("cut after seq " << k << " (" << reference[k - 1].type_name() << ")") {
-          VerifyReport report;
-          CHECK_OK(verify_session(vr.log(), id, &report));
-          BOOST_TEST(report.ok());
-          BOOST_TEST(o.stop_reason == ref_outcome.stop_reason);
-          std::set<std::string> unfinished = unfinished_calls(prefix);
-          bool side_unfinished = false;
-          for (const auto& call : unfinished) {
-            for (const auto& e : prefix) {
-              if (const auto* r = get_if<ToolRequested>(e); r && r->call_id == call && r->tool == "side")
-                side_unfinished = true;
-            }
-            // A side-effecting call never runs a second time.
-            BOOST_TEST(side_runs.count(id + " " + call) == 0u, "call " << call << " ran again");
-          }
-          if (side_unfinished) {
-            ++interrupted;
-            bool told = false;
-            for (const auto& e : logged) {
-              if (const auto* t = get_if<ToolCompleted>(e); t && t->interrupted) told = true;
-            }
-            BOOST_TEST(told, "the model was not told the call's outcome is unknown");
-          } else {
-            BOOST_TEST(ending_of(logged) == expected);
-          }
-        }
-        ++resumed;
-      }
-      BOOST_TEST_MESSAGE(c.name << ": resumed from " << resumed << " crash points (" << interrupted
-                                << " with a side-effecting call interrupted)");
-      BOOST_TEST(resumed >= 1u);
+// The mutation check: a resume that ignores a recorded stop decision must be
+// caught by the sweep, or the sweep would prove nothing about stops.
+BOOST_AUTO_TEST_CASE(the_sweep_catches_a_resume_that_ignores_a_recorded_stop) {
+  for (const Case& c : cases()) {
+    if (c.expect_stop_reason != "hook_stop") continue;
+    BOOST_TEST_CONTEXT("scenario: " << c.name) {
+      Sweep s = sweep(c, LoopMutation::kIgnoreRecordedStop);
+      BOOST_TEST(s.differing > 0u, "no crash point showed the ignored stop");
     }
   }
 }
