@@ -21,6 +21,7 @@
 #include "events/record.h"
 #include "storage/db_directory.h"
 #include "storage/db_lock.h"
+#include "storage/db_options.h"
 #include "storage/group_commit.h"
 #include "storage/keys.h"
 
@@ -48,16 +49,6 @@ std::string where(std::string_view session, uint64_t seq) {
 
 rocksdb::Slice slice(std::string_view v) { return rocksdb::Slice(v.data(), v.size()); }
 std::string_view view(const rocksdb::Slice& s) { return std::string_view(s.data(), s.size()); }
-
-rocksdb::CompressionType pick_compression() {
-  auto supported = rocksdb::GetSupportedCompressions();
-  for (auto wanted : {rocksdb::kLZ4Compression, rocksdb::kSnappyCompression}) {
-    for (auto have : supported) {
-      if (have == wanted) return wanted;
-    }
-  }
-  return rocksdb::kNoCompression;
-}
 
 // Snapshot frame: masked crc32c(key || rest):fixed32 turn:varint state-bytes.
 std::string frame_snapshot(std::string_view key, const SnapshotEntry& snap) {
@@ -257,24 +248,10 @@ Status EventLog::open(const Options& options, std::unique_ptr<EventLog>* out) {
   impl->options = options;
   const bool writer = options.mode == Mode::kWriter;
 
-  rocksdb::DBOptions db_options;
-  db_options.create_if_missing = false;  // created atomically below, never over remains
-  db_options.create_missing_column_families = writer;  // a family added by a newer build
-  db_options.max_background_jobs = 2;
-  db_options.keep_log_file_num = 3;
-  db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
-  if (!writer) db_options.max_open_files = -1;  // required of secondaries
-
-  impl->cache = rocksdb::NewLRUCache(options.block_cache_bytes);
-  rocksdb::BlockBasedTableOptions table;
-  table.block_cache = impl->cache;
-  table.block_size = 16 << 10;
-  rocksdb::ColumnFamilyOptions cf_options;
-  cf_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
-  cf_options.compression = pick_compression();
-  // Smaller memtables than the 64 MB default: every open (a resume after a
-  // crash, each reader) replays the WAL not yet flushed, ~60 MB/s here.
-  cf_options.write_buffer_size = 16 << 20;
+  LogDbOptions tuned = log_db_options(writer, options.block_cache_bytes);
+  rocksdb::DBOptions db_options = tuned.db;
+  impl->cache = tuned.block_cache;
+  const rocksdb::ColumnFamilyOptions& cf_options = tuned.family;
 
   std::vector<rocksdb::ColumnFamilyDescriptor> families = {{rocksdb::kDefaultColumnFamilyName, cf_options},
                                                            {std::string(kEventsFamily), cf_options},

@@ -287,6 +287,43 @@ BOOST_AUTO_TEST_CASE(resume_refuses_a_corrupt_log_and_changes_nothing) {
   BOOST_TEST((raw_values() == before));
 }
 
+BOOST_AUTO_TEST_CASE(a_resume_checks_only_the_records_no_earlier_resume_checked) {
+  Home h;
+  Crash c = crash_at(h, Point{"commit.before", 4});
+  uint64_t at_crash = c.before.size();
+  BOOST_REQUIRE(h.resume("step").succeeded());
+  auto meta_of = [&] {
+    std::unique_ptr<EventLog> log;
+    CHECK_OK(
+        EventLog::open(EventLog::Options{.path = h.path() + "/log", .mode = EventLog::Mode::kReader}, &log));
+    SessionMeta meta;
+    CHECK_OK(log->get_meta("s", &meta));
+    return meta;
+  };
+  BOOST_TEST(meta_of().verified_seq == at_crash);  // the resume checked every record there was
+  // Damage a record that resume checked: the next resume does not read it
+  // again (the cost of a resume follows what is new), and verify, which
+  // reads everything, names it.
+  {
+    testing::RawDb raw(h.path() + "/log");
+    std::string key = keys::seq_key("s", 5);
+    std::string value = raw.get(kEventsFamily, key);
+    value[value.size() / 2] ^= 0x08;
+    raw.put(kEventsFamily, key, value);
+  }
+  std::vector<std::string> args = {"--home", h.path(), "resume", "s", "--then", "One more thing."};
+  for (auto& a : h.common()) args.push_back(a);
+  testing::ChildResult again = testing::run_child(CARAPACE_BIN, args, h.log());
+  // The scenario's spare reply answers the new message: the resume succeeds
+  // without reading the damaged record.
+  std::string said = testing::read_text(h.log());
+  BOOST_TEST(said.find("checksum mismatch") == std::string::npos, said);
+  BOOST_TEST(again.exit_code() == 0, said);
+  testing::ChildResult verified = testing::run_child(CARAPACE_BIN, {"--home", h.path(), "verify", "s"}, h.log());
+  BOOST_TEST(verified.exit_code() == 1);
+  BOOST_TEST(testing::read_text(h.log()).find("seq 5") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_fork_of_a_forged_history_is_refused_and_writes_nothing) {
   Home h;
   BOOST_REQUIRE(h.run().succeeded());
