@@ -524,7 +524,9 @@ double e2e_turns_per_s(const fs::path& root, int sessions, uint64_t turns,
   check(Runtime::open(Runtime::Options{.home = dir.str("home"), .config = config}, &rt),
         "opening the runtime");
   check(rt->register_tool(ToolDefinition{
-            .spec = {.name = "noop", .description = "does nothing"},
+            // Idempotent: no durable intent before it runs, so a turn has the
+            // baseline's syncs (durability_bench (i) measures the intent).
+            .spec = {.name = "noop", .description = "does nothing", .idempotent = true},
             .blocking = false,
             .run = [](const nlohmann::json&, const ToolContext&) { return ToolResult{.output = "ok"}; }}),
         "registering noop");

@@ -120,16 +120,16 @@ Status recover(const EventLog& log, std::string_view session, const RecoverOptio
 Status check_records(const EventLog& log, std::string_view session, uint64_t from_seq, uint64_t* last_checked) {
   uint64_t expected = from_seq;
   auto cursor = log.cursor(session, from_seq);
+  auto where = [&] { return "session " + std::string(session) + " seq " + std::to_string(cursor->seq()); };
   for (; cursor->valid(); cursor->next()) {
-    std::string where = "session " + std::string(session) + " seq " + std::to_string(cursor->seq());
     if (cursor->seq() != expected) {
-      return Status::corruption(where + ": seq " + std::to_string(expected) + " is missing");
+      return Status::corruption(where() + ": seq " + std::to_string(expected) + " is missing");
     }
     ++expected;
     RecordHeader header;
     std::string_view payload;
     Status s = parse_record(cursor->key(), cursor->value(), &header, &payload);
-    if (!s.ok()) return s.with_context(where);
+    if (!s.ok()) return s.with_context(where());
     if (last_checked != nullptr) *last_checked = cursor->seq();
   }
   return cursor->status();

@@ -174,7 +174,7 @@ void register_torture_command(CLI::App& app, Context& ctx) {
                   "Share of crashes made by a SIGKILL after a random delay instead of at a fault point")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--points", args->points, "Crash only at these fault points (default: all nine)");
+  cmd->add_option("--points", args->points, "Crash only at these fault points (default: all ten)");
   cmd->add_flag("--power-loss", args->power_loss,
                 "After every crash, take away what was not synced, as a power loss would (sometimes tearing "
                 "the last write)");
