@@ -147,6 +147,10 @@ struct SessionCheck {
       issue(0, "session_index", "the session has events but no session index entry");
       return Status();
     }
+    if (s.is_corruption()) {
+      issue(0, "session_index", s.message());
+      return Status();
+    }
     CARAPACE_RETURN_IF_ERROR(s);
     if (meta.committed_seq != state.committed_seq || meta.committed_turn != state.committed_turn) {
       issue(meta.committed_seq, "session_index",
@@ -167,8 +171,11 @@ Status verify_session(const EventLog& log, std::string_view session, VerifyRepor
   CARAPACE_RETURN_IF_ERROR(check.check_records(&state, &folded_all));
   if (check.verdict.events == 0) {
     SessionMeta meta;
-    if (log.get_meta(session, &meta).ok()) {
+    Status indexed = log.get_meta(session, &meta);
+    if (indexed.ok()) {
       check.issue(0, "session_index", "the session index lists the session but it has no events");
+    } else if (indexed.is_corruption()) {
+      check.issue(0, "session_index", indexed.message() + ", and the session has no events");
     } else {
       return Status::not_found("no session '" + std::string(session) + "' in " + log.path());
     }
@@ -184,7 +191,12 @@ Status verify_all(const EventLog& log, VerifyReport* report) {
   std::vector<std::string> logged;
   CARAPACE_RETURN_IF_ERROR(log.list_logged_sessions(&logged));
   std::vector<SessionMeta> indexed;
-  CARAPACE_RETURN_IF_ERROR(log.list_sessions(&indexed));
+  std::vector<std::string> unreadable;
+  CARAPACE_RETURN_IF_ERROR(log.list_sessions(&indexed, &unreadable));
+  for (const auto& entry : unreadable) {
+    report->sessions.push_back(SessionVerdict{.session = "(session index)", .ok = false});
+    report->issues.push_back(VerifyIssue{.session = "(session index)", .kind = "session_index", .detail = entry});
+  }
   std::set<std::string> ids(logged.begin(), logged.end());
   for (const auto& m : indexed) ids.insert(m.id);
   for (const auto& id : ids) CARAPACE_RETURN_IF_ERROR(verify_session(log, id, report));

@@ -1,5 +1,7 @@
 #include "runtime/config.h"
 
+#include "runtime/home.h"
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -323,11 +325,26 @@ Status parse_config(std::string_view text, const std::string& source, Config* ou
 }
 
 Status load_config(const std::string& path, Config* out, std::vector<std::string>* warnings) {
+  CARAPACE_RETURN_IF_ERROR(check_trusted_file(path, "config file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::not_found("cannot read config file " + path);
   std::ostringstream ss;
   ss << in.rdbuf();
-  return parse_config(ss.str(), path, out, warnings);
+  CARAPACE_RETURN_IF_ERROR(parse_config(ss.str(), path, out, warnings));
+  // A hook's program named by path must be as trustworthy as the config.
+  for (const auto& hook : out->hooks) {
+    if (hook.command.empty()) continue;
+    std::string program = hook.command[0];
+    if (hook.command.size() == 3 && hook.command[0] == "/bin/sh" && hook.command[1] == "-c") {
+      const std::string& line = hook.command[2];
+      size_t start = line.find_first_not_of(" \t");
+      size_t end = line.find_first_of(" \t;|&<>()", start == std::string::npos ? 0 : start);
+      program = start == std::string::npos ? "" : line.substr(start, end == std::string::npos ? end : end - start);
+    }
+    Status trusted = check_hook_program(program);
+    if (!trusted.ok()) return trusted.with_context(path + ": hook '" + hook.name + "'");
+  }
+  return Status();
 }
 
 json config_to_json(const Config& c) {

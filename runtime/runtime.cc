@@ -1,5 +1,7 @@
 #include "runtime/runtime.h"
 
+#include "runtime/home.h"
+
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -139,6 +141,7 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
   if (options.home.empty()) return Status::invalid_argument("the runtime needs a home directory");
   impl->provider = options.provider;
   if (!impl->provider) CARAPACE_RETURN_IF_ERROR(make_provider(options.config, &impl->provider));
+  CARAPACE_RETURN_IF_ERROR(prepare_home(options.home, /*create=*/true));
   CARAPACE_RETURN_IF_ERROR(EventLog::open(
       EventLog::Options{.path = options.home + "/log", .file_system = options.file_system}, &impl->log));
 

@@ -37,7 +37,11 @@ Status sync_path(const std::string& path, bool directory) {
 
 DbDirectoryState inspect_db_directory(const std::string& dir, std::string* what) {
   std::error_code ec;
-  if (!fs::exists(dir, ec)) return DbDirectoryState::kAbsent;
+  if (!fs::exists(dir, ec)) {
+    if (!ec) return DbDirectoryState::kAbsent;
+    *what = "cannot look at " + dir + ": " + ec.message();
+    return DbDirectoryState::kUnreadable;
+  }
   std::vector<std::string> db_files;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
@@ -45,7 +49,7 @@ DbDirectoryState inspect_db_directory(const std::string& dir, std::string* what)
   }
   if (ec) {
     *what = "cannot list " + dir + ": " + ec.message();
-    return DbDirectoryState::kDamaged;
+    return DbDirectoryState::kUnreadable;
   }
   if (db_files.empty()) return DbDirectoryState::kEmpty;
   std::ifstream current(dir + "/CURRENT");

@@ -27,6 +27,7 @@ enum class DbDirectoryState {
   kEmpty,     // a directory with nothing in it
   kDatabase,  // CURRENT and the MANIFEST it names are there
   kDamaged,   // database files, but CURRENT or its MANIFEST is missing
+  kUnreadable,  // this process may not look inside (permissions)
 };
 
 // What `dir` holds; for kDamaged, *what says which file is missing and what is there.

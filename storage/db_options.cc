@@ -2,9 +2,31 @@
 
 #include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
+#include <rocksdb/db.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdarg>
+#include <cstdio>
+
+#include "storage/event_log.h"
 
 namespace carapace {
 namespace {
+
+// RocksDB's diagnostics go to the process's log (spdlog, debug level), not to
+// a LOG file in the database directory: on a full disk that file's writer
+// fails, and RocksDB's next message to it trips an assertion (abort) in the
+// build Debian ships.
+class ProcessLogger : public rocksdb::Logger {
+ public:
+  ProcessLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    char buf[1024];
+    std::vsnprintf(buf, sizeof buf, format, ap);
+    spdlog::debug("rocksdb: {}", buf);
+  }
+};
 
 rocksdb::CompressionType pick_compression() {
   auto supported = rocksdb::GetSupportedCompressions();
@@ -25,7 +47,15 @@ LogDbOptions log_db_options(bool writer, size_t block_cache_bytes) {
   o.db.max_background_jobs = 2;
   o.db.keep_log_file_num = 3;
   o.db.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  o.db.info_log = std::make_shared<ProcessLogger>();
   if (!writer) o.db.max_open_files = -1;  // required of secondaries
+  // The WAL recovery rule, the same for every open, writer or reader: a
+  // record cut short at the very end of the newest WAL (a crash or power loss
+  // in the middle of a write that was never acknowledged) is dropped; damage
+  // anywhere before that refuses the open. RocksDB's default,
+  // kPointInTimeRecovery, would instead keep what precedes the damage and
+  // drop everything after it, synced records included, and say nothing.
+  o.db.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
 
   o.block_cache = rocksdb::NewLRUCache(block_cache_bytes);
   rocksdb::BlockBasedTableOptions table;
@@ -37,6 +67,14 @@ LogDbOptions log_db_options(bool writer, size_t block_cache_bytes) {
   // crash, each reader) replays the WAL not yet flushed, ~60 MB/s here.
   o.family.write_buffer_size = 16 << 20;
   return o;
+}
+
+std::vector<rocksdb::ColumnFamilyDescriptor> log_families(const LogDbOptions& options) {
+  return {{rocksdb::kDefaultColumnFamilyName, options.family},
+          {std::string(kEventsFamily), options.family},
+          {std::string(kSessionsFamily), options.family},
+          {std::string(kCheckpointsFamily), options.family},
+          {std::string(kSnapshotsFamily), options.family}};
 }
 
 }  // namespace carapace

@@ -4,10 +4,12 @@
 // Internal to storage/ and bench/: this header includes RocksDB.
 #pragma once
 
+#include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
 
 #include <memory>
+#include <vector>
 
 namespace carapace {
 
@@ -19,5 +21,9 @@ struct LogDbOptions {
 
 // `writer`: a primary (read-write) instance; else a secondary reader.
 LogDbOptions log_db_options(bool writer, size_t block_cache_bytes);
+
+// The log's column families (default, events, sessions, checkpoints,
+// snapshots), each with `options.family`.
+std::vector<rocksdb::ColumnFamilyDescriptor> log_families(const LogDbOptions& options);
 
 }  // namespace carapace

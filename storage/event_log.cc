@@ -24,6 +24,7 @@
 #include "storage/db_options.h"
 #include "storage/group_commit.h"
 #include "storage/keys.h"
+#include "storage/wal_scan.h"
 
 namespace carapace {
 namespace {
@@ -78,6 +79,22 @@ Status unframe_snapshot(std::string_view key, std::string_view value, SnapshotEn
 // message.
 std::mutex open_writers_mu;
 std::set<std::string> open_writers;
+
+// A key as text: printable ASCII kept, every other byte as \xNN.
+std::string printable_key(std::string_view key) {
+  std::string out;
+  for (unsigned char c : key.substr(0, 64)) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  if (key.size() > 64) out += "...";
+  return "'" + out + "'";
+}
 
 Status busy_writer(const std::string& path, pid_t holder) {
   std::string who = holder > 0 ? "another carapace process (pid " + std::to_string(holder) + ")"
@@ -251,19 +268,17 @@ Status EventLog::open(const Options& options, std::unique_ptr<EventLog>* out) {
   LogDbOptions tuned = log_db_options(writer, options.block_cache_bytes);
   rocksdb::DBOptions db_options = tuned.db;
   impl->cache = tuned.block_cache;
-  const rocksdb::ColumnFamilyOptions& cf_options = tuned.family;
 
-  std::vector<rocksdb::ColumnFamilyDescriptor> families = {{rocksdb::kDefaultColumnFamilyName, cf_options},
-                                                           {std::string(kEventsFamily), cf_options},
-                                                           {std::string(kSessionsFamily), cf_options},
-                                                           {std::string(kCheckpointsFamily), cf_options},
-                                                           {std::string(kSnapshotsFamily), cf_options}};
+  std::vector<rocksdb::ColumnFamilyDescriptor> families = log_families(tuned);
 
   std::string damage;
   DbDirectoryState state = inspect_db_directory(options.path, &damage);
   if (state == DbDirectoryState::kDamaged) {
     return Status::corruption("the event log at " + options.path + " is damaged: " + damage +
                               ". Nothing was opened or written; `carapace repair` salvages what it can");
+  }
+  if (state == DbDirectoryState::kUnreadable) {
+    return Status::io_error(damage + "; the log belongs to another user, or its permissions were changed");
   }
   if (state != DbDirectoryState::kDatabase) {
     if (!writer || !options.create_if_missing) return Status::not_found("no event log at " + options.path);
@@ -316,6 +331,14 @@ Status EventLog::open(const Options& options, std::unique_ptr<EventLog>* out) {
     // Another process took the lock between the probe and the open.
     if (pid_t holder = writer && s.IsIOError() ? lock_holder(options.path) : 0; holder > 0)
       return busy_writer(options.path, holder);
+    if (s.IsCorruption()) {
+      // The WAL is damaged before its tail (db_options.h's recovery rule):
+      // name the file and offset; nothing was dropped or written.
+      std::string where = describe_wal_damage(options.path);
+      return Status::corruption("the event log at " + options.path + " is damaged: " +
+                                (where.empty() ? s.ToString() : "its write-ahead log " + where) +
+                                ". Nothing was opened or written; `carapace repair` salvages what it can");
+    }
     return from_rocks(s, "opening the event log at " + options.path);
   }
   if (writer) impl->committer = std::make_unique<GroupCommitter>(impl->db, impl->handles);
@@ -536,14 +559,24 @@ Status EventLog::get_meta(std::string_view session, SessionMeta* out) const {
   return Status();
 }
 
-Status EventLog::list_sessions(std::vector<SessionMeta>* out) const {
+Status EventLog::list_sessions(std::vector<SessionMeta>* out, std::vector<std::string>* unreadable) const {
   std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf(kSessions)));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    std::string key = it->key().ToString();
+    std::string why;
     SessionMeta meta;
-    if (!codec::decode(view(it->value()), &meta)) {
-      return Status::corruption("index entry of session " + it->key().ToString() + " does not decode");
+    if (!keys::validate_session_id(key).ok()) {
+      why = "the key is not a session id";
+    } else if (!codec::decode(view(it->value()), &meta)) {
+      why = "its " + std::to_string(it->value().size()) + "-byte entry does not decode";
     }
-    meta.id = it->key().ToString();
+    if (!why.empty()) {
+      std::string printable = printable_key(key);
+      if (unreadable == nullptr) return Status::corruption("session index entry " + printable + ": " + why);
+      unreadable->push_back(printable + ": " + why);
+      continue;
+    }
+    meta.id = std::move(key);
     out->push_back(std::move(meta));
   }
   return from_rocks(it->status(), "listing sessions");

@@ -138,8 +138,11 @@ class EventLog {
   // The session's index entry; not_found if it has none.
   Status get_meta(std::string_view session, SessionMeta* out) const;
 
-  // Every entry of the session index, ordered by id.
-  Status list_sessions(std::vector<SessionMeta>* out) const;
+  // Every entry of the session index, ordered by id. An entry that does not
+  // decode, or whose key is not a session id, goes to *unreadable ("<key>:
+  // <why>", the key printable) when it is given, and the listing goes on;
+  // without it, the first such entry is a corruption error.
+  Status list_sessions(std::vector<SessionMeta>* out, std::vector<std::string>* unreadable = nullptr) const;
 
   // Every session id that has records, read from the events themselves.
   Status list_logged_sessions(std::vector<std::string>* out) const;

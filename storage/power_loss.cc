@@ -71,6 +71,13 @@ Status read_ledger(const std::string& path, std::map<std::string, FileFate>* fil
         auto it = files->find(from);
         FileFate fate = it == files->end() ? FileFate{} : it->second;
         if (it != files->end()) files->erase(it);
+        // Renames are taken as durable once done (not modelled). A journaling
+        // file system makes directory operations durable in order, so the
+        // creations before a durable rename in its directory are durable too.
+        fate.entry_durable = true;
+        for (auto& [file, earlier] : *files) {
+          if (parent_of(file) == parent_of(to)) earlier.entry_durable = true;
+        }
         (*files)[to] = fate;
         break;
       }
@@ -90,6 +97,10 @@ bool is_wal(const std::string& path) { return path.size() > 4 && path.compare(pa
 
 Status simulate_power_loss(const PowerLossOptions& options, PowerLossReport* report) {
   std::map<std::string, FileFate> files;
+  // No ledger: the process died before it wrote anything through the ledger's
+  // file system, so there is nothing unsynced to take away.
+  std::error_code probe;
+  if (!fs::exists(options.ledger_path, probe) && !probe) return Status();
   CARAPACE_RETURN_IF_ERROR(read_ledger(options.ledger_path, &files));
   // The newest WAL with unsynced bytes is where a write was in flight.
   std::string torn;

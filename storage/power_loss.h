@@ -38,6 +38,8 @@ struct PowerLossReport {
   uint64_t torn_bytes_kept = 0;
 };
 
+// Takes away what a power loss would have. No ledger at options.ledger_path
+// means nothing was written through the ledger's file system: nothing changes.
 Status simulate_power_loss(const PowerLossOptions& options, PowerLossReport* report);
 
 }  // namespace carapace

@@ -1,5 +1,7 @@
 #include "tools/cli.h"
 
+#include "runtime/home.h"
+
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
@@ -15,7 +17,12 @@ std::string Context::home() const {
 
 std::unique_ptr<EventLog> Context::open_log(EventLog::Mode mode) const {
   std::unique_ptr<EventLog> log;
-  Status s = EventLog::open(EventLog::Options{.path = log_path(), .mode = mode}, &log);
+  Status s = prepare_home(home(), /*create=*/mode == EventLog::Mode::kWriter);
+  if (!s.ok()) {
+    fail(s);
+    return nullptr;
+  }
+  s = EventLog::open(EventLog::Options{.path = log_path(), .mode = mode}, &log);
   if (s.ok()) return log;
   if (s.is_not_found()) {
     fail(s,
@@ -28,7 +35,13 @@ std::unique_ptr<EventLog> Context::open_log(EventLog::Mode mode) const {
   return nullptr;
 }
 
-int Context::fail(const Status& status, const std::string& hint) const {
+int Context::fail(const Status& status, const std::string& given_hint) const {
+  std::string hint = given_hint;
+  if (status.detail() == Status::Detail::kNoSpace) {
+    hint = "the disk holding " + home() + " is full: free some space, then run the command again " +
+           "(a session goes on from its last checkpoint with `carapace resume`); nothing committed was lost" +
+           (given_hint.empty() ? "" : "\n  " + given_hint);
+  }
   if (json) {
     nlohmann::json j{
         {"success", false},

@@ -54,6 +54,7 @@ std::string local_time(int64_t ts_us);
 void register_log_commands(CLI::App& app, Context& ctx);
 void register_sessions_command(CLI::App& app, Context& ctx);
 void register_verify_command(CLI::App& app, Context& ctx);
+void register_repair_command(CLI::App& app, Context& ctx);
 void register_run_command(CLI::App& app, Context& ctx);
 void register_demo_command(CLI::App& app, Context& ctx);
 void register_chat_command(CLI::App& app, Context& ctx);

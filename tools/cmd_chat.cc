@@ -63,8 +63,10 @@ int run_chat(Context& ctx, const ChatArgs& args) {
     }
     if (line == "/sessions") {
       std::vector<SessionMeta> sessions;
-      Status s = rt->log().list_sessions(&sessions);
+      std::vector<std::string> unreadable;
+      Status s = rt->log().list_sessions(&sessions, &unreadable);
       if (!s.ok()) std::printf("! %s\n", s.to_string().c_str());
+      for (const auto& entry : unreadable) std::printf("! skipped the session index entry %s\n", entry.c_str());
       for (const auto& m : sessions) {
         std::printf("  %s%s  %s, %llu turns\n", m.id == current ? "* " : "  ", m.id.c_str(),
                     std::string(status_name(m.status)).c_str(),

@@ -109,8 +109,22 @@ int run_show(Context& ctx, const ShowArgs& args) {
   int64_t base_us = 0;
   uint64_t shown = 0;
   Status problem;
+  // Seqs run 1, 2, 3...: a missing record is reported where it would be and
+  // fails the command once the rest is shown.
+  nlohmann::json gaps = nlohmann::json::array();
+  std::string first_gap;
+  uint64_t expected = 1;
   auto cursor = log->cursor(args.session, 1);
   for (; cursor->valid() && cursor->seq() <= args.to; cursor->next()) {
+    if (cursor->seq() != expected) {
+      uint64_t from = expected, to = cursor->seq() - 1;
+      std::string what = from == to ? "seq " + std::to_string(from) + " is missing"
+                                     : "seq " + std::to_string(from) + " to " + std::to_string(to) + " are missing";
+      if (first_gap.empty()) first_gap = what;
+      gaps.push_back({{"from", from}, {"to", to}});
+      if (!ctx.json && to >= args.from) std::printf("     -  %10s  %-18s %s\n", "", "(gap)", what.c_str());
+    }
+    expected = cursor->seq() + 1;
     Event e;
     Status decoded = cursor->event(&e);
     if (!decoded.ok()) {
@@ -130,6 +144,20 @@ int run_show(Context& ctx, const ShowArgs& args) {
   }
   if (problem.ok()) problem = cursor->status();
   std::string summary = count(shown, "event") + " of session " + args.session;
+  if (problem.ok() && !gaps.empty()) {
+    problem = Status::corruption("session " + args.session + ": " + first_gap +
+                                 (gaps.size() > 1 ? " (and " + std::to_string(gaps.size() - 1) + " more gaps)" : ""));
+    if (ctx.json) {
+      std::cout << dump({{"success", false},
+                         {"data", {{"session", args.session}, {"events", events}, {"gaps", gaps}}},
+                         {"error", {{"code", "corruption"}, {"message", problem.message()}}}})
+                << "\n";
+      return kExitFailed;
+    }
+    std::fflush(stdout);
+    return ctx.fail(problem, "every record shown is intact; `carapace verify " + args.session +
+                                 "` reports the damage, `carapace repair` cannot bring back a record that is gone");
+  }
   if (!problem.ok()) {
     if (!ctx.json) std::fflush(stdout);
     return ctx.fail(problem, "the events above it are intact; `carapace verify " + args.session +

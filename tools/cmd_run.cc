@@ -13,6 +13,7 @@
 #include "replay/fault_plan.h"
 #include "storage/sync_ledger_fs.h"
 #include "runtime/runtime.h"
+#include "runtime/home.h"
 #include "tools/cli.h"
 #include "tools/cli_run.h"
 
@@ -68,7 +69,10 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
   Config config;
   std::vector<std::string> warnings;
   std::string config_path = args.config;
-  if (config_path.empty() && std::filesystem::exists(ctx.home() + "/config.json"))
+  // The home is checked before anything in it is trusted (runtime/home.h).
+  if (Status home = prepare_home(ctx.home(), /*create=*/false); !home.ok()) return ctx.fail(home);
+  std::error_code ec;
+  if (config_path.empty() && std::filesystem::exists(ctx.home() + "/config.json", ec))
     config_path = ctx.home() + "/config.json";
   if (!config_path.empty()) {
     Status s = load_config(config_path, &config, &warnings);

@@ -12,9 +12,17 @@ int run_sessions(Context& ctx) {
   auto log = ctx.open_log(EventLog::Mode::kReader);
   if (!log) return kExitFailed;
   std::vector<SessionMeta> sessions;
-  Status s = log->list_sessions(&sessions);
+  std::vector<std::string> unreadable;
+  Status s = log->list_sessions(&sessions, &unreadable);
   if (!s.ok()) return ctx.fail(s, "`carapace verify --all` checks the session index against the log");
   std::string summary = count(sessions.size(), "session") + " in " + ctx.home();
+  if (!unreadable.empty()) {
+    summary += "; " + std::to_string(unreadable.size()) + " unreadable index entr" + (unreadable.size() == 1 ? "y" : "ies") + " skipped (`carapace verify --all`)";
+  }
+  // Damage in the index is reported, and the readable entries still listed.
+  for (const auto& entry : unreadable) {
+    std::fprintf(stderr, "carapace: skipped the session index entry %s\n", entry.c_str());
+  }
   if (ctx.json) {
     nlohmann::json data = nlohmann::json::array();
     for (const auto& m : sessions) {
@@ -33,7 +41,8 @@ int run_sessions(Context& ctx) {
                       {"created_us", m.created_us},
                       {"updated_us", m.updated_us}});
     }
-    ctx.print_success(data, summary);
+    std::cout << dump({{"success", true}, {"data", data}, {"summary", summary}, {"unreadable", unreadable}})
+              << "\n";
     return kExitOk;
   }
   if (sessions.empty()) {

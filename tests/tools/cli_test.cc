@@ -1,6 +1,9 @@
 // Runs the real `carapace` binary against a temp home and checks its output
 // and exit codes, including after records are damaged behind its back.
 #define BOOST_TEST_MODULE cli_test
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
@@ -169,6 +172,159 @@ BOOST_AUTO_TEST_CASE(verify_names_the_damaged_record) {
   BOOST_TEST(contains(show.err, "session bad seq 17: checksum mismatch"));
 
   BOOST_TEST(run("verify good").code == 0);
+}
+
+BOOST_AUTO_TEST_CASE(log_show_reports_a_missing_record_where_it_was) {
+  BOOST_TEST(run("log synth --session s --turns 3").code == 0);
+  {
+    testing::RawDb raw(dir.sub("home") + "/log");
+    raw.erase(kEventsFamily, keys::seq_key("s", 5));
+  }
+  Result show = run("log show s");
+  BOOST_TEST(show.code == 1);
+  BOOST_TEST(contains(show.out, "(gap)"), show.out);
+  BOOST_TEST(contains(show.out, "seq 5 is missing"), show.out);
+  BOOST_TEST(contains(show.out, "     6 "));  // the records after it are still shown
+  BOOST_TEST(contains(show.err, "session s: seq 5 is missing"), show.err);
+  json j = run_json("log show s", 1);
+  BOOST_TEST(j["success"] == false);
+  BOOST_REQUIRE(j["data"]["gaps"].size() == 1u);
+  BOOST_TEST(j["data"]["gaps"][0]["from"] == 5);
+  BOOST_TEST(j["data"]["gaps"][0]["to"] == 5);
+  BOOST_TEST(j["data"]["events"].size() > 5u);
+}
+
+BOOST_AUTO_TEST_CASE(a_garbage_session_index_entry_is_named_and_the_rest_still_listed_and_verified) {
+  BOOST_TEST(run("log synth --session good --turns 2").code == 0);
+  BOOST_TEST(run("log synth --session spoiled --turns 2").code == 0);
+  {
+    testing::RawDb raw(dir.sub("home") + "/log");
+    raw.put(kSessionsFamily, "spoiled", "\xff\xff garbage");
+  }
+  Result sessions = run("sessions");
+  BOOST_TEST(sessions.code == 0, sessions.err);
+  BOOST_TEST(contains(sessions.out, "good"));
+  BOOST_TEST(contains(sessions.err, "'spoiled'"), sessions.err);
+  json j = run_json("sessions");
+  BOOST_TEST(j["data"].size() == 1u);
+  BOOST_TEST(j["unreadable"].size() == 1u);
+  Result verify = run("verify --all");
+  BOOST_TEST(verify.code == 1);
+  BOOST_TEST(contains(verify.out, "ok    good"), verify.out);
+  BOOST_TEST(contains(verify.out, "FAIL  spoiled"), verify.out);
+  BOOST_TEST(contains(verify.out, "does not decode"), verify.out);
+}
+
+BOOST_AUTO_TEST_CASE(repair_rebuilds_a_log_that_lost_its_current_file_and_says_what_it_kept) {
+  BOOST_TEST(run("log synth --session a --turns 3").code == 0);
+  BOOST_TEST(run("log synth --session b --turns 2").code == 0);
+  std::filesystem::remove(dir.sub("home") + "/log/CURRENT");
+  Result broken = run("sessions");
+  BOOST_TEST(broken.code == 1);
+  BOOST_TEST(contains(broken.err, "CURRENT"), broken.err);
+  BOOST_TEST(contains(broken.err, "carapace repair"), broken.err);
+  BOOST_TEST(!contains(broken.err, "log synth"), broken.err);  // never the hint that would write over it
+  Result synth = run("log synth --session c --turns 1");
+  BOOST_TEST(synth.code == 1);
+  Result repair = run("repair");
+  BOOST_TEST(repair.code == 0, repair.err);
+  BOOST_TEST(contains(repair.out, "whole     a: kept seq 1-"), repair.out);
+  BOOST_TEST(contains(repair.out, "whole     b: kept seq 1-"), repair.out);
+  BOOST_TEST(contains(repair.out, "verify passes"), repair.out);
+  BOOST_TEST(contains(repair.out, ".before-repair-"), repair.out);
+  BOOST_TEST(run("verify --all").code == 0);
+  json again = run_json("repair");
+  BOOST_TEST(again["data"]["repaired"] == false);
+}
+
+// A real full disk: the home on a 2 MB tmpfs. Needs the right to mount
+// (root with CAP_SYS_ADMIN); says so and checks nothing without it.
+BOOST_AUTO_TEST_CASE(a_full_disk_is_a_clean_error_and_writing_goes_on_once_there_is_room) {
+  std::string home = dir.sub("home");
+  std::filesystem::create_directories(home);
+  if (::mount("tmpfs", home.c_str(), "tmpfs", 0, "size=2m,mode=0700") != 0) {
+    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here (needs CAP_SYS_ADMIN)");
+    return;
+  }
+  struct Unmount {
+    std::string at;
+    ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+  } unmount{home};
+  Result big = run("log synth --session big --turns 2000 --output-bytes 2000");
+  BOOST_TEST(big.code == 1, big.err);  // not 134: RocksDB's info log once aborted on a full disk
+  BOOST_TEST(contains(big.err, "No space left on device"), big.err);
+  BOOST_TEST(contains(big.err, "is full"), big.err);
+  Result more = run("log synth --session more --turns 50");
+  BOOST_TEST(more.code == 1, more.err);
+  BOOST_TEST(contains(more.err, "is full"), more.err);
+  BOOST_REQUIRE(::mount(nullptr, home.c_str(), nullptr, MS_REMOUNT, "size=64m,mode=0700") == 0);
+  Result verify = run("verify --all");
+  BOOST_TEST(verify.code == 0, verify.out << verify.err);
+  Result after = run("log synth --session more --turns 50");
+  BOOST_TEST(after.code == 0, after.err);
+}
+
+BOOST_AUTO_TEST_CASE(a_home_is_created_owner_only_whatever_the_umask) {
+  std::string home = dir.sub("home");
+  std::string cmd = "umask 000; " + std::string(CARAPACE_BIN) + " --home '" + home +
+                    "' log synth --session s --turns 1 >/dev/null 2>&1";
+  BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
+  for (const std::string& d : {home, home + "/log"}) {
+    struct stat st;
+    BOOST_REQUIRE(::stat(d.c_str(), &st) == 0);
+    BOOST_TEST((st.st_mode & 0777) == 0700u, d);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_home_or_config_or_hook_program_others_can_write_is_refused) {
+  BOOST_TEST(run("log synth --session s --turns 1").code == 0);
+  std::string home = dir.sub("home");
+  ::chmod(home.c_str(), 0777);
+  Result open_home = run("sessions");
+  BOOST_TEST(open_home.code == 1);
+  BOOST_TEST(contains(open_home.err, "can be written by other users (mode 0777)"), open_home.err);
+  BOOST_TEST(contains(open_home.err, "chmod 700 " + home), open_home.err);
+  ::chmod(home.c_str(), 0700);
+  BOOST_TEST(run("sessions").code == 0);
+
+  std::string ws = dir.sub("ws");
+  std::filesystem::create_directories(ws);
+  std::ofstream(dir.sub("scenario.json")) << R"({"replies": [{"text": "done"}]})";
+  std::string hook = dir.sub("hook.sh");
+  std::ofstream(hook) << "#!/bin/sh\necho '{\"decision\":\"allow\"}'\n";
+  ::chmod(hook.c_str(), 0755);
+  std::ofstream(home + "/config.json")
+      << R"({"hooks": [{"name": "h", "event": "AgentStart", "command": ")" << hook << R"("}]})";
+  std::string args = "run hi --workspace " + ws + " --scenario " + dir.sub("scenario.json");
+  Result fine = run(args);
+  BOOST_TEST(fine.code == 0, fine.err);
+  ::chmod((home + "/config.json").c_str(), 0666);
+  Result planted = run(args);
+  BOOST_TEST(planted.code == 1);
+  BOOST_TEST(contains(planted.err, "config file " + home + "/config.json can be written by other users"), planted.err);
+  ::chmod((home + "/config.json").c_str(), 0600);
+  ::chmod(hook.c_str(), 0777);
+  Result program = run(args);
+  BOOST_TEST(program.code == 1);
+  BOOST_TEST(contains(program.err, "hook program " + hook), program.err);
+  BOOST_TEST(contains(program.err, "hook 'h'"), program.err);
+}
+
+// Root running carapace in a home another user owns (who could have planted
+// its config): refused. Needs root to set the scene.
+BOOST_AUTO_TEST_CASE(a_home_that_belongs_to_another_user_is_refused) {
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: needs root to give a home to another user");
+    return;
+  }
+  BOOST_TEST(run("log synth --session s --turns 1").code == 0);
+  std::string home = dir.sub("home");
+  BOOST_REQUIRE(::chown(home.c_str(), 65534, 65534) == 0);
+  Result r = run("sessions");
+  BOOST_TEST(r.code == 1);
+  BOOST_TEST(contains(r.err, "belongs to"), r.err);
+  BOOST_TEST(contains(r.err, "not to you"), r.err);
+  BOOST_TEST(::chown(home.c_str(), 0, 0) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(run_prints_the_answer_and_logs_the_session) {
