@@ -1,5 +1,7 @@
 #include "replay/fault_plan.h"
 
+#include "events/event_type.h"
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -117,15 +119,20 @@ Status FaultPlan::parse(std::string_view json_text, const std::string& source,
     CARAPACE_RETURN_IF_ERROR(str("tool", &r.name_pattern));
     if (f.contains("hook")) CARAPACE_RETURN_IF_ERROR(str("hook", &r.name_pattern));
     CARAPACE_RETURN_IF_ERROR(str("event", &r.event_type));
+    if (!r.event_type.empty() && !event_type_from_name(r.event_type)) {
+      return bad(where + ".event", "\"" + r.event_type +
+                                       "\" is not an event type (types look like hook.decided or tool.requested)");
+    }
     CARAPACE_RETURN_IF_ERROR(num("nth", &r.nth));
+    if (f.contains("nth") && r.nth == 0) return bad(where + ".nth", "counts from 1 (the first occurrence is 1)");
     if (f.contains("probability")) {
       if (!f["probability"].is_number()) return bad(where + ".probability", "must be a number from 0 to 1");
       r.probability = f["probability"];
     }
     uint64_t status = 0;
     CARAPACE_RETURN_IF_ERROR(num("status", &status));
-    if (f.contains("status") && (status < 100 || status > 599))
-      return bad(where + ".status", "must be an HTTP status");
+    if (f.contains("status") && (status < 400 || status > 599))
+      return bad(where + ".status", "must be an HTTP error status, 400 to 599, not " + std::to_string(status));
     r.fault.http_status = static_cast<uint32_t>(status);
     if (f.contains("retry_after_ms")) {
       CARAPACE_RETURN_IF_ERROR(num("retry_after_ms", &r.fault.retry_after_ms));

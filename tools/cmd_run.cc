@@ -263,7 +263,9 @@ void register_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--session", args->session, "Session id (default: generated)");
   cmd->add_option("--resume", args->resume,
                   "Resume this session instead of starting one (see `carapace resume`)");
-  cmd->add_option("--mode", args->mode, "With --resume: step (default) or turn")->capture_default_str();
+  cmd->add_option("--mode", args->mode, "With --resume: step (default) or turn")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"step", "turn"}));
   cmd->add_option("--then", args->then,
                   "A further user message, sent once the session stops (repeat for more; each is "
                   "durable before the next run starts)");
@@ -276,7 +278,9 @@ void register_run_command(CLI::App& app, Context& ctx) {
                                  "completed step of the interrupted "
                                  "turn; turn mode rolls the turn back and runs it again");
   res->add_option("session", resume_args->resume, "Session id")->required();
-  res->add_option("--mode", resume_args->mode, "step or turn")->capture_default_str();
+  res->add_option("--mode", resume_args->mode, "step or turn")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"step", "turn"}));
   res->add_option("--then", resume_args->then,
                   "A further user message, sent once the session stops (repeat for more)");
   add_runtime_options(res, resume_args->runtime);
@@ -305,7 +309,8 @@ void register_run_command(CLI::App& app, Context& ctx) {
       "Start a new session from another's history up to a checkpoint, and run it (the source is untouched)");
   fork->add_option("session", fork_args->source, "The session to fork")->required();
   fork->add_option("--at-turn", fork_args->at_turn, "The checkpoint: the end of this turn (0: just the task)")
-      ->required();
+      ->required()
+      ->check(CLI::NonNegativeNumber);
   fork->add_option("--task", fork_args->task,
                    "A new user message for the fork (default: go on from the checkpoint)");
   fork->add_option("--session", fork_args->session, "The fork's id (default: generated)");

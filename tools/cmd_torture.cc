@@ -165,6 +165,7 @@ void register_torture_command(CLI::App& app, Context& ctx) {
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("--seed", args->seed, "Seed of the crash points")->capture_default_str();
   cmd->add_option("--mode", args->mode, "Resume mode: step, turn or both (alternating)")
+      ->check(CLI::IsMember({"step", "turn", "both"}))
       ->capture_default_str();
   cmd->add_option("--resume-crash-probability", args->resume_crash_probability,
                   "Chance that a resumed run is crashed again")

@@ -53,8 +53,8 @@ Status parse_failure(const json& e, const std::string& where, ScenarioEntry* ent
   }
   uint64_t status = 0;
   CARAPACE_RETURN_IF_ERROR(get_uint(e, "status", where, &status));
-  if (e.contains("status") && (status < 100 || status > 599))
-    return bad(where + ".status", "must be an HTTP status");
+  if (e.contains("status") && (status < 400 || status > 599))
+    return bad(where + ".status", "must be an HTTP error status, 400 to 599, not " + std::to_string(status));
   if (!f.transport && status == 0) return bad(where, "needs a \"status\" or a \"kind\"");
   f.http_status = static_cast<uint32_t>(status);
   if (e.contains("retry_after_ms")) {

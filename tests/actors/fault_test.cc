@@ -91,6 +91,12 @@ BOOST_AUTO_TEST_CASE(bad_plans_name_the_rule_and_the_key) {
        "plan.json: fault rule 1: \"(\" is not a valid regex"},
       {R"({"faults": [{"point": "hook", "action": "error", "color": "red"}]})",
        "plan.json: faults[0]: unknown key \"color\""},
+      {R"({"faults": [{"point": "log.after_append", "action": "crash", "event": "nonsense"}]})",
+       "plan.json: faults[0].event: \"nonsense\" is not an event type"},
+      {R"({"faults": [{"point": "log.after_append", "action": "crash", "nth": 0}]})",
+       "plan.json: faults[0].nth: counts from 1"},
+      {R"({"faults": [{"point": "provider.before_request", "action": "error", "status": 200}]})",
+       "plan.json: faults[0].status: must be an HTTP error status, 400 to 599, not 200"},
   };
   for (const auto& c : cases) {
     std::shared_ptr<FaultPlan> p;

@@ -91,7 +91,18 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
   BOOST_TEST(run("").code == 2);
   BOOST_TEST(run("log synth").code == 2);  // --turns is required
   BOOST_TEST(run("log synth --turns zero").code == 2);
-  BOOST_TEST(run("frobnicate").code == 2);
+  Result unknown = run("frobnicate");
+  BOOST_TEST(unknown.code == 2);
+  BOOST_TEST(contains(unknown.err, "'frobnicate' is not a command of carapace"), unknown.err);
+  Result unknown_sub = run("log frob");
+  BOOST_TEST(unknown_sub.code == 2);
+  BOOST_TEST(contains(unknown_sub.err, "'frob' is not a command of carapace log"), unknown_sub.err);
+  BOOST_TEST(run("resume s --mode bogus").code == 2);
+  BOOST_TEST(run("run x --resume s --mode bogus").code == 2);
+  BOOST_TEST(run("torture x.json --mode bogus").code == 2);
+  Result negative = run("fork s --at-turn -1");
+  BOOST_TEST(negative.code == 2);
+  BOOST_TEST(!contains(negative.err, "18446744073709551615"), negative.err);
 }
 
 BOOST_AUTO_TEST_CASE(an_empty_home_says_what_to_do) {
