@@ -338,6 +338,35 @@ BOOST_AUTO_TEST_CASE(a_home_that_belongs_to_another_user_is_refused) {
   BOOST_TEST(::chown(home.c_str(), 0, 0) == 0);
 }
 
+// A log the user may not read (root's, in a home the user owns): a clear
+// error with the path and the reason, from every command; never an
+// exception. Needs root to set the scene.
+BOOST_AUTO_TEST_CASE(a_log_the_user_cannot_read_is_a_clear_error) {
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("skipped: needs root to set up another user's view");
+    return;
+  }
+  BOOST_TEST(run("log synth --session s --turns 1").code == 0);
+  std::string home = dir.sub("home");
+  BOOST_REQUIRE(::chown(home.c_str(), 65534, 65534) == 0);
+  BOOST_REQUIRE(::chmod(dir.sub("").c_str(), 0711) == 0);
+  std::ofstream(dir.sub("scenario.json")) << R"({"replies": [{"text": "done"}]})";
+  ::chmod(dir.sub("scenario.json").c_str(), 0644);
+  std::vector<std::string> commands = {"sessions", "verify --all", "log show s",
+                                       "run hi --workspace /tmp --scenario " + dir.sub("scenario.json")};
+  for (const std::string& args : commands) {
+    std::string err = dir.sub("nobody.err");
+    std::string cmd = "setpriv --reuid=65534 --regid=65534 --clear-groups " + std::string(CARAPACE_BIN) +
+                      " --home '" + home + "' " + args + " >/dev/null 2>'" + err + "'";
+    int status = std::system(cmd.c_str());
+    std::string said = slurp(err);
+    BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 1), args << ": " << said);
+    BOOST_TEST(contains(said, home + "/log"), args << ": " << said);
+    BOOST_TEST(contains(said, "Permission denied"), args << ": " << said);
+    BOOST_TEST(!contains(said, "terminate"), args << ": " << said);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(run_prints_the_answer_and_logs_the_session) {
   std::string ws = dir.sub("ws");
   std::filesystem::create_directories(ws);
