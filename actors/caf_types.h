@@ -28,6 +28,7 @@ using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
 using deliver_atom = caf::atom_constant<caf::atom("deliver")>;
 using worker_atom = caf::atom_constant<caf::atom("worker")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
+using close_atom = caf::atom_constant<caf::atom("close")>;
 
 // ---- inspection --------------------------------------------------------------
 template <class Inspector, codec::Described T>
@@ -85,9 +86,10 @@ using ToolSupervisorActor = ToolActor::extend<caf::replies_to<worker_atom, std::
 using HookActor = caf::typed_actor<caf::replies_to<HookInput>::with<HookVerdict>>;
 
 // Hears a session's events as they are appended, and its streamed deltas.
-// Answers flush once it has handled everything sent to it before.
+// Answers flush once it has handled everything sent to it before; quits on
+// close, which its session sends after everything else when it closes.
 using SubscriberActor = caf::typed_actor<caf::reacts_to<EventNotice>, caf::reacts_to<StreamDelta>,
-                                         caf::replies_to<flush_atom>::with<bool>>;
+                                         caf::replies_to<flush_atom>::with<bool>, caf::reacts_to<close_atom>>;
 
 // One agent session: the only writer of its events.
 using SessionActor =
@@ -98,6 +100,7 @@ using SessionActor =
                      caf::reacts_to<StreamDelta>,                     // from the provider
                      caf::reacts_to<retry_atom, uint64_t, uint32_t>,  // backoff elapsed: turn, attempt
                      // a durable write completed: token, ok, error
-                     caf::reacts_to<durable_atom, uint64_t, bool, std::string>>;
+                     caf::reacts_to<durable_atom, uint64_t, bool, std::string>,
+                     caf::reacts_to<close_atom>>;  // quit if idle (its memory is released)
 
 }  // namespace carapace

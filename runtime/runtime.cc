@@ -2,10 +2,12 @@
 
 #include "runtime/home.h"
 
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -26,12 +28,16 @@
 #include "storage/keys.h"
 
 namespace carapace {
+
+const std::string Runtime::kNoStart = std::string("\0no-start", 9);
+
 namespace {
 
-SubscriberActor::behavior_type subscriber(SubscriberActor::pointer,
+SubscriberActor::behavior_type subscriber(SubscriberActor::pointer self,
                                           std::function<void(const Event&)> on_event,
                                           std::function<void(const StreamDelta&)> on_delta) {
   return {
+      [self](close_atom) { self->quit(); },
       [=](const EventNotice& notice) {
         if (on_event) on_event(notice.event);
       },
@@ -83,10 +89,16 @@ struct Runtime::Impl {
   };
   std::shared_ptr<Lifetime> lifetime = std::make_shared<Lifetime>();
   std::map<std::string, int> recoveries;  // per session (under mu)
+  std::set<std::string> recovering;       // being rebuilt after a failure (under mu)
   static constexpr int kMaxRecoveries = 3;
 
   std::mutex mu;
   std::map<std::string, SessionActor> sessions;
+  // How the most recent finished sessions ended, for wait() after their
+  // actors closed; older ones are read from the log.
+  static constexpr size_t kFinishedKept = 1024;
+  std::map<std::string, SessionOutcome> finished;
+  std::deque<std::string> finished_order;
   struct Subscription {
     std::string session;
     SubscriberActor actor;
@@ -102,6 +114,74 @@ struct Runtime::Impl {
     std::lock_guard lock(mu);
     auto it = sessions.find(id);
     return it == sessions.end() ? SessionActor{} : it->second;
+  }
+
+  void settled(const std::string& id, const SessionOutcome& outcome) {
+    std::lock_guard lock(mu);
+    if (finished.emplace(id, outcome).second) {
+      finished_order.push_back(id);
+    } else {
+      finished[id] = outcome;
+    }
+    while (finished_order.size() > kFinishedKept) {
+      finished.erase(finished_order.front());
+      finished_order.pop_front();
+    }
+  }
+
+  // A session actor closed itself: forget it (unless a newer one took its
+  // place) and its subscriptions (its subscribers quit with it).
+  void closed(const std::string& id, const caf::actor_addr& actor) {
+    std::lock_guard lock(mu);
+    auto it = sessions.find(id);
+    if (it == sessions.end() || it->second.address() != actor) return;
+    sessions.erase(it);
+    for (auto s = subscriptions.begin(); s != subscriptions.end();) {
+      s = s->second.session == id ? subscriptions.erase(s) : std::next(s);
+    }
+    log->forget_writer(id);
+  }
+
+  // The session's actor once it is no longer `dead` (the keeper has
+  // forgotten a closed one or replaced a failed one); null if none.
+  bool is_recovering(const std::string& id) {
+    std::lock_guard lock(mu);
+    return recovering.count(id) > 0;
+  }
+
+  SessionActor wait_until_not(const std::string& id, const SessionActor& dead) {
+    for (int i = 0; i < 400; ++i) {
+      SessionActor now = find(id);
+      if (now != dead) return now;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return find(id);
+  }
+
+  // How a session that is not running here stands: remembered, or from its log.
+  bool finished_outcome(const std::string& id, SessionOutcome* out) {
+    {
+      std::lock_guard lock(mu);
+      auto it = finished.find(id);
+      if (it != finished.end()) {
+        *out = it->second;
+        return true;
+      }
+    }
+    RecoveredSession r;
+    if (!recover(*log, id, RecoverOptions{}, &r).ok()) return false;
+    const SessionState& s = r.committed;
+    if (s.status != SessionStatus::kCompleted && s.status != SessionStatus::kFailed) return false;
+    *out = SessionOutcome{.session_id = id,
+                          .status = s.status,
+                          .final_answer = s.final_answer,
+                          .stop_reason = s.stop_reason,
+                          .error = s.status == SessionStatus::kFailed ? s.last_error : "",
+                          .turns = s.committed_turn,
+                          .tokens = s.tokens,
+                          .cost_usd = s.cost_usd,
+                          .last_seq = s.last_seq};
+    return true;
   }
 
   void stop_actors() {
@@ -190,16 +270,19 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
   out->reset(new Runtime(std::move(impl)));
   Runtime* rt = out->get();
   std::weak_ptr<Impl::Lifetime> lifetime = rt->impl_->lifetime;
-  rt->impl_->keeper = spawn_session_keeper(*rt->impl_->system, [rt, lifetime](const std::string& id,
-                                                                              const caf::error& reason) {
-    std::string why = caf::to_string(reason);
-    std::thread([rt, lifetime, id, why] {
-      auto life = lifetime.lock();
-      if (!life) return;
-      std::lock_guard lock(life->mu);
-      if (life->alive) rt->recover_failed_session(id, why);
-    }).detach();
-  });
+  Impl* impl_ptr = rt->impl_.get();
+  rt->impl_->keeper = spawn_session_keeper(
+      *rt->impl_->system,
+      [rt, lifetime](const std::string& id, const caf::error& reason) {
+        std::string why = caf::to_string(reason);
+        std::thread([rt, lifetime, id, why] {
+          auto life = lifetime.lock();
+          if (!life) return;
+          std::lock_guard lock(life->mu);
+          if (life->alive) rt->recover_failed_session(id, why);
+        }).detach();
+      },
+      [impl_ptr](const std::string& id, const caf::actor_addr& actor) { impl_ptr->closed(id, actor); });
   return Status();
 }
 
@@ -248,6 +331,7 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
       .tool_host = caf::actor_cast<ToolActor>(impl_->tool_supervisor),
       .hook_host = impl_->hook_actor,
       .faults = impl_->options.faults,
+      .on_settled = [impl = impl_.get(), id](const SessionOutcome& o) { impl->settled(id, o); },
   });
   SessionActor session = spawn_session(*impl_->system, context);
   std::vector<SubscriberActor> existing;  // a recovered session's subscribers
@@ -264,7 +348,9 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
     uint64_t ignored;
     CARAPACE_RETURN_IF_ERROR(subscribe(id, on_event, on_delta, &ignored));
   }
-  if (first_input.empty()) {
+  if (first_input == kNoStart) {
+    // Woken for a message the caller sends next.
+  } else if (first_input.empty()) {
     caf::anon_send(session, start_atom::value);
   } else {
     caf::anon_send(session, UserInput{first_input});
@@ -297,8 +383,17 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
                                       .instructions = options.instructions});
   opening.emplace_back(UserMessage{options.task});
   std::unique_ptr<SessionJournal> journal;
-  CARAPACE_RETURN_IF_ERROR(
-      SessionJournal::create(impl_->log.get(), id, std::move(opening), impl_->journal_options(), &journal));
+  Status created =
+      SessionJournal::create(impl_->log.get(), id, opening, impl_->journal_options(), &journal);
+  // A generated id that is taken (two sessions in the same second drew the
+  // same suffix) is drawn again.
+  for (int again = 0; !created.ok() && options.id.empty() && again < 8; ++again) {
+    uint64_t taken = 0;
+    if (!impl_->log->last_seq(id, &taken).ok() || taken == 0) break;
+    id = generate_session_id();
+    created = SessionJournal::create(impl_->log.get(), id, opening, impl_->journal_options(), &journal);
+  }
+  CARAPACE_RETURN_IF_ERROR(created);
   CARAPACE_RETURN_IF_ERROR(launch(id, std::move(journal),
                                   impl_->settings_for(canonical, max_turns, options.instructions),
                                   options.on_event, options.on_delta, ""));
@@ -307,6 +402,10 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
 }
 
 Status Runtime::resume_session(const std::string& id, const ResumeOptions& options) {
+  return resume(id, options, "");
+}
+
+Status Runtime::resume(const std::string& id, const ResumeOptions& options, const std::string& first_input) {
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
   if (impl_->find(id)) return Status::busy("session " + id + " is already running in this process");
   uint64_t last = 0;
@@ -357,7 +456,7 @@ Status Runtime::resume_session(const std::string& id, const ResumeOptions& optio
                                                              .pid = ::getpid(),
                                                              .host = host}}));
   }
-  return launch(id, std::move(journal), std::move(settings), options.on_event, options.on_delta, "");
+  return launch(id, std::move(journal), std::move(settings), options.on_event, options.on_delta, first_input);
 }
 
 Status Runtime::fork_session(const std::string& source, uint64_t at_turn, const ForkOptions& options,
@@ -432,20 +531,36 @@ Status Runtime::fork_session(const std::string& source, uint64_t at_turn, const 
 }
 
 Status Runtime::send_message(const std::string& id, const std::string& text) {
-  SessionActor session = impl_->find(id);
-  if (!session) return Status::not_found("no session '" + id + "' runs in this runtime");
+  CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
   if (text.empty()) return Status::invalid_argument("the message is empty");
   caf::scoped_actor self{*impl_->system};
-  Status result;
-  self->request(session, std::chrono::minutes(1), UserInput{text})
-      .receive(
-          [&](InputAck& ack) {
-            if (!ack.ok) result = Status::aborted("session " + id + " did not take the message: " + ack.error);
-          },
-          [&](caf::error& e) {
-            result = Status::aborted("session " + id + " did not take the message: " + caf::to_string(e));
-          });
-  return result;
+  for (int attempt = 0;; ++attempt) {
+    SessionActor session = impl_->find(id);
+    if (!session) {
+      // Closed once idle (or never run here): rebuilt from its log, woken
+      // for this message.
+      Status woken = resume(id, ResumeOptions{.mode = ResumeMode::kStep, .allow_finished = true}, kNoStart);
+      if (woken.is_busy()) continue;  // someone else woke it first
+      if (woken.is_not_found()) return Status::not_found("no session '" + id + "' in " + impl_->options.home);
+      CARAPACE_RETURN_IF_ERROR(woken);
+      session = impl_->find(id);
+      if (!session) return Status::aborted("session " + id + " could not be woken");
+    }
+    Status result;
+    bool gone = false;
+    self->request(session, std::chrono::minutes(1), UserInput{text})
+        .receive(
+            [&](InputAck& ack) {
+              if (!ack.ok) result = Status::aborted("session " + id + " did not take the message: " + ack.error);
+            },
+            [&](caf::error& e) {
+              // It closed between the lookup and the message: wake it.
+              gone = e != caf::sec::request_timeout;
+              result = Status::aborted("session " + id + " did not take the message: " + caf::to_string(e));
+            });
+    if (!gone || attempt >= 3) return result;
+    impl_->wait_until_not(id, session);
+  }
 }
 
 Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, SessionOutcome* out) {
@@ -453,7 +568,14 @@ Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, S
   caf::scoped_actor self{*impl_->system};
   Status result;
   SessionActor session = impl_->find(id);
-  if (!session) return Status::not_found("no session '" + id + "' runs in this runtime");
+  while (!session) {
+    if (impl_->finished_outcome(id, out)) return Status();
+    if (!impl_->is_recovering(id) || std::chrono::steady_clock::now() >= deadline) {
+      return Status::not_found("no session '" + id + "' runs in this runtime");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    session = impl_->find(id);
+  }
   for (;;) {
     // Asked in slices: a session actor that fails takes its waiters' promises
     // with it, and is replaced by one recovered from the log (on the map).
@@ -462,21 +584,41 @@ Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, S
     bool timed_out = false;
     result = Status();
     auto answer = [&](SessionOutcome& outcome) { *out = std::move(outcome); };
+    bool gone = false;
     auto failure = [&](caf::error& e) {
       timed_out = e == caf::sec::request_timeout;
+      gone = !timed_out;
       if (!timed_out) result = Status::aborted("waiting for session " + id + ": " + caf::to_string(e));
     };
     self->request(session, slice, wait_atom::value).receive(answer, failure);
+    if (gone) {
+      // It closed itself once idle (its outcome is remembered), or failed
+      // and is being replaced: the keeper forgets or replaces it.
+      SessionActor now = impl_->wait_until_not(id, session);
+      while (!now) {  // closed (its outcome remembered), or being recovered
+        if (impl_->finished_outcome(id, out)) return Status();
+        if (!impl_->is_recovering(id) || std::chrono::steady_clock::now() >= deadline) return result;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        now = impl_->find(id);
+      }
+      session = now;
+      continue;
+    }
     if (!timed_out) break;
     if (std::chrono::steady_clock::now() >= deadline) {
       result = Status::busy("session " + id + " is still running after " + std::to_string(timeout.count()) + " ms");
       break;
     }
     SessionActor now = impl_->find(id);
-    if (now != session) {  // replaced (or gone): ask the new one
-      if (!now) return Status::not_found("no session '" + id + "' runs in this runtime");
-      session = now;
+    while (!now) {  // closed (its outcome remembered), or being recovered
+      if (impl_->finished_outcome(id, out)) return Status();
+      if (!impl_->is_recovering(id) || std::chrono::steady_clock::now() >= deadline) {
+        return Status::not_found("no session '" + id + "' runs in this runtime");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      now = impl_->find(id);
     }
+    session = now;  // the same, or its replacement
   }
   if (!result.ok()) return result;
   // Subscribers handle everything the session sent them before its outcome,
@@ -498,7 +640,9 @@ void Runtime::recover_failed_session(const std::string& id, const std::string& r
   {
     std::lock_guard lock(impl_->mu);
     impl_->sessions.erase(id);
+    impl_->recovering.insert(id);
     if (++impl_->recoveries[id] > Impl::kMaxRecoveries) {
+      impl_->recovering.erase(id);
       spdlog::error("session {}: its actor failed again ({}); not recovering it a {}th time in this process "
                     "(`carapace resume {}` goes on from its log)",
                     id, reason, Impl::kMaxRecoveries + 1, id);
@@ -508,6 +652,10 @@ void Runtime::recover_failed_session(const std::string& id, const std::string& r
   spdlog::error("session {}: its actor failed ({}); recovering it from its log", id, reason);
   impl_->log->drain();  // its last durable writes land before the log is read
   Status s = resume_session(id, ResumeOptions{.mode = ResumeMode::kStep, .allow_finished = true});
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->recovering.erase(id);
+  }
   if (!s.ok()) spdlog::error("session {}: could not be recovered: {}", id, s.to_string());
 }
 
@@ -535,6 +683,11 @@ void Runtime::unsubscribe(uint64_t subscription) {
     impl_->subscriptions.erase(it);
   }
   caf::anon_send_exit(sub, caf::exit_reason::user_shutdown);
+}
+
+size_t Runtime::live_sessions() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->sessions.size();
 }
 
 EventLog& Runtime::log() { return *impl_->log; }

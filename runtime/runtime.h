@@ -152,12 +152,19 @@ class Runtime {
 
   // Waits until the session's loop stops; *out says how it stands. By then
   // the session's subscribers have been handed every event it appended.
+  // A session whose loop has stopped closes its actor and releases its
+  // memory (its subscriptions end with it); waiting for it afterwards
+  // answers from what was remembered or from its log, and send_message
+  // wakes it again from its log.
   Status wait(const std::string& id, std::chrono::milliseconds timeout, SessionOutcome* out);
 
   // Subscribes to a running session's events from now on; returns an id for unsubscribe().
   Status subscribe(const std::string& id, std::function<void(const Event&)> on_event,
                    std::function<void(const StreamDelta&)> on_delta, uint64_t* subscription);
   void unsubscribe(uint64_t subscription);
+
+  // Session actors alive in this runtime (running, or idle and not yet closed).
+  size_t live_sessions() const;
 
   EventLog& log();
   const Config& config() const;
@@ -167,6 +174,9 @@ class Runtime {
  private:
   struct Impl;
   explicit Runtime(std::unique_ptr<Impl> impl);
+  // launch()'s first_input for an actor that waits for a message instead of starting.
+  static const std::string kNoStart;
+  Status resume(const std::string& id, const ResumeOptions& options, const std::string& first_input);
   // A session actor failed: rebuild the session from its log (step mode)
   // under a new actor, keeping its subscribers. Runs on a thread of its own.
   void recover_failed_session(const std::string& id, const std::string& reason);
@@ -178,7 +188,7 @@ class Runtime {
   std::unique_ptr<Impl> impl_;
 };
 
-// A session id from the clock and a random suffix: s-20261121-193000-4f2a.
+// A session id from the clock and a random suffix: s-20261121-193000-4f2a09c1.
 std::string generate_session_id();
 
 }  // namespace carapace

@@ -127,7 +127,7 @@ struct EventLog::Impl {
     uint32_t durable_in_flight = 0;  // batches of this session in the committer's queue
   };
   std::mutex writers_mu;
-  std::unordered_map<std::string, std::unique_ptr<Writer>> writers;
+  std::unordered_map<std::string, std::shared_ptr<Writer>> writers;
   std::atomic<uint64_t> durable_appends{0};
   // Blocking durable appends being written right now.
   std::atomic<int> syncing{0};
@@ -172,11 +172,11 @@ struct EventLog::Impl {
     return from_rocks(it->status(), "reading the last seq of session " + std::string(session));
   }
 
-  Writer* writer_for(std::string_view session) {
+  std::shared_ptr<Writer> writer_for(std::string_view session) {
     std::lock_guard lock(writers_mu);
     auto& w = writers[std::string(session)];
-    if (!w) w = std::make_unique<Writer>();
-    return w.get();
+    if (!w) w = std::make_shared<Writer>();
+    return w;
   }
 
   Status sticky_failure() {
@@ -365,7 +365,8 @@ Status EventLog::append(const AppendRequest& request) {
   CARAPACE_RETURN_IF_ERROR(prepare(request, &batch));
   std::string session(request.session);
   const bool synced = request.durability == Durability::kSynced;
-  Impl::Writer& w = *impl_->writer_for(session);
+  std::shared_ptr<Impl::Writer> held = impl_->writer_for(session);
+  Impl::Writer& w = *held;
   std::unique_lock lock(w.mu);
   CARAPACE_RETURN_IF_ERROR(impl_->check_continues(request, w));
   if (synced) ++impl_->durable_appends;
@@ -407,7 +408,8 @@ void EventLog::append_async(const AppendRequest& request, std::function<void(Sta
   Status prepared = prepare(request, &batch);
   if (!prepared.ok()) return done(prepared);
   std::string session(request.session);
-  Impl::Writer& w = *impl_->writer_for(session);
+  std::shared_ptr<Impl::Writer> held = impl_->writer_for(session);
+  Impl::Writer& w = *held;
   std::unique_lock lock(w.mu);
   Status continues = impl_->check_continues(request, w);
   if (!continues.ok()) {
@@ -420,8 +422,8 @@ void EventLog::append_async(const AppendRequest& request, std::function<void(Sta
     if (!request.events.empty()) w.last_seq = request.events.back().seq;
     Impl* impl = impl_.get();
     impl_->committer->submit(std::move(batch),
-                             [impl, &w, session, done = std::move(done)](const rocksdb::Status& s) {
-                               impl->complete_queued(w, s);
+                             [impl, held, session, done = std::move(done)](const rocksdb::Status& s) {
+                               impl->complete_queued(*held, s);
                                done(from_rocks(s, "durable append to session " + session));
                              });
     return;
@@ -433,6 +435,16 @@ void EventLog::append_async(const AppendRequest& request, std::function<void(Sta
   if (!s.ok()) w.known = false;
   lock.unlock();
   done(from_rocks(s, "append to session " + session));
+}
+
+void EventLog::forget_writer(std::string_view session) {
+  std::lock_guard lock(impl_->writers_mu);
+  auto it = impl_->writers.find(std::string(session));
+  if (it == impl_->writers.end() || it->second.use_count() > 1) return;  // in use
+  std::unique_lock busy(it->second->mu, std::try_to_lock);
+  if (!busy.owns_lock() || it->second->durable_in_flight > 0) return;
+  busy.unlock();
+  impl_->writers.erase(it);
 }
 
 void EventLog::drain() {

@@ -117,6 +117,12 @@ class EventLog {
   // Returns once every durable append queued so far has completed (or failed).
   void drain();
 
+  // Drops what the log keeps in memory for writing `session` (its write
+  // position), if nothing is writing it now; the next append reads it again.
+  // For sessions that are done here, so that a long-running writer of many
+  // sessions does not grow.
+  void forget_writer(std::string_view session);
+
   // Writes a snapshot (buffered: a lost snapshot only means a longer
   // recovery) and drops the session's snapshots older than the one before it.
   Status put_snapshot(std::string_view session, const SnapshotEntry& snapshot);

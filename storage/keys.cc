@@ -15,8 +15,8 @@ std::string generate_session_id(std::string_view prefix) {
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
   std::random_device rd;
-  char suffix[8];
-  std::snprintf(suffix, sizeof suffix, "%04x", rd() & 0xffff);
+  char suffix[16];
+  std::snprintf(suffix, sizeof suffix, "%08x", static_cast<unsigned>(rd()));
   return std::string(prefix) + "-" + stamp + "-" + suffix;
 }
 

@@ -23,7 +23,7 @@ constexpr char kSeparator = '\0';
 // OK, or invalid_argument naming the offending character or length.
 Status validate_session_id(std::string_view id);
 
-// A fresh id from the local clock and a random suffix: <prefix>-20261121-193000-4f2a.
+// A fresh id from the local clock and a random suffix: <prefix>-20261121-193000-4f2a09c1 (32 random bits).
 std::string generate_session_id(std::string_view prefix);
 
 // session_id 0x00

@@ -50,6 +50,7 @@ SessionActor::behavior_type session_actor(SessionActor::stateful_pointer<Session
       [=](durable_atom, uint64_t token, bool ok, const std::string& error) {
         self->state.durable(token, ok, error);
       },
+      [=](close_atom) { self->state.close(); },
   };
 }
 

@@ -71,6 +71,11 @@ struct SessionContext {
   ToolActor tool_host;
   HookActor hook_host;
   std::shared_ptr<FaultInjector> faults;  // asked at session.actor; null: none
+  // Called on the actor's thread each time a run ends and no queued message
+  // starts another; then the actor closes itself: it tells its subscribers,
+  // which quit after everything it sent them, and quits, releasing its state.
+  // Null: the actor stays until it is stopped (tests that inspect it).
+  std::function<void(const SessionOutcome&)> on_settled;
 };
 
 // Spawns the session's actor. Send it start_atom to run its loop.

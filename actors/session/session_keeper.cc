@@ -11,14 +11,19 @@ struct KeeperState {
 };
 
 SessionKeeperActor::behavior_type keeper(SessionKeeperActor::stateful_pointer<KeeperState> self,
-                                         std::function<void(const std::string&, const caf::error&)> on_failure) {
-  self->set_down_handler([self, on_failure](const caf::down_msg& down) {
+                                         std::function<void(const std::string&, const caf::error&)> on_failure,
+                                         std::function<void(const std::string&, const caf::actor_addr&)> on_closed) {
+  self->set_down_handler([self, on_failure, on_closed](const caf::down_msg& down) {
     auto it = self->state.watched.find(down.source);
     if (it == self->state.watched.end()) return;
     std::string id = std::move(it->second);
     self->state.watched.erase(it);
     bool normal = down.reason == caf::exit_reason::normal || down.reason == caf::exit_reason::user_shutdown;
-    if (!normal) on_failure(id, down.reason);
+    if (!normal) {
+      on_failure(id, down.reason);
+    } else if (on_closed) {
+      on_closed(id, down.source);
+    }
   });
   return {
       [=](keep_atom, SessionActor session, const std::string& id) {
@@ -31,8 +36,9 @@ SessionKeeperActor::behavior_type keeper(SessionKeeperActor::stateful_pointer<Ke
 }  // namespace
 
 SessionKeeperActor spawn_session_keeper(caf::actor_system& system,
-                                        std::function<void(const std::string&, const caf::error&)> on_failure) {
-  return system.spawn(keeper, std::move(on_failure));
+                                        std::function<void(const std::string&, const caf::error&)> on_failure,
+                                        std::function<void(const std::string&, const caf::actor_addr&)> on_closed) {
+  return system.spawn(keeper, std::move(on_failure), std::move(on_closed));
 }
 
 }  // namespace carapace

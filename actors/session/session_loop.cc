@@ -200,7 +200,20 @@ void SessionLoop::settle() {
   if (!broken_ && !state().queued_inputs.empty() && state().committed_turn < settings().max_turns) {
     running_ = true;
     begin_turn();
+    return;
   }
+  if (ctx_->on_settled) {
+    ctx_->on_settled(o);
+    // Behind anything already in the mailbox: a message sent meanwhile wins.
+    self_->send(caf::actor_cast<SessionActor>(self_), close_atom::value);
+  }
+}
+
+void SessionLoop::close() {
+  if (running_ || !in_flight_.empty() || !waiters_.empty()) return;
+  for (const auto& s : subscribers_) self_->send(s, close_atom::value);
+  subscribers_.clear();
+  self_->quit();
 }
 
 void SessionLoop::fail_hard(const std::string& error) {

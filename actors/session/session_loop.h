@@ -46,6 +46,9 @@ class SessionLoop {
   void delta(const StreamDelta& d);
   void retry(uint64_t turn, uint32_t attempt);
   void durable(uint64_t token, bool ok, const std::string& error);
+  // Quits the actor if no run, write or waiter is pending (a message that
+  // arrived since the run ended has started another); subscribers are told.
+  void close();
 
  private:
   SessionJournal& journal() { return *ctx_->journal; }

@@ -215,6 +215,56 @@ BOOST_AUTO_TEST_CASE(a_provider_failure_after_retries_leaves_the_session_usable)
   BOOST_TEST(o.final_answer == "recovered");
 }
 
+BOOST_AUTO_TEST_CASE(a_finished_session_releases_its_actor_and_a_message_wakes_it_from_its_log) {
+  open(R"({"replies": [{"text": "first answer"}, {"text": "second answer"}]})");
+  std::atomic<int> heard{0};
+  std::string id;
+  CHECK_OK(rt->start_session(SessionOptions{.task = "go", .on_event = [&](const Event&) { ++heard; }}, &id));
+  SessionOutcome first;
+  CHECK_OK(rt->wait(id, 60s, &first));
+  BOOST_TEST(first.final_answer == "first answer");
+  BOOST_TEST(heard.load() > 0);
+  // Its actor, its state and its subscriber are released once it is idle.
+  for (int i = 0; i < 400 && rt->live_sessions() > 0; ++i) std::this_thread::sleep_for(5ms);
+  BOOST_TEST(rt->live_sessions() == 0u);
+  SessionOutcome again;
+  CHECK_OK(rt->wait(id, 1s, &again));  // still answered, from memory
+  BOOST_TEST(again.final_answer == "first answer");
+  // A message wakes it: rebuilt from its log, it goes on with the conversation.
+  CHECK_OK(rt->send_message(id, "and then?"));
+  SessionOutcome second;
+  CHECK_OK(rt->wait(id, 60s, &second));
+  BOOST_TEST(second.final_answer == "second answer");
+  BOOST_TEST(second.turns == 2u);
+  for (int i = 0; i < 400 && rt->live_sessions() > 0; ++i) std::this_thread::sleep_for(5ms);
+  BOOST_TEST(rt->live_sessions() == 0u);
+  VerifyReport report;
+  CHECK_OK(verify_session(rt->log(), id, &report));
+  BOOST_TEST(report.ok());
+  // An unknown session is still unknown.
+  BOOST_TEST(rt->send_message("nobody", "hello?").is_not_found());
+  SessionOutcome none;
+  BOOST_TEST(rt->wait("nobody", 100ms, &none).is_not_found());
+}
+
+BOOST_AUTO_TEST_CASE(many_sessions_in_one_runtime_leave_no_actor_behind) {
+  std::string replies;
+  open(R"({"replies": [{"text": "ok"}]})");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 300; ++i) {
+    std::string id;
+    CHECK_OK(rt->start_session(SessionOptions{.task = "go"}, &id));
+    ids.push_back(id);
+  }
+  for (const auto& id : ids) {
+    SessionOutcome o;
+    CHECK_OK(rt->wait(id, 60s, &o));
+    BOOST_TEST((o.status == SessionStatus::kCompleted));
+  }
+  for (int i = 0; i < 400 && rt->live_sessions() > 0; ++i) std::this_thread::sleep_for(5ms);
+  BOOST_TEST(rt->live_sessions() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(bad_input_gets_clear_errors) {
   open(R"({"replies": [{"text": "x"}]})");
   std::string id;

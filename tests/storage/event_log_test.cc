@@ -141,7 +141,7 @@ BOOST_AUTO_TEST_CASE(bad_session_ids_are_refused) {
 BOOST_AUTO_TEST_CASE(generated_session_ids_are_valid_and_carry_their_prefix) {
   std::string id = keys::generate_session_id("synth");
   BOOST_TEST(id.rfind("synth-", 0) == 0u, id);
-  BOOST_TEST(id.size() == std::string("synth-20261121-193000-4f2a").size(), id);
+  BOOST_TEST(id.size() == std::string("synth-20261121-193000-4f2a09c1").size(), id);
   BOOST_TEST(keys::validate_session_id(id).ok(), id);
   SessionBuilder b;
   b.start();

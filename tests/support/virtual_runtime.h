@@ -45,9 +45,9 @@ class RecordingProvider : public Provider {
   ScriptedProvider scripted_;
 };
 
-inline SubscriberActor::behavior_type recorder(SubscriberActor::pointer, std::vector<Event>* events) {
+inline SubscriberActor::behavior_type recorder(SubscriberActor::pointer self, std::vector<Event>* events) {
   return {[=](const EventNotice& n) { events->push_back(n.event); }, [](const StreamDelta&) {},
-          [](flush_atom) { return true; }};
+          [](flush_atom) { return true; }, [self](close_atom) { self->quit(); }};
 }
 
 class VirtualRuntime {
