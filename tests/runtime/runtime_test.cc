@@ -265,6 +265,42 @@ BOOST_AUTO_TEST_CASE(many_sessions_in_one_runtime_leave_no_actor_behind) {
   BOOST_TEST(rt->live_sessions() == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(every_method_may_be_called_from_several_threads_at_once) {
+  open(R"({"replies": [{"text": "one"}, {"text": "two"}, {"text": "three"}]})");
+  std::atomic<int> failures{0};
+  auto worker = [&](int t) {
+    for (int i = 0; i < 15; ++i) {
+      std::string id;
+      Status s = rt->start_session(SessionOptions{.task = "go"}, &id);
+      if (!s.ok()) ++failures;
+      uint64_t sub = 0;
+      if (rt->subscribe(id, [](const Event&) {}, nullptr, &sub).ok()) rt->unsubscribe(sub);
+      std::string tool = "t" + std::to_string(t) + "_" + std::to_string(i);
+      if (!rt->register_tool(ToolDefinition{.spec = {.name = tool, .description = "x"},
+                                            .blocking = false,
+                                            .run = [](const nlohmann::json&, const ToolContext&) {
+                                              return ToolResult{.output = "ok"};
+                                            }})
+               .ok())
+        ++failures;
+      SessionOutcome o;
+      if (!rt->wait(id, 60s, &o).ok() || o.final_answer != "one") ++failures;
+      if (!rt->send_message(id, "more").ok()) ++failures;  // wakes it if it closed meanwhile
+      if (!rt->wait(id, 60s, &o).ok() || o.final_answer != "two") ++failures;
+      if (!rt->unregister_tool(tool)) ++failures;
+      rt->live_sessions();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back(worker, t);
+  for (auto& t : threads) t.join();
+  BOOST_TEST(failures.load() == 0);
+  VerifyReport report;
+  CHECK_OK(verify_all(rt->log(), &report));
+  BOOST_TEST(report.ok());
+  BOOST_TEST(report.sessions.size() == 60u);
+}
+
 BOOST_AUTO_TEST_CASE(bad_input_gets_clear_errors) {
   open(R"({"replies": [{"text": "x"}]})");
   std::string id;
