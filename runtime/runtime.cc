@@ -320,7 +320,7 @@ JournalOptions Runtime::Impl::journal_options() const {
 Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> journal,
                        SessionSettings settings, const std::function<void(const Event&)>& on_event,
                        const std::function<void(const StreamDelta&)>& on_delta,
-                       const std::string& first_input) {
+                       const std::string& first_input, const std::vector<Event>& backlog) {
   auto context = std::make_shared<SessionContext>(SessionContext{
       .id = id,
       .journal = std::move(journal),
@@ -346,7 +346,7 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
   for (const auto& sub : existing) caf::anon_send(session, subscribe_atom::value, sub);
   if (on_event || on_delta) {
     uint64_t ignored;
-    CARAPACE_RETURN_IF_ERROR(subscribe(id, on_event, on_delta, &ignored));
+    CARAPACE_RETURN_IF_ERROR(subscribe_with(id, on_event, on_delta, backlog, &ignored));
   }
   if (first_input == kNoStart) {
     // Woken for a message the caller sends next.
@@ -394,9 +394,12 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
     created = SessionJournal::create(impl_->log.get(), id, opening, impl_->journal_options(), &journal);
   }
   CARAPACE_RETURN_IF_ERROR(created);
+  // The opening (written before the actor runs) reaches on_event first.
+  std::vector<Event> opening_events;
+  if (options.on_event) CARAPACE_RETURN_IF_ERROR(impl_->log->read(id, 1, UINT64_MAX, &opening_events));
   CARAPACE_RETURN_IF_ERROR(launch(id, std::move(journal),
                                   impl_->settings_for(canonical, max_turns, options.instructions),
-                                  options.on_event, options.on_delta, ""));
+                                  options.on_event, options.on_delta, "", opening_events));
   if (id_out != nullptr) *id_out = id;
   return Status();
 }
@@ -661,6 +664,12 @@ void Runtime::recover_failed_session(const std::string& id, const std::string& r
 
 Status Runtime::subscribe(const std::string& id, std::function<void(const Event&)> on_event,
                           std::function<void(const StreamDelta&)> on_delta, uint64_t* subscription) {
+  return subscribe_with(id, std::move(on_event), std::move(on_delta), {}, subscription);
+}
+
+Status Runtime::subscribe_with(const std::string& id, std::function<void(const Event&)> on_event,
+                               std::function<void(const StreamDelta&)> on_delta, const std::vector<Event>& backlog,
+                               uint64_t* subscription) {
   SessionActor session = impl_->find(id);
   if (!session) return Status::not_found("no session '" + id + "' runs in this runtime");
   SubscriberActor sub = impl_->system->spawn(subscriber, std::move(on_event), std::move(on_delta));
@@ -669,6 +678,8 @@ Status Runtime::subscribe(const std::string& id, std::function<void(const Event&
     *subscription = ++impl_->next_subscription;
     impl_->subscriptions.emplace(*subscription, Impl::Subscription{id, sub});
   }
+  // Enqueued before the session knows the subscriber, so they come first.
+  for (const auto& e : backlog) caf::anon_send(sub, EventNotice{id, e});
   caf::anon_send(session, subscribe_atom::value, sub);
   return Status();
 }

@@ -184,7 +184,12 @@ class Runtime {
   // (or hands it `first_input` as a user message).
   Status launch(const std::string& id, std::shared_ptr<SessionJournal> journal,
                 struct SessionSettings settings, const std::function<void(const Event&)>& on_event,
-                const std::function<void(const StreamDelta&)>& on_delta, const std::string& first_input);
+                const std::function<void(const StreamDelta&)>& on_delta, const std::string& first_input,
+                const std::vector<Event>& backlog = {});
+  // subscribe(), with `backlog` delivered before anything the session sends.
+  Status subscribe_with(const std::string& id, std::function<void(const Event&)> on_event,
+                        std::function<void(const StreamDelta&)> on_delta, const std::vector<Event>& backlog,
+                        uint64_t* subscription);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -211,9 +211,21 @@ void SessionLoop::settle() {
 
 void SessionLoop::close() {
   if (running_ || !in_flight_.empty() || !waiters_.empty()) return;
-  for (const auto& s : subscribers_) self_->send(s, close_atom::value);
-  subscribers_.clear();
-  self_->quit();
+  // The subscribers first handle everything sent to them (so that whoever
+  // learns the session closed has seen every event), then quit with it.
+  auto pending = std::make_shared<size_t>(subscribers_.size() + 1);
+  auto one_done = [this, pending] {
+    if (--*pending > 0) return;
+    if (running_ || !in_flight_.empty() || !waiters_.empty()) return;  // a message came meanwhile
+    for (const auto& s : subscribers_) self_->send(s, close_atom::value);
+    subscribers_.clear();
+    self_->quit();
+  };
+  for (const auto& s : subscribers_) {
+    self_->request(s, caf::infinite, flush_atom::value)
+        .then([one_done](bool) { one_done(); }, [one_done](caf::error&) { one_done(); });
+  }
+  one_done();
 }
 
 void SessionLoop::fail_hard(const std::string& error) {
