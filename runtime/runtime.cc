@@ -1,6 +1,7 @@
 #include "runtime/runtime.h"
 
 #include "runtime/home.h"
+#include "runtime/session_setup.h"
 
 #include <deque>
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include "actors/tool/workspace.h"
 #include "events/fold.h"
 #include "replay/recovery.h"
+#include "replay/resume_journal.h"
 #include "storage/keys.h"
 
 namespace carapace {
@@ -227,29 +229,9 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
 
   const Config& config = options.config;
   if (options.builtin_tools) {
-    for (const auto& name : config.tools_enabled) {
-      ToolDefinition tool;
-      if (name == "shell")
-        tool = make_shell_tool(config.shell);
-      else if (name == "read_file")
-        tool = make_read_file_tool(config.files);
-      else if (name == "write_file")
-        tool = make_write_file_tool(config.files);
-      else if (name == "list_dir")
-        tool = make_list_dir_tool(config.files);
-      else
-        return Status::invalid_argument("tools.enabled names an unknown tool: " + name);
-      if (options.decorate_builtin_tool) tool = options.decorate_builtin_tool(std::move(tool));
-      CARAPACE_RETURN_IF_ERROR(impl->tools->add(std::move(tool)));
-    }
+    CARAPACE_RETURN_IF_ERROR(add_builtin_tools(config, options.decorate_builtin_tool, impl->tools.get()));
   }
-  for (const auto& h : config.hooks) {
-    CARAPACE_RETURN_IF_ERROR(impl->hooks->add(HookDefinition{.name = h.name,
-                                                             .event = h.event,
-                                                             .matcher = h.matcher,
-                                                             .command = h.command,
-                                                             .timeout_ms = h.timeout_ms}));
-  }
+  CARAPACE_RETURN_IF_ERROR(add_config_hooks(config, impl->hooks.get()));
   impl->digest = config_digest(config);
 
   if (options.system != nullptr) {
@@ -293,23 +275,7 @@ bool Runtime::unregister_hook(const std::string& name) { return impl_->hooks->re
 
 SessionSettings Runtime::Impl::settings_for(const std::string& workspace, uint64_t max_turns,
                                             const std::string& extra_instructions) const {
-  const Config& config = options.config;
-  SessionSettings settings{
-      .max_turns = max_turns ? max_turns : config.max_turns,
-      .context_max_chars = config.context_max_chars,
-      .retry = config.retry,
-      .prompt = config.prompt,
-      .instructions = config.instructions,
-      .prices = config.prices,
-      .workspace = workspace,
-      .tool_timeout_ms = config.tool_timeout_ms,
-      .provider_timeout_ms = config.provider.timeout_ms,
-      .mutation = options.mutation,
-  };
-  if (!extra_instructions.empty()) {
-    settings.instructions += (settings.instructions.empty() ? "" : "\n\n") + extra_instructions;
-  }
-  return settings;
+  return session_settings(options.config, workspace, max_turns, extra_instructions, options.mutation);
 }
 
 JournalOptions Runtime::Impl::journal_options() const {
@@ -427,9 +393,7 @@ Status Runtime::resume(const std::string& id, const ResumeOptions& options, cons
   RecoveredSession r;
   CARAPACE_RETURN_IF_ERROR(recover(*impl_->log, id, RecoverOptions{}, &r));
   const SessionState& s = r.committed;
-  bool finished =
-      (s.status == SessionStatus::kCompleted || s.status == SessionStatus::kFailed) && r.uncommitted.empty();
-  if (finished && !options.allow_finished) {
+  if (recovered_finished(r) && !options.allow_finished) {
     std::string what = s.status == SessionStatus::kCompleted ? "has completed"
                                                              : "ended with an error (" + s.last_error + ")";
     return Status::invalid_argument(
@@ -439,26 +403,15 @@ Status Runtime::resume(const std::string& id, const ResumeOptions& options, cons
   std::string workspace;
   CARAPACE_RETURN_IF_ERROR(canonical_workspace(s.workspace, &workspace));
   SessionSettings settings = impl_->settings_for(workspace, s.max_turns, s.instructions);
-  uint64_t checkpoint_seq = s.committed_seq, checkpoint_turn = s.committed_turn;
-  auto journal = std::shared_ptr<SessionJournal>(SessionJournal::attach(
-      impl_->log.get(), id, r.committed, std::move(r.uncommitted), r.last_seq, impl_->journal_options()));
-  CARAPACE_RETURN_IF_ERROR(journal->note_verified(checked));
-  const bool step = options.mode == ResumeMode::kStep;
-  if (step) {
-    CARAPACE_RETURN_IF_ERROR(journal->adopt_uncommitted());
-  } else {
-    CARAPACE_RETURN_IF_ERROR(
-        journal->roll_back_uncommitted("resumed in turn mode: the interrupted turn runs again"));
-  }
-  if (!finished) {
-    char host[256] = {0};
-    ::gethostname(host, sizeof host - 1);
-    CARAPACE_RETURN_IF_ERROR(journal->append({SessionResumed{.checkpoint_seq = checkpoint_seq,
-                                                             .checkpoint_turn = checkpoint_turn,
-                                                             .mode = step ? "step" : "turn",
-                                                             .pid = ::getpid(),
-                                                             .host = host}}));
-  }
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  std::shared_ptr<SessionJournal> journal;
+  CARAPACE_RETURN_IF_ERROR(reopen_journal(impl_->log.get(), id, std::move(r),
+                                          ResumeRecord{.step = options.mode == ResumeMode::kStep,
+                                                       .pid = ::getpid(),
+                                                       .host = host,
+                                                       .verified_seq = checked},
+                                          impl_->journal_options(), &journal));
   return launch(id, std::move(journal), std::move(settings), options.on_event, options.on_delta, first_input);
 }
 

@@ -59,5 +59,6 @@ void register_run_command(CLI::App& app, Context& ctx);
 void register_demo_command(CLI::App& app, Context& ctx);
 void register_chat_command(CLI::App& app, Context& ctx);
 void register_torture_command(CLI::App& app, Context& ctx);
+void register_replay_command(CLI::App& app, Context& ctx);
 
 }  // namespace carapace::cli

@@ -37,6 +37,11 @@ void append_line(const std::string& path, const std::string& line);
 
 void add_runtime_options(CLI::App* cmd, RuntimeArgs& args);
 
+// Loads the config: `config_flag`, else the home's config.json if there is
+// one, else the defaults (warnings to stderr). kExitOk, or the exit code
+// after printing the error.
+int load_cli_config(Context& ctx, const std::string& config_flag, Config* config);
+
 // Loads the config (warnings to stderr), applies the command line, opens the
 // runtime. kExitOk, or the exit code after printing the error.
 int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>* rt);

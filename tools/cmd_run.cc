@@ -65,21 +65,26 @@ std::function<void(const Event&)> event_printer(const RuntimeArgs& args, StatusL
   };
 }
 
-int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>* rt) {
-  Config config;
+int load_cli_config(Context& ctx, const std::string& config_flag, Config* config) {
   std::vector<std::string> warnings;
-  std::string config_path = args.config;
+  std::string config_path = config_flag;
   // The home is checked before anything in it is trusted (runtime/home.h).
   if (Status home = prepare_home(ctx.home(), /*create=*/false); !home.ok()) return ctx.fail(home);
   std::error_code ec;
   if (config_path.empty() && std::filesystem::exists(ctx.home() + "/config.json", ec))
     config_path = ctx.home() + "/config.json";
   if (!config_path.empty()) {
-    Status s = load_config(config_path, &config, &warnings);
+    Status s = load_config(config_path, config, &warnings);
     if (!s.ok())
       return ctx.fail(s, "fix the config file, or run without --config to use the defaults (docs/config.md)");
   }
   for (const auto& w : warnings) std::fprintf(stderr, "carapace: warning: %s\n", w.c_str());
+  return kExitOk;
+}
+
+int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>* rt) {
+  Config config;
+  if (int rc = load_cli_config(ctx, args.config, &config); rc != kExitOk) return rc;
   if (!args.provider.empty()) {
     if (args.provider != "scripted") {
       return ctx.fail(

@@ -1,0 +1,128 @@
+#include "actors/replay_tape.h"
+
+namespace carapace {
+namespace {
+
+bool point_starts_with(const FaultInjected& f, std::string_view prefix) {
+  return f.point.compare(0, prefix.size(), prefix) == 0;
+}
+
+FaultNote note_of(const FaultInjected& f) { return FaultNote{.point = f.point, .action = f.action, .detail = f.detail}; }
+
+ProviderReply not_recorded(const ProviderRequest& request) {
+  ProviderReply reply;
+  reply.answered = true;
+  reply.failure = ProviderFailure{.error = std::string(kReplayNoRecord) + "turn " + std::to_string(request.turn) +
+                                           " attempt " + std::to_string(request.attempt) + " of the provider"};
+  return reply;
+}
+
+}  // namespace
+
+ReplayTape::ReplayTape(std::vector<Event> recorded, std::function<uint64_t()> written)
+    : recorded_(std::move(recorded)), written_(std::move(written)) {}
+
+bool ReplayTape::is_resume_boundary(const Event& e) {
+  return std::holds_alternative<SessionResumed>(e.body) || std::holds_alternative<TurnRolledBack>(e.body);
+}
+
+std::span<const Event> ReplayTape::ahead() const {
+  uint64_t from = std::min<uint64_t>(written_(), recorded_.size());
+  size_t end = from;
+  while (end < recorded_.size() && !is_resume_boundary(recorded_[end])) ++end;
+  return std::span<const Event>(recorded_).subspan(from, end - from);
+}
+
+ProviderReply ReplayTape::provider_reply(const ProviderRequest& request) const {
+  std::vector<FaultNote> faults;
+  for (const Event& e : ahead()) {
+    if (const auto* f = get_if<FaultInjected>(e)) {
+      if (point_starts_with(*f, "provider.")) faults.push_back(note_of(*f));
+      continue;
+    }
+    if (const auto* r = get_if<LlmResponded>(e); r && r->turn == request.turn && r->attempt == request.attempt) {
+      return ProviderReply{.ok = true,
+                           .response = ProviderResponse{.text = r->text,
+                                                        .tool_calls = r->tool_calls,
+                                                        .finish_reason = r->finish_reason,
+                                                        .usage = r->usage},
+                           .latency_ms = r->latency_ms,
+                           .faults = std::move(faults),
+                           .answered = true};
+    }
+    if (const auto* f = get_if<LlmFailed>(e); f && f->turn == request.turn && f->attempt == request.attempt) {
+      // What the retry policy decided is not replayed: it decides again from
+      // the failure as the provider reported it.
+      return ProviderReply{
+          .ok = false,
+          .failure = ProviderFailure{.http_status = f->http_status,
+                                     .error = f->error,
+                                     .transport = f->http_status == 0 && f->category == ErrorCategory::kTransient,
+                                     .has_retry_after = f->retry_after_ms > 0,
+                                     .retry_after_ms = f->retry_after_ms},
+          .latency_ms = f->latency_ms,
+          .faults = std::move(faults),
+          .answered = f->provider_answered};
+    }
+  }
+  return not_recorded(request);
+}
+
+ToolOutcome ReplayTape::tool_outcome(const ToolCall& call) const {
+  std::vector<FaultNote> faults;
+  for (const Event& e : ahead()) {
+    if (const auto* f = get_if<FaultInjected>(e)) {
+      if (point_starts_with(*f, "tool.")) faults.push_back(note_of(*f));
+      continue;
+    }
+    if (const auto* t = get_if<ToolCompleted>(e); t && t->call_id == call.id) {
+      return ToolOutcome{.call_id = call.id,
+                         .output = t->output,
+                         .is_error = t->is_error,
+                         .timed_out = t->timed_out,
+                         .truncated = t->truncated,
+                         .original_bytes = t->original_bytes,
+                         .duration_ms = t->duration_ms,
+                         .faults = std::move(faults),
+                         .interrupted = t->interrupted};
+    }
+  }
+  return ToolOutcome{.call_id = call.id,
+                     .output = std::string(kReplayNoRecord) + "tool call " + call.id + " (" + call.name + ")",
+                     .is_error = true};
+}
+
+std::optional<ReplayTape::HookRecord> ReplayTape::hook_record(HookEvent event, const std::string& hook_name,
+                                                              const std::string& tool_call_id) const {
+  const std::string event_name(hook_event_name(event));
+  HookRecord record;
+  // The decisions of one firing are written together, after any faults
+  // injected into them; the tool call a PreToolUse gates may follow them.
+  for (const Event& e : ahead()) {
+    if (const auto* f = get_if<FaultInjected>(e)) {
+      if (const std::string about = "hook " + hook_name + ": ";
+          f->point == "hook" && f->detail.compare(0, about.size(), about) == 0) {
+        record.faults.push_back(note_of(*f));
+      }
+      continue;
+    }
+    const auto* d = get_if<HookDecided>(e);
+    if (d == nullptr) break;
+    if (d->hook_event != event_name || d->hook_name != hook_name || d->tool_call_id != tool_call_id) continue;
+    if (d->decision == "failed") {
+      record.failure = HookFailure{.hook_name = hook_name, .error = d->reason};
+      return record;
+    }
+    auto decision = decision_from_name(d->decision);
+    if (!decision) return std::nullopt;
+    record.decision = HookDecision{.hook_name = hook_name,
+                                   .decision = *decision,
+                                   .reason = d->reason,
+                                   .modified_args = d->modified_args,
+                                   .message = d->message};
+    return record;
+  }
+  return std::nullopt;
+}
+
+}  // namespace carapace

@@ -1,0 +1,359 @@
+#include "replay/replayer.h"
+
+#include <stdlib.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include "actors/caf_types.h"
+#include "actors/hook/replay_hook_actor.h"
+#include "actors/provider/provider_actor.h"
+#include "actors/provider/replay_provider.h"
+#include "actors/replay_tape.h"
+#include "actors/tool/replay_tool_actor.h"
+#include "events/fold.h"
+#include "replay/recovery.h"
+#include "replay/resume_journal.h"
+#include "storage/keys.h"
+#include "storage/session_meta.h"
+
+namespace carapace {
+namespace {
+
+// Refuses the replay's writes once its log reaches a limit: where the
+// recorded run stopped (crashed), or where the replay must end.
+class Halt : public FaultInjector {
+ public:
+  Halt(const EventLog* log, std::string id) : log_(log), id_(std::move(id)) {}
+  // Appends are refused while the session's last seq is >= limit (0: never).
+  void limit(uint64_t seq) { limit_ = seq; }
+
+  Fault check(const FaultSite& site) override {
+    if (limit_ == 0 || (site.point != FaultPoint::kLogBeforeAppend && site.point != FaultPoint::kCommitBefore)) {
+      return Fault{};
+    }
+    uint64_t last = 0;
+    if (log_->last_seq(id_, &last).ok() && last < limit_) return Fault{};
+    return Fault{.action = FaultAction::kError, .message = "the recorded run stopped here", .rule = "replay"};
+  }
+
+ private:
+  const EventLog* log_;
+  std::string id_;
+  std::atomic<uint64_t> limit_{0};
+};
+
+// A directory of the replay's own, removed with it.
+class Scratch {
+ public:
+  Status open(const std::string& given) {
+    if (!given.empty()) {
+      path_ = given;
+      return Status();
+    }
+    std::string pattern = (std::filesystem::temp_directory_path() / "carapace-replay-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      return Status::io_error("cannot create a scratch directory for the replay under " +
+                              std::filesystem::temp_directory_path().string() + ": " + std::strerror(errno));
+    }
+    path_ = pattern;
+    owned_ = true;
+    return Status();
+  }
+  ~Scratch() {
+    std::error_code ignored;
+    if (owned_) std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool owned_ = false;
+};
+
+uint64_t turn_at(const std::vector<Event>& recorded, uint64_t seq) {
+  uint64_t turn = 0;
+  for (uint64_t i = 0; i < seq && i < recorded.size(); ++i) {
+    if (const auto* t = get_if<TurnStarted>(recorded[i])) turn = t->turn;
+  }
+  return turn;
+}
+
+// What happened around one replay: the actors, the logs and where it stands.
+class Replay {
+ public:
+  Replay(const ReplayOptions& options, std::string id, std::vector<Event> recorded, size_t history, bool cut)
+      : options_(options), id_(std::move(id)), recorded_(std::move(recorded)), history_(history), cut_(cut) {}
+
+  ~Replay() {
+    if (!system_) return;
+    for (auto& a : actors_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    sched_->run();
+  }
+
+  Status run(const std::string& scratch_dir, ReplayReport* out) {
+    CARAPACE_RETURN_IF_ERROR(EventLog::open(
+        EventLog::Options{.path = scratch_dir + "/log", .inline_durable_appends = true}, &log_));
+    CARAPACE_RETURN_IF_ERROR(write_history());
+    written_ = history_;
+    compared_ = history_;
+    tape_ = std::make_shared<ReplayTape>(recorded_, [this] { return written_.load(); });
+    halt_ = std::make_shared<Halt>(log_.get(), id_);
+
+    config_.set("scheduler.policy", caf::atom("testing"));
+    system_ = std::make_unique<caf::actor_system>(config_);
+    sched_ = &dynamic_cast<caf::scheduler::test_coordinator&>(system_->scheduler());
+    provider_ = spawn_provider_supervisor(*system_, std::make_shared<ReplayProvider>(tape_), nullptr);
+    tool_host_ = spawn_replay_tool_actor(*system_, tape_);
+    hook_host_ = spawn_replay_hook_actor(*system_, options_.hooks, tape_);
+    actors_ = {caf::actor_cast<caf::actor>(provider_), caf::actor_cast<caf::actor>(tool_host_),
+               caf::actor_cast<caf::actor>(hook_host_)};
+
+    // The history as the session was created (or forked) with it.
+    halt_->limit(limit_after(history_));
+    RecoveredSession r;
+    CARAPACE_RETURN_IF_ERROR(recover(*log_, id_, RecoverOptions{}, &r));
+    auto journal = std::shared_ptr<SessionJournal>(SessionJournal::attach(
+        log_.get(), id_, std::move(r.committed), std::move(r.uncommitted), r.last_seq, journal_options()));
+    const auto* first = history_ < recorded_.size() ? get_if<UserMessage>(recorded_[history_]) : nullptr;
+    launch(std::move(journal), first != nullptr && !first->queued);
+
+    CARAPACE_RETURN_IF_ERROR(drive());
+    out->events = compared_;
+    out->history = history_;
+    out->resumes = resumes_;
+    out->turns = turns_;
+    out->divergence = std::move(divergence_);
+    return Status();
+  }
+
+ private:
+  JournalOptions journal_options() const { return JournalOptions{.snapshot_every_turns = 0, .faults = halt_}; }
+
+  // The limit for the segment starting at recorded index `from`: the seq
+  // before its resume boundary; past the end, one event more (so that an
+  // extra event shows), or none if the replay stops at a turn.
+  uint64_t limit_after(size_t from) const {
+    for (size_t i = from; i < recorded_.size(); ++i) {
+      if (ReplayTape::is_resume_boundary(recorded_[i])) return i;
+    }
+    return cut_ ? recorded_.size() : recorded_.size() + 1;
+  }
+
+  Status write_history() {
+    std::vector<CheckpointEntry> checkpoints;
+    Folder folder;
+    for (size_t i = 0; i < history_; ++i) {
+      const Event& e = recorded_[i];
+      CARAPACE_RETURN_IF_ERROR(folder.add(e));
+      if (const auto* c = get_if<TurnCommitted>(e)) {
+        checkpoints.push_back(CheckpointEntry{.seq = e.seq, .turn = c->turn, .state_hash = c->state_hash});
+      }
+    }
+    SessionMeta meta = meta_from_state(id_, folder.committed(), recorded_[history_ - 1].ts_us, nullptr);
+    return log_->append(AppendRequest{.session = id_,
+                                      .events = std::span<const Event>(recorded_.data(), history_),
+                                      .meta = &meta,
+                                      .checkpoints = checkpoints});
+  }
+
+  void launch(std::shared_ptr<SessionJournal> journal, bool with_user_message) {
+    SessionSettings settings = options_.settings(journal->state());
+    auto context = std::make_shared<SessionContext>(SessionContext{
+        .id = id_,
+        .journal = std::move(journal),
+        .settings = std::move(settings),
+        .tools = options_.tools,
+        .hooks = options_.hooks,
+        .provider = caf::actor_cast<ProviderActor>(provider_),
+        .tool_host = tool_host_,
+        .hook_host = hook_host_,
+    });
+    session_ = spawn_session(*system_, context);
+    actors_.push_back(caf::actor_cast<caf::actor>(session_));
+    if (with_user_message) {
+      sent_ = written_;
+      caf::anon_send(session_, UserInput{get_if<UserMessage>(recorded_[written_])->text});
+    } else {
+      caf::anon_send(session_, start_atom::value);
+    }
+  }
+
+  // Compares what the replay wrote since the last look; false at the first divergence.
+  Status compare_new(bool* diverged) {
+    uint64_t last = 0;
+    CARAPACE_RETURN_IF_ERROR(log_->last_seq(id_, &last));
+    if (last <= compared_) return Status();
+    std::vector<Event> produced;
+    CARAPACE_RETURN_IF_ERROR(log_->read(id_, compared_ + 1, last, &produced));
+    for (Event& e : produced) {
+      if (e.seq > recorded_.size()) {
+        diverge(e.seq, std::nullopt, std::move(e), {});
+        *diverged = true;
+        return Status();
+      }
+      const Event& expected = recorded_[e.seq - 1];
+      std::vector<FieldDiff> fields = diff_events(expected, e);
+      if (!fields.empty()) {
+        diverge(e.seq, expected, std::move(e), std::move(fields));
+        *diverged = true;
+        return Status();
+      }
+      if (const auto* c = get_if<TurnCommitted>(e)) turns_ = c->turn;
+      compared_ = e.seq;
+    }
+    written_ = compared_;
+    return Status();
+  }
+
+  void diverge(uint64_t seq, std::optional<Event> expected, std::optional<Event> actual,
+               std::vector<FieldDiff> fields) {
+    ReplayDivergence d{.seq = seq,
+                       .turn = turn_at(recorded_, seq),
+                       .expected = std::move(expected),
+                       .actual = std::move(actual),
+                       .fields = std::move(fields)};
+    uint64_t from = seq > options_.context_events + 1 ? seq - 1 - options_.context_events : 0;
+    for (uint64_t i = from; i + 1 < seq && i < recorded_.size(); ++i) d.before.push_back(recorded_[i]);
+    divergence_ = std::move(d);
+  }
+
+  // Runs the session one message at a time, putting in what came from
+  // outside its loop at the recorded seq, until it has nothing more to do.
+  Status drive() {
+    for (;;) {
+      bool diverged = false;
+      CARAPACE_RETURN_IF_ERROR(compare_new(&diverged));
+      if (diverged) return Status();
+      const Event* next = written_ < recorded_.size() ? &recorded_[written_] : nullptr;
+      const auto* message = next ? get_if<UserMessage>(*next) : nullptr;
+      // A message sent while the session ran: it reaches the session before
+      // anything else it has waiting, as it did then.
+      if (message != nullptr && message->queued && sent_ != written_) {
+        sent_ = written_;
+        caf::anon_send<caf::message_priority::high>(session_, UserInput{message->text});
+      }
+      if (sched_->try_run_once()) continue;
+      if (sched_->has_pending_timeout()) {
+        sched_->trigger_timeout();
+        continue;
+      }
+      // Nothing happens any more by itself.
+      if (next == nullptr) return Status();
+      if (message != nullptr && !message->queued && sent_ != written_) {
+        sent_ = written_;
+        caf::anon_send(session_, UserInput{message->text});
+        continue;
+      }
+      if (ReplayTape::is_resume_boundary(*next)) {
+        CARAPACE_RETURN_IF_ERROR(resume());
+        continue;
+      }
+      diverge(next->seq, *next, std::nullopt, {});
+      return Status();
+    }
+  }
+
+  // The recorded run stopped before written_ + 1 and was resumed: end the
+  // halted actor and resume as it was resumed.
+  Status resume() {
+    caf::anon_send_exit(session_, caf::exit_reason::kill);
+    sched_->run();
+    log_->forget_writer(id_);
+    ResumeRecord how{.step = true};
+    size_t resumed_at = written_;
+    while (resumed_at < recorded_.size() && !std::holds_alternative<SessionResumed>(recorded_[resumed_at].body)) {
+      ++resumed_at;
+    }
+    if (resumed_at < recorded_.size()) {
+      const auto& r = std::get<SessionResumed>(recorded_[resumed_at].body);
+      how = ResumeRecord{.step = r.mode == "step", .pid = r.pid, .host = r.host};
+    } else {
+      how.step = false;  // a roll-back with no session.resumed after it
+    }
+    halt_->limit(limit_after(resumed_at + 1));
+    RecoveredSession r;
+    CARAPACE_RETURN_IF_ERROR(recover(*log_, id_, RecoverOptions{}, &r));
+    std::shared_ptr<SessionJournal> journal;
+    CARAPACE_RETURN_IF_ERROR(reopen_journal(log_.get(), id_, std::move(r), how, journal_options(), &journal));
+    ++resumes_;
+    launch(std::move(journal), false);
+    return Status();
+  }
+
+  const ReplayOptions& options_;
+  const std::string id_;
+  const std::vector<Event> recorded_;
+  const size_t history_;
+  const bool cut_;
+
+  std::unique_ptr<EventLog> log_;
+  std::shared_ptr<ReplayTape> tape_;
+  std::shared_ptr<Halt> halt_;
+  caf::actor_system_config config_;
+  std::unique_ptr<caf::actor_system> system_;
+  caf::scheduler::test_coordinator* sched_ = nullptr;
+  ProviderSupervisorActor provider_;
+  ToolActor tool_host_;
+  HookActor hook_host_;
+  SessionActor session_;
+  std::vector<caf::actor> actors_;
+
+  std::atomic<uint64_t> written_{0};  // the replay's last seq, as compared
+  uint64_t compared_ = 0;
+  uint64_t sent_ = UINT64_MAX;  // the recorded index of the last user message sent
+  uint64_t resumes_ = 0;
+  uint64_t turns_ = 0;
+  std::optional<ReplayDivergence> divergence_;
+};
+
+}  // namespace
+
+Status replay_session(const EventLog& log, const std::string& id, const ReplayOptions& options,
+                      ReplayReport* out) {
+  *out = ReplayReport{.session = id};
+  CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
+  if (!options.tools || !options.hooks || !options.settings) {
+    return Status::invalid_argument("a replay needs the tools, the hooks and the settings");
+  }
+  Status intact = check_records(log, id);
+  if (!intact.ok()) {
+    if (intact.is_not_found()) return intact;
+    return intact.with_context("session " + id + " cannot be replayed (`carapace verify " + id +
+                               "` lists the damage)");
+  }
+  std::vector<Event> recorded;
+  CARAPACE_RETURN_IF_ERROR(log.read(id, 1, UINT64_MAX, &recorded));
+  if (recorded.empty()) return Status::not_found("no session '" + id + "'");
+  const auto* started = get_if<SessionStarted>(recorded[0]);
+  if (started == nullptr) return Status::corruption("session " + id + " does not open with session.started");
+  // What the loop did not write: the opening (or a fork's copied history),
+  // up to the checkpoint of the turn the session started from.
+  size_t history = 0;
+  for (size_t i = 0; i < recorded.size(); ++i) {
+    if (const auto* c = get_if<TurnCommitted>(recorded[i]); c && c->turn == started->parent_turn) {
+      history = i + 1;
+      break;
+    }
+  }
+  if (history == 0) {
+    return Status::corruption("session " + id + " has no checkpoint of its opening (turn " +
+                              std::to_string(started->parent_turn) + "); it cannot be replayed");
+  }
+  bool cut = false;
+  if (options.until_turn > 0) {
+    for (size_t i = history; i < recorded.size(); ++i) {
+      if (const auto* c = get_if<TurnCommitted>(recorded[i]); c && c->turn == options.until_turn) {
+        recorded.resize(i + 1);
+        cut = true;
+        break;
+      }
+    }
+  }
+  Scratch scratch;
+  CARAPACE_RETURN_IF_ERROR(scratch.open(options.scratch_dir));
+  Replay replay(options, id, std::move(recorded), history, cut);
+  return replay.run(scratch.path(), out);
+}
+
+}  // namespace carapace

@@ -1,0 +1,79 @@
+// Replay-to-reproduce (SPEC §9): re-run a recorded session through the real
+// session loop, with the current code, tools, hooks and configuration, and
+// compare every event it writes with the recorded one.
+//
+// The replay answers from the recording (actors/replay_tape.h): each
+// provider attempt gets its recorded response or failure (and the retry
+// policy decides again), each tool call its recorded outcome (no process
+// runs), each command hook its recorded decision (a C++ hook, or a command
+// hook the recording has no decision for, runs for real: it is the code
+// under test). It runs on CAF's deterministic scheduler in virtual time:
+// recorded latencies and retry delays cost nothing. It re-enacts what
+// happened to the session from outside its loop, at the recorded seq:
+// a user message (sent when the session was idle or queued while it ran),
+// a crash (the replay's next write is refused where the recorded run
+// stopped) and the resume after it, in the recorded mode. A fork starts
+// from its copied history.
+//
+// It writes only into a scratch log of its own (removed afterwards), never
+// into the recorded session; it opens no connection and runs no tool.
+//
+// The first event that differs (replay/event_diff.h for the fields left
+// out), or one the replay wrote past the recording's end, or the recording
+// going on where the replay stopped, is the divergence. Not replayed: faults
+// injected at the log and commit points (a fault.injected written by the
+// journal), and a session the runtime recovered after its actor failed;
+// both show as a divergence at that seq.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/hook/hooks.h"
+#include "actors/session/session_actor.h"
+#include "actors/tool/tool_registry.h"
+#include "replay/event_diff.h"
+#include "storage/event_log.h"
+
+namespace carapace {
+
+struct ReplayOptions {
+  std::shared_ptr<ToolRegistry> tools;  // as registered now (their specs shape the prompt)
+  std::shared_ptr<HookRegistry> hooks;
+  // The session's settings as they are now, from its recorded opening state
+  // (its workspace, turn budget and instructions).
+  std::function<SessionSettings(const SessionState& opening)> settings;
+  uint64_t until_turn = 0;  // stop after the checkpoint of this turn; 0: the whole session
+  std::string scratch_dir;  // an empty directory for the scratch log; "": a temporary one
+  size_t context_events = 3;
+};
+
+struct ReplayDivergence {
+  uint64_t seq = 0;
+  uint64_t turn = 0;
+  std::optional<Event> expected;  // none: the replay wrote past the recording's end
+  std::optional<Event> actual;    // none: the replay stopped where the recording goes on
+  std::vector<FieldDiff> fields;
+  std::vector<Event> before;  // the events before it, identical in both
+};
+
+struct ReplayReport {
+  std::string session;
+  uint64_t events = 0;  // recorded events replayed identically
+  uint64_t turns = 0;   // turns committed among them
+  uint64_t resumes = 0;
+  uint64_t history = 0;  // events taken as given (a fork's copied history, the opening)
+  std::optional<ReplayDivergence> divergence;
+  bool identical() const { return !divergence; }
+};
+
+// Errors: the session is unknown or its log unreadable or damaged (nothing
+// replayed). A divergence is a result, not an error.
+Status replay_session(const EventLog& log, const std::string& id, const ReplayOptions& options,
+                      ReplayReport* out);
+
+}  // namespace carapace

@@ -1,0 +1,56 @@
+#include "runtime/session_setup.h"
+
+#include "actors/tool/file_tools.h"
+#include "actors/tool/shell_tool.h"
+
+namespace carapace {
+
+Status add_builtin_tools(const Config& config, const std::function<ToolDefinition(ToolDefinition)>& decorate,
+                         ToolRegistry* tools) {
+  for (const auto& name : config.tools_enabled) {
+    ToolDefinition tool;
+    if (name == "shell")
+      tool = make_shell_tool(config.shell);
+    else if (name == "read_file")
+      tool = make_read_file_tool(config.files);
+    else if (name == "write_file")
+      tool = make_write_file_tool(config.files);
+    else if (name == "list_dir")
+      tool = make_list_dir_tool(config.files);
+    else
+      return Status::invalid_argument("tools.enabled names an unknown tool: " + name);
+    if (decorate) tool = decorate(std::move(tool));
+    CARAPACE_RETURN_IF_ERROR(tools->add(std::move(tool)));
+  }
+  return Status();
+}
+
+Status add_config_hooks(const Config& config, HookRegistry* hooks) {
+  for (const auto& h : config.hooks) {
+    CARAPACE_RETURN_IF_ERROR(hooks->add(HookDefinition{
+        .name = h.name, .event = h.event, .matcher = h.matcher, .command = h.command, .timeout_ms = h.timeout_ms}));
+  }
+  return Status();
+}
+
+SessionSettings session_settings(const Config& config, const std::string& workspace, uint64_t max_turns,
+                                 const std::string& extra_instructions, LoopMutation mutation) {
+  SessionSettings settings{
+      .max_turns = max_turns ? max_turns : config.max_turns,
+      .context_max_chars = config.context_max_chars,
+      .retry = config.retry,
+      .prompt = config.prompt,
+      .instructions = config.instructions,
+      .prices = config.prices,
+      .workspace = workspace,
+      .tool_timeout_ms = config.tool_timeout_ms,
+      .provider_timeout_ms = config.provider.timeout_ms,
+      .mutation = mutation,
+  };
+  if (!extra_instructions.empty()) {
+    settings.instructions += (settings.instructions.empty() ? "" : "\n\n") + extra_instructions;
+  }
+  return settings;
+}
+
+}  // namespace carapace

@@ -1,0 +1,177 @@
+// carapace replay <session> | --all
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "events/event_json.h"
+#include "replay/replayer.h"
+#include "runtime/session_setup.h"
+#include "storage/keys.h"
+#include "tools/cli.h"
+#include "tools/cli_run.h"
+
+namespace carapace::cli {
+namespace {
+
+struct ReplayArgs {
+  std::string session;
+  bool all = false;
+  std::string config;
+  uint64_t until_turn = 0;
+};
+
+nlohmann::json divergence_json(const ReplayDivergence& d) {
+  nlohmann::json fields = nlohmann::json::array();
+  for (const auto& f : d.fields) fields.push_back({{"field", f.field}, {"expected", f.expected}, {"actual", f.actual}});
+  nlohmann::json before = nlohmann::json::array();
+  for (const auto& e : d.before) before.push_back(event_to_json(e));
+  return {{"seq", d.seq},
+          {"turn", d.turn},
+          {"expected", d.expected ? event_to_json(*d.expected) : nlohmann::json(nullptr)},
+          {"actual", d.actual ? event_to_json(*d.actual) : nlohmann::json(nullptr)},
+          {"fields", fields},
+          {"before", before}};
+}
+
+nlohmann::json report_json(const ReplayReport& r) {
+  return {{"session", r.session},
+          {"identical", r.identical()},
+          {"events", r.events},
+          {"turns", r.turns},
+          {"resumes", r.resumes},
+          {"divergence", r.divergence ? divergence_json(*r.divergence) : nlohmann::json(nullptr)}};
+}
+
+std::string identical_line(const ReplayReport& r) {
+  std::string line = "identical: " + count(r.events, "event") + ", " + count(r.turns, "turn");
+  if (r.resumes > 0) line += " (" + count(r.resumes, "resume") + " re-enacted)";
+  return line;
+}
+
+// "tool.requested -> hook.decided", or the first differing field.
+std::string divergence_brief(const ReplayDivergence& d) {
+  std::string what = "seq " + std::to_string(d.seq) + " (turn " + std::to_string(d.turn) + "): ";
+  if (!d.actual) return what + "the replay stopped; the recording goes on with " + std::string(d.expected->type_name());
+  if (!d.expected) return what + "the replay wrote " + std::string(d.actual->type_name()) + " past the recording's end";
+  if (!d.fields.empty() && d.fields[0].field == "type") {
+    return what + "recorded " + d.fields[0].expected + ", replayed " + d.fields[0].actual;
+  }
+  std::string names;
+  for (const auto& f : d.fields) names += (names.empty() ? "" : ", ") + f.field;
+  return what + std::string(d.expected->type_name()) + " differs in " + names;
+}
+
+void print_divergence(const ReplayDivergence& d) {
+  std::printf("DIVERGED at %s\n", divergence_brief(d).c_str());
+  for (const auto& e : d.before) std::printf("    %s\n", describe_event(e).c_str());
+  std::printf("  recorded: %s\n", d.expected ? describe_event(*d.expected).c_str() : "(nothing: the recording ends)");
+  std::printf("  replayed: %s\n", d.actual ? describe_event(*d.actual).c_str() : "(nothing: the replay stopped)");
+  if (d.expected && d.actual && !(d.fields.size() == 1 && d.fields[0].field == "type")) {
+    for (const auto& f : d.fields) {
+      std::printf("  field %s\n    recorded: %s\n    replayed: %s\n", f.field.c_str(),
+                  f.expected.empty() ? "(absent)" : f.expected.c_str(), f.actual.empty() ? "(absent)" : f.actual.c_str());
+    }
+  }
+}
+
+int run_replay(Context& ctx, const ReplayArgs& args) {
+  if (!args.all && args.session.empty()) {
+    return ctx.fail(Status::invalid_argument("name a session to replay, or pass --all"),
+                    "`carapace sessions` lists the sessions");
+  }
+  if (!args.session.empty()) {
+    if (Status valid = keys::validate_session_id(args.session); !valid.ok()) return ctx.fail(valid);
+  }
+  Config config;
+  if (int rc = load_cli_config(ctx, args.config, &config); rc != kExitOk) return rc;
+  auto log = ctx.open_log(EventLog::Mode::kReader);
+  if (!log) return kExitFailed;
+
+  ReplayOptions options{.tools = std::make_shared<ToolRegistry>(),
+                        .hooks = std::make_shared<HookRegistry>(),
+                        .settings =
+                            [&config](const SessionState& s) {
+                              return session_settings(config, s.workspace, s.max_turns, s.instructions);
+                            },
+                        .until_turn = args.until_turn};
+  if (Status s = add_builtin_tools(config, nullptr, options.tools.get()); !s.ok()) return ctx.fail(s);
+  if (Status s = add_config_hooks(config, options.hooks.get()); !s.ok()) return ctx.fail(s);
+  // A replay stops its sessions where the recorded runs crashed; the loop's
+  // error line about it is not news.
+  spdlog::set_level(spdlog::level::off);
+
+  if (!args.all) {
+    ReplayReport report;
+    Status s = replay_session(*log, args.session, options, &report);
+    if (s.is_not_found()) return ctx.fail(s, "`carapace sessions` lists the sessions there");
+    if (!s.ok()) return ctx.fail(s);
+    std::string summary = report.identical() ? identical_line(report)
+                                             : "diverged at " + divergence_brief(*report.divergence);
+    if (ctx.json) {
+      std::cout << dump({{"success", report.identical()}, {"data", report_json(report)}, {"summary", summary}})
+                << "\n";
+    } else if (report.identical()) {
+      std::printf("%s\n", summary.c_str());
+    } else {
+      print_divergence(*report.divergence);
+    }
+    return report.identical() ? kExitOk : kExitFailed;
+  }
+
+  std::vector<SessionMeta> sessions;
+  if (Status s = log->list_sessions(&sessions); !s.ok()) return ctx.fail(s);
+  size_t identical = 0, diverged = 0, failed = 0;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& meta : sessions) {
+    ReplayReport report;
+    Status s = replay_session(*log, meta.id, options, &report);
+    if (!s.ok()) {
+      ++failed;
+      if (ctx.json) {
+        rows.push_back({{"session", meta.id}, {"identical", false}, {"error", s.to_string()}});
+      } else {
+        std::printf("ERROR      %s: %s\n", meta.id.c_str(), s.to_string().c_str());
+      }
+      continue;
+    }
+    report.identical() ? ++identical : ++diverged;
+    if (ctx.json) {
+      rows.push_back(report_json(report));
+    } else if (report.identical()) {
+      std::printf("identical  %s: %s\n", meta.id.c_str(), identical_line(report).substr(11).c_str());
+    } else {
+      std::printf("DIVERGED   %s: at %s\n", meta.id.c_str(), divergence_brief(*report.divergence).c_str());
+    }
+  }
+  std::string summary = count(sessions.size(), "session") + ": " + std::to_string(identical) + " identical, " +
+                        std::to_string(diverged) + " diverged, " + std::to_string(failed) + " could not be replayed";
+  bool ok = diverged == 0 && failed == 0;
+  if (ctx.json) {
+    std::cout << dump({{"success", ok}, {"data", {{"sessions", rows}}}, {"summary", summary}}) << "\n";
+  } else {
+    std::printf("%s\n", summary.c_str());
+  }
+  return ok ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+void register_replay_command(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<ReplayArgs>();
+  auto* cmd = app.add_subcommand(
+      "replay",
+      "Re-run a recorded session offline with the current code and config (no model call, no tool runs) and "
+      "report `identical` or the first event that differs; exit 1 on a divergence");
+  auto* session = cmd->add_option("session", args->session, "Session id");
+  cmd->add_flag("--all", args->all, "Replay every session in the home (for CI): one line each and a summary")
+      ->excludes(session);
+  cmd->add_option("--config", args->config,
+                  "Replay against this config (default: $CARAPACE_HOME/config.json if it exists)");
+  cmd->add_option("--until-turn", args->until_turn, "Stop after the checkpoint of turn N")
+      ->check(CLI::PositiveNumber);
+  add_json_flag(cmd, ctx);
+  cmd->callback([&ctx, args] { ctx.run = [&ctx, args] { return run_replay(ctx, *args); }; });
+}
+
+}  // namespace carapace::cli
