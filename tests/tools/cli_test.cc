@@ -37,10 +37,12 @@ std::string slurp(const std::string& path) {
 struct CliFixture {
   testing::TempDir dir;
 
-  Result run(const std::string& args, const std::string& input = "") {
+  Result run(const std::string& args, const std::string& input = "") { return run_in(dir.sub("home"), args, input); }
+
+  Result run_in(const std::string& home, const std::string& args, const std::string& input = "") {
     std::string out = dir.sub("out.txt"), err = dir.sub("err.txt"), in = dir.sub("in.txt");
     std::ofstream(in) << input;
-    std::string cmd = std::string(CARAPACE_BIN) + " --home '" + dir.sub("home") + "' " + args + " >'" + out +
+    std::string cmd = std::string(CARAPACE_BIN) + " --home '" + home + "' " + args + " >'" + out +
                       "' 2>'" + err + "' <'" + in + "'";
     int status = std::system(cmd.c_str());
     Result r;
@@ -456,6 +458,50 @@ BOOST_AUTO_TEST_CASE(chat_talks_resumes_and_forks) {
   BOOST_TEST(contains(again.out, "no session 'nobody'"));
   json sessions = run_json("sessions");
   BOOST_TEST(sessions["data"].size() == 2u);  // c1 and its fork
+
+  // Both replay offline as they ran: several runs, a wake-up by /resume, a fork.
+  Result replayed = run("replay c1");
+  BOOST_TEST(replayed.code == 0, replayed.out << replayed.err);
+  BOOST_TEST(contains(replayed.out, "identical: "), replayed.out);
+  Result all = run("replay --all");
+  BOOST_TEST(all.code == 0, all.out);
+  BOOST_TEST(contains(all.out, "2 sessions: 2 identical, 0 diverged, 0 could not be replayed"), all.out);
+  // A changed configuration: the first prompt differs, exit 1, named.
+  std::ofstream(dir.sub("other.json")) << R"({"prompt": {"identity": "You are someone else."}})";
+  Result diverged = run("replay c1 --config " + dir.sub("other.json"));
+  BOOST_TEST(diverged.code == 1);
+  BOOST_TEST(contains(diverged.out, "DIVERGED at seq 5 (turn 1): prompt.assembled differs in digest"), diverged.out);
+  BOOST_TEST(contains(diverged.out, "  field digest\n"), diverged.out);
+  json j = run_json("replay c1 --config " + dir.sub("other.json"), 1);
+  BOOST_TEST(j["success"] == false);
+  BOOST_TEST(j["data"]["divergence"]["seq"] == 5);
+  BOOST_TEST(j["data"]["divergence"]["expected"]["type"] == "prompt.assembled");
+  BOOST_TEST(run("replay c1 --until-turn 1").code == 0);
+  Result nobody = run("replay nobody");
+  BOOST_TEST(nobody.code == 1);
+  BOOST_TEST(contains(nobody.err, "no session 'nobody'"), nobody.err);
+  BOOST_TEST(run("replay").code == 1);
+  BOOST_TEST(run("replay c1 --until-turn 0").code == 2);
+  BOOST_TEST(run("replay c1 --all").code == 2);
+}
+
+BOOST_AUTO_TEST_CASE(replay_reenacts_crashes_and_resumes_in_both_modes) {
+  std::string homes = dir.sub("torture");
+  Result t = run("torture " + std::string(PROJECT_DIR) + "/examples/scenarios/torture.json --iterations 6 --seed 5 " +
+                 "--mode both --resume-crash-probability 0.5 --dir " + homes + " --keep");
+  BOOST_REQUIRE_MESSAGE(t.code == 0, t.out << t.err);
+  int iterations = 0, resumes = 0;
+  for (const auto& e : std::filesystem::directory_iterator(homes)) {
+    if (!std::filesystem::exists(e.path() / "log")) continue;
+    ++iterations;
+    std::string home = e.path().string();
+    Result r = run_in(home, "replay --all --config " + home + "/config.json");
+    BOOST_TEST(r.code == 0, home << ": " << r.out << r.err);
+    BOOST_TEST(contains(r.out, "1 session: 1 identical"), r.out);
+    if (contains(r.out, "re-enacted")) ++resumes;
+  }
+  BOOST_TEST(iterations == 6);
+  BOOST_TEST(resumes >= 3);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
