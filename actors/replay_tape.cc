@@ -20,17 +20,20 @@ ProviderReply not_recorded(const ProviderRequest& request) {
 }  // namespace
 
 ReplayTape::ReplayTape(std::vector<Event> recorded, std::function<uint64_t()> written)
-    : recorded_(std::move(recorded)), written_(std::move(written)) {}
+    : recorded_(std::move(recorded)), written_(std::move(written)), boundary_(recorded_.size() + 1) {
+  boundary_[recorded_.size()] = recorded_.size();
+  for (size_t i = recorded_.size(); i-- > 0;) {
+    boundary_[i] = is_resume_boundary(recorded_[i]) ? i : boundary_[i + 1];
+  }
+}
 
 bool ReplayTape::is_resume_boundary(const Event& e) {
   return std::holds_alternative<SessionResumed>(e.body) || std::holds_alternative<TurnRolledBack>(e.body);
 }
 
 std::span<const Event> ReplayTape::ahead() const {
-  uint64_t from = std::min<uint64_t>(written_(), recorded_.size());
-  size_t end = from;
-  while (end < recorded_.size() && !is_resume_boundary(recorded_[end])) ++end;
-  return std::span<const Event>(recorded_).subspan(from, end - from);
+  size_t from = std::min<uint64_t>(written_(), recorded_.size());
+  return std::span<const Event>(recorded_).subspan(from, boundary_[from] - from);
 }
 
 ProviderReply ReplayTape::provider_reply(const ProviderRequest& request) const {

@@ -71,6 +71,7 @@ class ReplayTape {
 
   std::vector<Event> recorded_;
   std::function<uint64_t()> written_;
+  std::vector<size_t> boundary_;  // per index: the first resume boundary at or after it (or the end)
 };
 
 }  // namespace carapace

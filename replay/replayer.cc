@@ -24,7 +24,8 @@ namespace {
 // recorded run stopped (crashed), or where the replay must end.
 class Halt : public FaultInjector {
  public:
-  Halt(const EventLog* log, std::string id) : log_(log), id_(std::move(id)) {}
+  // `last` gives the session's last seq (its journal's).
+  explicit Halt(std::function<uint64_t()> last) : last_(std::move(last)) {}
   // Appends are refused while the session's last seq is >= limit (0: never).
   void limit(uint64_t seq) { limit_ = seq; }
 
@@ -32,14 +33,12 @@ class Halt : public FaultInjector {
     if (limit_ == 0 || (site.point != FaultPoint::kLogBeforeAppend && site.point != FaultPoint::kCommitBefore)) {
       return Fault{};
     }
-    uint64_t last = 0;
-    if (log_->last_seq(id_, &last).ok() && last < limit_) return Fault{};
+    if (last_() < limit_) return Fault{};
     return Fault{.action = FaultAction::kError, .message = "the recorded run stopped here", .rule = "replay"};
   }
 
  private:
-  const EventLog* log_;
-  std::string id_;
+  std::function<uint64_t()> last_;
   std::atomic<uint64_t> limit_{0};
 };
 
@@ -93,12 +92,12 @@ class Replay {
 
   Status run(const std::string& scratch_dir, ReplayReport* out) {
     CARAPACE_RETURN_IF_ERROR(EventLog::open(
-        EventLog::Options{.path = scratch_dir + "/log", .inline_durable_appends = true}, &log_));
+        EventLog::Options{.path = scratch_dir + "/log", .inline_durable_appends = true, .scratch = true}, &log_));
     CARAPACE_RETURN_IF_ERROR(write_history());
     written_ = history_;
     compared_ = history_;
     tape_ = std::make_shared<ReplayTape>(recorded_, [this] { return written_.load(); });
-    halt_ = std::make_shared<Halt>(log_.get(), id_);
+    halt_ = std::make_shared<Halt>([this] { return journal_ ? journal_->last_seq() : 0; });
 
     config_.set("scheduler.policy", caf::atom("testing"));
     system_ = std::make_unique<caf::actor_system>(config_);
@@ -158,6 +157,7 @@ class Replay {
   }
 
   void launch(std::shared_ptr<SessionJournal> journal, bool with_user_message) {
+    journal_ = journal;
     SessionSettings settings = options_.settings(journal->state());
     auto context = std::make_shared<SessionContext>(SessionContext{
         .id = id_,
@@ -181,8 +181,7 @@ class Replay {
 
   // Compares what the replay wrote since the last look; false at the first divergence.
   Status compare_new(bool* diverged) {
-    uint64_t last = 0;
-    CARAPACE_RETURN_IF_ERROR(log_->last_seq(id_, &last));
+    uint64_t last = journal_->last_seq();
     if (last <= compared_) return Status();
     std::vector<Event> produced;
     CARAPACE_RETURN_IF_ERROR(log_->read(id_, compared_ + 1, last, &produced));
@@ -290,6 +289,7 @@ class Replay {
   std::unique_ptr<EventLog> log_;
   std::shared_ptr<ReplayTape> tape_;
   std::shared_ptr<Halt> halt_;
+  std::shared_ptr<SessionJournal> journal_;  // the running actor's
   caf::actor_system_config config_;
   std::unique_ptr<caf::actor_system> system_;
   caf::scheduler::test_coordinator* sched_ = nullptr;

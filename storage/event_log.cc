@@ -394,7 +394,7 @@ Status EventLog::append(const AppendRequest& request) {
   }
   // Alone: written from this thread, without a hand-off to the committer.
   rocksdb::WriteOptions wo;
-  wo.sync = synced;
+  wo.sync = synced && !impl_->options.scratch;
   rocksdb::Status s = impl_->db->Write(wo, &batch);
   impl_->note_failure(s);
   if (s.ok() && !request.events.empty()) w.last_seq = request.events.back().seq;

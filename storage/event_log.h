@@ -84,6 +84,9 @@ class EventLog {
     // deterministic single-threaded schedulers (CAF's test coordinator),
     // which must never hear from another thread.
     bool inline_durable_appends = false;
+    // A scratch log, thrown away afterwards (a replay's): durable appends
+    // are not synced. Never for a log whose contents matter.
+    bool scratch = false;
     // The file system under the database; null: the operating system's.
     // Tests put storage/sync_ledger_fs.h here to simulate power loss.
     std::shared_ptr<rocksdb::FileSystem> file_system;

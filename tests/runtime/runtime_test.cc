@@ -312,7 +312,8 @@ BOOST_AUTO_TEST_CASE(every_method_may_be_called_from_several_threads_at_once) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_gets_clear_errors) {
-  open(R"({"replies": [{"text": "x"}]})");
+  // The model takes its time: "once" is still running when it is resumed below.
+  open(R"({"replies": [{"text": "x", "latency_ms": 5000}]})");
   std::string id;
   BOOST_TEST(rt->start_session(SessionOptions{.task = ""}, &id).is_invalid_argument());
   BOOST_TEST(rt->start_session(SessionOptions{.id = "bad id", .task = "x"}, &id).is_invalid_argument());
