@@ -129,6 +129,11 @@ struct Summarizer {
   std::string operator()(const FaultInjected& x) const {
     return x.point + " " + x.action + (x.detail.empty() ? "" : ": " + x.detail);
   }
+  std::string operator()(const SessionConfigured& x) const {
+    std::string what = x.origin + ": config " + std::to_string(x.config.text.size()) + " bytes";
+    if (!x.scenario.empty()) what += ", scenario " + std::to_string(x.scenario.size()) + " bytes";
+    return what;
+  }
   std::string operator()(const UnknownEvent& x) const {
     return "type " + std::to_string(x.type) + " from a newer writer, " + std::to_string(x.payload.size()) +
            " bytes, skipped";

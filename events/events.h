@@ -388,6 +388,26 @@ struct FaultInjected {
   friend bool operator==(const FaultInjected&, const FaultInjected&) = default;
 };
 
+// How a session was run, so that resume, fork and replay need only its id:
+// the effective configuration (secrets are never in it: only the names of
+// the environment variables that hold them), and what the run depended on
+// that is not code. Written in the opening; again when a resume overrides it.
+struct SessionConfigured {
+  static constexpr EventType kType = EventType::kSessionConfigured;
+  JsonText config;       // the effective configuration (runtime/config.h's config_to_json)
+  std::string scenario;  // the scripted provider's scenario file, verbatim; "" for other providers
+  JsonText tools;        // the registered tools: [{name, description, schema, idempotent}]
+  std::string origin;    // start, or resume (a flag overrode the stored value)
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "config", &SessionConfigured::config},
+                      Field{2, "scenario", &SessionConfigured::scenario},
+                      Field{3, "tools", &SessionConfigured::tools},
+                      Field{4, "origin", &SessionConfigured::origin}};
+  }
+  friend bool operator==(const SessionConfigured&, const SessionConfigured&) = default;
+};
+
 // A record whose type this build does not know: kept byte for byte so that
 // rewriting or bundling a log loses nothing, skipped by the fold.
 struct UnknownEvent {
@@ -401,7 +421,7 @@ struct UnknownEvent {
 using EventBody = std::variant<SessionStarted, UserMessage, TurnStarted, PromptAssembled, LlmRequested,
                                LlmFailed, LlmResponded, HookDecided, ToolRequested, ToolCompleted,
                                ContextTrimmed, TurnCommitted, TurnRolledBack, SessionResumed,
-                               SessionCompleted, SessionFailed, FaultInjected, UnknownEvent>;
+                               SessionCompleted, SessionFailed, FaultInjected, SessionConfigured, UnknownEvent>;
 
 // The stored type number of a body (UnknownEvent's own for unknown records).
 uint16_t event_type_number(const EventBody& body);

@@ -242,6 +242,7 @@ struct Applier {
   }
 
   Status operator()(const FaultInjected&) { return Status(); }
+  Status operator()(const SessionConfigured&) { return Status(); }
 
   Status operator()(const UnknownEvent&) { return Status(); }
 };

@@ -78,6 +78,7 @@ struct Runtime::Impl {
   std::shared_ptr<ToolRegistry> tools = std::make_shared<ToolRegistry>();
   std::shared_ptr<HookRegistry> hooks = std::make_shared<HookRegistry>();
   std::shared_ptr<Provider> provider;
+  std::string scenario_text;  // the scripted provider's scenario file, as read at open
   ProviderSupervisorActor provider_supervisor;
   ToolSupervisorActor tool_supervisor;
   HookActor hook_actor;
@@ -222,7 +223,10 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
   auto impl = std::make_unique<Impl>();
   if (options.home.empty()) return Status::invalid_argument("the runtime needs a home directory");
   impl->provider = options.provider;
-  if (!impl->provider) CARAPACE_RETURN_IF_ERROR(make_provider(options.config, &impl->provider));
+  if (!impl->provider) {
+    CARAPACE_RETURN_IF_ERROR(make_provider(options.config, &impl->provider));
+    CARAPACE_RETURN_IF_ERROR(read_scenario_text(options.config.provider.scenario, &impl->scenario_text));
+  }
   CARAPACE_RETURN_IF_ERROR(prepare_home(options.home, /*create=*/true));
   CARAPACE_RETURN_IF_ERROR(EventLog::open(
       EventLog::Options{.path = options.home + "/log", .file_system = options.file_system}, &impl->log));
@@ -347,6 +351,7 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
                                       .workspace = canonical,
                                       .max_turns = max_turns,
                                       .instructions = options.instructions});
+  opening.emplace_back(session_configured(config, impl_->scenario_text, impl_->tools->specs()));
   opening.emplace_back(UserMessage{options.task});
   std::unique_ptr<SessionJournal> journal;
   Status created =

@@ -3,6 +3,11 @@
 #include "actors/tool/file_tools.h"
 #include "actors/tool/shell_tool.h"
 
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
 namespace carapace {
 
 Status add_builtin_tools(const Config& config, const std::function<ToolDefinition(ToolDefinition)>& decorate,
@@ -51,6 +56,53 @@ SessionSettings session_settings(const Config& config, const std::string& worksp
     settings.instructions += (settings.instructions.empty() ? "" : "\n\n") + extra_instructions;
   }
   return settings;
+}
+
+SessionConfigured session_configured(const Config& config, const std::string& scenario_text,
+                                     const std::vector<ToolSpec>& tools, const std::string& origin) {
+  nlohmann::json specs = nlohmann::json::array();
+  for (const auto& t : tools) {
+    nlohmann::json schema = nlohmann::json::parse(t.schema.text, nullptr, false);
+    specs.push_back({{"name", t.name},
+                     {"description", t.description},
+                     {"schema", schema.is_discarded() ? nlohmann::json(t.schema.text) : schema},
+                     {"idempotent", t.idempotent}});
+  }
+  return SessionConfigured{
+      .config = JsonText{config_to_json(config).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},
+      .scenario = scenario_text,
+      .tools = JsonText{specs.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},
+      .origin = origin};
+}
+
+Status read_scenario_text(const std::string& path, std::string* out) {
+  out->clear();
+  if (path.empty()) return Status();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::io_error("cannot read the scenario file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return Status();
+}
+
+Status stored_run(const EventLog& log, const std::string& id, StoredRun* out) {
+  // It is in the opening, before the first checkpoint.
+  std::vector<Event> events;
+  CARAPACE_RETURN_IF_ERROR(log.read(id, 1, 8, &events));
+  if (events.empty()) return Status::not_found("no session '" + id + "'");
+  for (auto it = events.begin(); it != events.end() && !std::holds_alternative<TurnCommitted>(it->body); ++it) {
+    const auto* c = get_if<SessionConfigured>(*it);
+    if (c == nullptr) continue;
+    StoredRun run;
+    std::vector<std::string> warnings;
+    CARAPACE_RETURN_IF_ERROR(parse_config(c->config.text, "the configuration stored with session " + id,
+                                          &run.config, &warnings));
+    run.scenario = c->scenario;
+    *out = std::move(run);
+    return Status();
+  }
+  return Status::not_found("session " + id + " was recorded before sessions stored their configuration");
 }
 
 }  // namespace carapace

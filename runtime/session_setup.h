@@ -12,6 +12,7 @@
 #include "actors/session/session_actor.h"
 #include "actors/tool/tool_registry.h"
 #include "runtime/config.h"
+#include "storage/event_log.h"
 
 namespace carapace {
 
@@ -27,5 +28,22 @@ Status add_config_hooks(const Config& config, HookRegistry* hooks);
 // budget (0: the configuration's) and instructions added to the configuration's.
 SessionSettings session_settings(const Config& config, const std::string& workspace, uint64_t max_turns,
                                  const std::string& extra_instructions, LoopMutation mutation = LoopMutation::kNone);
+
+// The session.configured event of a session run with `config`, the
+// scripted provider's scenario file (its text; "" for other providers) and `tools`.
+SessionConfigured session_configured(const Config& config, const std::string& scenario_text,
+                                     const std::vector<ToolSpec>& tools, const std::string& origin = "start");
+
+// Reads a scenario file's text (for session.configured).
+Status read_scenario_text(const std::string& path, std::string* out);
+
+// The configuration and scenario a session was run with: the
+// session.configured of its opening. not_found if it has none (recorded before sessions
+// stored them).
+struct StoredRun {
+  Config config;
+  std::string scenario;  // the scenario file's text, or ""
+};
+Status stored_run(const EventLog& log, const std::string& id, StoredRun* out);
 
 }  // namespace carapace

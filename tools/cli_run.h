@@ -44,7 +44,11 @@ int load_cli_config(Context& ctx, const std::string& config_flag, Config* config
 
 // Loads the config (warnings to stderr), applies the command line, opens the
 // runtime. kExitOk, or the exit code after printing the error.
-int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>* rt);
+// With `stored_session` (a resume or fork), the configuration and scenario
+// stored with that session are used unless --config, --scenario or
+// --provider is given.
+int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>* rt,
+                 const std::string& stored_session = "");
 
 // What the status line shows, updated from the session's events.
 class StatusLine {

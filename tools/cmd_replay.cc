@@ -83,27 +83,43 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
   if (!args.session.empty()) {
     if (Status valid = keys::validate_session_id(args.session); !valid.ok()) return ctx.fail(valid);
   }
-  Config config;
-  if (int rc = load_cli_config(ctx, args.config, &config); rc != kExitOk) return rc;
+  // The home's config (or --config) for sessions that stored none.
+  Config home_config;
+  if (int rc = load_cli_config(ctx, args.config, &home_config); rc != kExitOk) return rc;
   auto log = ctx.open_log(EventLog::Mode::kReader);
   if (!log) return kExitFailed;
-
-  ReplayOptions options{.tools = std::make_shared<ToolRegistry>(),
-                        .hooks = std::make_shared<HookRegistry>(),
-                        .settings =
-                            [&config](const SessionState& s) {
-                              return session_settings(config, s.workspace, s.max_turns, s.instructions);
-                            },
-                        .until_turn = args.until_turn};
-  if (Status s = add_builtin_tools(config, nullptr, options.tools.get()); !s.ok()) return ctx.fail(s);
-  if (Status s = add_config_hooks(config, options.hooks.get()); !s.ok()) return ctx.fail(s);
   // A replay stops its sessions where the recorded runs crashed; the loop's
   // error line about it is not news.
   spdlog::set_level(spdlog::level::off);
 
+  // Replays one session with the configuration it stored (unless --config
+  // is given), else the home's.
+  auto replay_one = [&](const std::string& id, ReplayReport* report) -> Status {
+    Config config = home_config;
+    if (args.config.empty()) {
+      StoredRun run;
+      Status s = stored_run(*log, id, &run);
+      if (s.ok()) {
+        config = std::move(run.config);
+      } else if (!s.is_not_found()) {
+        return s;
+      }
+    }
+    ReplayOptions options{.tools = std::make_shared<ToolRegistry>(),
+                          .hooks = std::make_shared<HookRegistry>(),
+                          .settings =
+                              [&config](const SessionState& s) {
+                                return session_settings(config, s.workspace, s.max_turns, s.instructions);
+                              },
+                          .until_turn = args.until_turn};
+    CARAPACE_RETURN_IF_ERROR(add_builtin_tools(config, nullptr, options.tools.get()));
+    CARAPACE_RETURN_IF_ERROR(add_config_hooks(config, options.hooks.get()));
+    return replay_session(*log, id, options, report);
+  };
+
   if (!args.all) {
     ReplayReport report;
-    Status s = replay_session(*log, args.session, options, &report);
+    Status s = replay_one(args.session, &report);
     if (s.is_not_found()) return ctx.fail(s, "`carapace sessions` lists the sessions there");
     if (!s.ok()) return ctx.fail(s);
     std::string summary = report.identical() ? identical_line(report)
@@ -125,7 +141,7 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& meta : sessions) {
     ReplayReport report;
-    Status s = replay_session(*log, meta.id, options, &report);
+    Status s = replay_one(meta.id, &report);
     if (!s.ok()) {
       ++failed;
       if (ctx.json) {
@@ -167,7 +183,7 @@ void register_replay_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--all", args->all, "Replay every session in the home (for CI): one line each and a summary")
       ->excludes(session);
   cmd->add_option("--config", args->config,
-                  "Replay against this config (default: $CARAPACE_HOME/config.json if it exists)");
+                  "Replay against this config (default: the one stored with each session)");
   cmd->add_option("--until-turn", args->until_turn, "Stop after the checkpoint of turn N")
       ->check(CLI::PositiveNumber);
   add_json_flag(cmd, ctx);

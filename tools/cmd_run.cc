@@ -17,6 +17,9 @@
 #include "tools/cli.h"
 #include "tools/cli_run.h"
 
+#include "actors/provider/scripted_provider.h"
+#include "runtime/session_setup.h"
+
 namespace carapace::cli {
 namespace {
 
@@ -82,9 +85,34 @@ int load_cli_config(Context& ctx, const std::string& config_flag, Config* config
   return kExitOk;
 }
 
-int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>* rt) {
+int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>* rt,
+                 const std::string& stored_session) {
   Config config;
-  if (int rc = load_cli_config(ctx, args.config, &config); rc != kExitOk) return rc;
+  std::shared_ptr<Provider> stored_provider;
+  bool stored = false;
+  if (!stored_session.empty() && args.config.empty() && args.scenario.empty() && args.provider.empty()) {
+    // The session says how it was run; flags given again override it.
+    if (Status home = prepare_home(ctx.home(), /*create=*/false); !home.ok()) return ctx.fail(home);
+    auto log = ctx.open_log(EventLog::Mode::kReader);
+    if (!log) return kExitFailed;
+    StoredRun run;
+    Status s = stored_run(*log, stored_session, &run);
+    if (s.ok()) {
+      stored = true;
+      config = std::move(run.config);
+      if (!run.scenario.empty()) {
+        Scenario scenario;
+        s = parse_scenario(run.scenario, "the scenario stored with session " + stored_session, &scenario);
+        if (!s.ok()) return ctx.fail(s, "pass --scenario FILE to run it with another scenario");
+        stored_provider = std::make_shared<ScriptedProvider>(std::move(scenario));
+      }
+    } else if (!s.is_not_found()) {
+      return ctx.fail(s);
+    }
+  }
+  if (!stored) {
+    if (int rc = load_cli_config(ctx, args.config, &config); rc != kExitOk) return rc;
+  }
   if (!args.provider.empty()) {
     if (args.provider != "scripted") {
       return ctx.fail(
@@ -101,6 +129,7 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
     if (!s.ok()) return ctx.fail(s, "docs/fault-plans.md describes fault plans");
   }
   Runtime::Options options{.home = ctx.home(), .config = config, .faults = faults};
+  options.provider = stored_provider;
   if (!args.sync_ledger.empty()) {
     Status s = make_sync_ledger_fs(
         SyncLedgerOptions{.ledger_path = args.sync_ledger, .ignore_wal_syncs = args.ignore_wal_syncs},
@@ -195,7 +224,7 @@ int resume(Context& ctx, const RunArgs& args, Runtime& rt) {
 
 int run_run(Context& ctx, const RunArgs& args) {
   std::unique_ptr<Runtime> rt;
-  if (int rc = open_runtime(ctx, args.runtime, &rt); rc != kExitOk) return rc;
+  if (int rc = open_runtime(ctx, args.runtime, &rt, args.resume); rc != kExitOk) return rc;
   if (!args.resume.empty()) return resume(ctx, args, *rt);
   if (args.task.empty()) {
     return ctx.fail(Status::invalid_argument("run needs a task (or --resume ID)"),
@@ -223,7 +252,7 @@ struct ForkArgs {
 
 int run_fork(Context& ctx, const ForkArgs& args) {
   std::unique_ptr<Runtime> rt;
-  if (int rc = open_runtime(ctx, args.runtime, &rt); rc != kExitOk) return rc;
+  if (int rc = open_runtime(ctx, args.runtime, &rt, args.source); rc != kExitOk) return rc;
   StatusLine status(!ctx.json && isatty(STDERR_FILENO));
   std::string id;
   Status s =
@@ -303,7 +332,7 @@ void register_run_command(CLI::App& app, Context& ctx) {
         return kExitFailed;
       }
       std::unique_ptr<Runtime> rt;
-      if (int rc = open_runtime(ctx, resume_args->runtime, &rt); rc != kExitOk) return rc;
+      if (int rc = open_runtime(ctx, resume_args->runtime, &rt, resume_args->resume); rc != kExitOk) return rc;
       return resume(ctx, *resume_args, *rt);
     };
   });

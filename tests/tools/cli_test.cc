@@ -470,11 +470,11 @@ BOOST_AUTO_TEST_CASE(chat_talks_resumes_and_forks) {
   std::ofstream(dir.sub("other.json")) << R"({"prompt": {"identity": "You are someone else."}})";
   Result diverged = run("replay c1 --config " + dir.sub("other.json"));
   BOOST_TEST(diverged.code == 1);
-  BOOST_TEST(contains(diverged.out, "DIVERGED at seq 5 (turn 1): prompt.assembled differs in digest"), diverged.out);
+  BOOST_TEST(contains(diverged.out, "DIVERGED at seq 6 (turn 1): prompt.assembled differs in digest"), diverged.out);
   BOOST_TEST(contains(diverged.out, "  field digest\n"), diverged.out);
   json j = run_json("replay c1 --config " + dir.sub("other.json"), 1);
   BOOST_TEST(j["success"] == false);
-  BOOST_TEST(j["data"]["divergence"]["seq"] == 5);
+  BOOST_TEST(j["data"]["divergence"]["seq"] == 6);
   BOOST_TEST(j["data"]["divergence"]["expected"]["type"] == "prompt.assembled");
   BOOST_TEST(run("replay c1 --until-turn 1").code == 0);
   Result nobody = run("replay nobody");
@@ -483,6 +483,36 @@ BOOST_AUTO_TEST_CASE(chat_talks_resumes_and_forks) {
   BOOST_TEST(run("replay").code == 1);
   BOOST_TEST(run("replay c1 --until-turn 0").code == 2);
   BOOST_TEST(run("replay c1 --all").code == 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_session_remembers_how_it_was_run) {
+  std::string ws = dir.sub("ws");
+  std::filesystem::create_directories(ws);
+  std::ofstream(dir.sub("s.json")) << R"({"replies": [
+      {"text": "looking", "tool_calls": [{"name": "list_dir", "args": {"path": "."}}]},
+      {"text": "first answer"}, {"text": "forked answer"}]})";
+  std::ofstream(dir.sub("c.json")) << R"({"prompt": {"identity": "You are the recorded agent."}, "max_turns": 5})";
+  Result r = run("run go --session r1 --scenario " + dir.sub("s.json") + " --config " + dir.sub("c.json") +
+                 " --workspace " + ws);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  json events = run_json("log show r1");
+  BOOST_TEST(events["data"]["events"][1]["type"] == "session.configured");
+  BOOST_TEST(events["data"]["events"][1]["data"]["config"]["prompt"]["identity"] == "You are the recorded agent.");
+  // The scenario and the config files are gone, and the home has another
+  // config: fork and replay need only the session's id.
+  std::filesystem::remove(dir.sub("s.json"));
+  std::filesystem::remove(dir.sub("c.json"));
+  std::ofstream(dir.sub("home") + "/config.json") << R"({"prompt": {"identity": "Someone else."}})";
+  Result fork = run("fork r1 --at-turn 1 --session r2");
+  BOOST_TEST(fork.code == 0, fork.err);
+  BOOST_TEST(contains(fork.out, "first answer"), fork.out);  // the stored scenario answers it
+  Result all = run("replay --all");
+  BOOST_TEST(all.code == 0, all.out);
+  BOOST_TEST(contains(all.out, "2 sessions: 2 identical"), all.out);
+  // The home's config given again overrides the stored one.
+  Result other = run("replay r1 --config " + dir.sub("home") + "/config.json");
+  BOOST_TEST(other.code == 1);
+  BOOST_TEST(contains(other.out, "prompt.assembled differs in digest"), other.out);
 }
 
 BOOST_AUTO_TEST_CASE(replay_reenacts_crashes_and_resumes_in_both_modes) {
