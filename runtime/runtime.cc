@@ -26,6 +26,7 @@
 #include "actors/tool/workspace.h"
 #include "events/fold.h"
 #include "replay/recovery.h"
+#include "replay/replayer.h"
 #include "replay/resume_journal.h"
 #include "storage/keys.h"
 
@@ -618,6 +619,17 @@ void Runtime::recover_failed_session(const std::string& id, const std::string& r
     impl_->recovering.erase(id);
   }
   if (!s.ok()) spdlog::error("session {}: could not be recovered: {}", id, s.to_string());
+}
+
+Status Runtime::replay(const std::string& id, uint64_t until_turn, ReplayReport* report) {
+  ReplayOptions options{.tools = impl_->tools,
+                        .hooks = impl_->hooks,
+                        .settings =
+                            [this](const SessionState& s) {
+                              return impl_->settings_for(s.workspace, s.max_turns, s.instructions);
+                            },
+                        .until_turn = until_turn};
+  return replay_session(*impl_->log, id, options, report);
 }
 
 Status Runtime::subscribe(const std::string& id, std::function<void(const Event&)> on_event,

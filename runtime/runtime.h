@@ -158,6 +158,14 @@ class Runtime {
   // wakes it again from its log.
   Status wait(const std::string& id, std::chrono::milliseconds timeout, SessionOutcome* out);
 
+  // Replays recorded session `id` offline (docs/replay.md): its loop re-run
+  // with this runtime's tools and hooks — the C++ ones registered here run
+  // for real, they are the code under test — and this runtime's
+  // configuration, every answer from the log, every event compared with the
+  // recorded one. *report says identical or where it diverged. Writes
+  // nothing into the session; safe beside running sessions.
+  Status replay(const std::string& id, uint64_t until_turn, struct ReplayReport* report);
+
   // Subscribes to a running session's events from now on; returns an id for unsubscribe().
   Status subscribe(const std::string& id, std::function<void(const Event&)> on_event,
                    std::function<void(const StreamDelta&)> on_delta, uint64_t* subscription);

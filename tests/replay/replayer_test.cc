@@ -239,6 +239,29 @@ BOOST_AUTO_TEST_CASE(a_cpp_hook_runs_for_real_and_a_changed_decision_diverges_at
   BOOST_TEST(missing.divergence->seq == first_seq<HookDecided>("s1"));
 }
 
+BOOST_AUTO_TEST_CASE(an_embedding_program_replays_through_its_runtime_with_its_own_hooks) {
+  auto hook = [](std::string reason) {
+    return HookDefinition{.name = "gate",
+                          .event = HookEvent::kPreToolUse,
+                          .function = [reason](const HookInput&) {
+                            return HookDecision{.hook_name = "gate", .decision = Decision::kAllow, .reason = reason};
+                          }};
+  };
+  cpp_hooks.push_back(hook("fine"));
+  record(kTwoTurnsWithRetry, "go");
+  ReplayReport same;
+  CHECK_OK(rt->replay("s1", 0, &same));
+  BOOST_TEST(same.identical());
+  BOOST_TEST(same.events == last_seq("s1"));
+  BOOST_REQUIRE(rt->unregister_hook("gate"));
+  CHECK_OK(rt->register_hook(hook("changed")));
+  ReplayReport changed;
+  CHECK_OK(rt->replay("s1", 0, &changed));
+  require_diverged(changed);
+  BOOST_TEST(changed.divergence->seq == first_seq<HookDecided>("s1"));
+  BOOST_TEST(changed.divergence->fields[0].field == "reason");
+}
+
 BOOST_AUTO_TEST_CASE(a_further_user_message_and_a_fork_replay_identically) {
   record(kTwoTurnsWithRetry, "go");
   CHECK_OK(rt->send_message("s1", "and again"));
