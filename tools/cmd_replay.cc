@@ -4,7 +4,14 @@
 #include <cstdio>
 #include <iostream>
 
+#include <stdlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
 #include "events/event_json.h"
+#include "replay/bundle.h"
 #include "replay/replayer.h"
 #include "runtime/session_setup.h"
 #include "storage/keys.h"
@@ -13,6 +20,27 @@
 
 namespace carapace::cli {
 namespace {
+
+// A temporary directory, removed with it.
+class TempHome {
+ public:
+  Status open() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "carapace-bundle-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      return Status::io_error("cannot create a temporary directory: " + std::string(std::strerror(errno)));
+    }
+    path_ = pattern;
+    return Status();
+  }
+  ~TempHome() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 struct ReplayArgs {
   std::string session;
@@ -80,14 +108,39 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
     return ctx.fail(Status::invalid_argument("name a session to replay, or pass --all"),
                     "`carapace sessions` lists the sessions");
   }
-  if (!args.session.empty()) {
-    if (Status valid = keys::validate_session_id(args.session); !valid.ok()) return ctx.fail(valid);
-  }
-  // The home's config (or --config) for sessions that stored none.
+  // A bundle file (carapace bundle) replays from a scratch home of its own.
+  std::error_code ec;
+  const bool from_bundle = !args.all && std::filesystem::is_regular_file(args.session, ec);
+  std::string session = args.session;
+  std::unique_ptr<TempHome> bundle_home;  // outlives the log in it
+  std::unique_ptr<EventLog> log;
   Config home_config;
-  if (int rc = load_cli_config(ctx, args.config, &home_config); rc != kExitOk) return rc;
-  auto log = ctx.open_log(EventLog::Mode::kReader);
-  if (!log) return kExitFailed;
+  if (from_bundle) {
+    Bundle bundle;
+    if (Status s = read_bundle(args.session, &bundle); !s.ok()) return ctx.fail(s);
+    bundle_home = std::make_unique<TempHome>();
+    if (Status s = bundle_home->open(); !s.ok()) return ctx.fail(s);
+    if (Status s = EventLog::open(EventLog::Options{.path = bundle_home->path() + "/log", .scratch = true}, &log);
+        !s.ok()) {
+      return ctx.fail(s);
+    }
+    if (Status s = import_bundle(log.get(), bundle); !s.ok()) return ctx.fail(s);
+    session = bundle.session;
+    if (!args.config.empty()) {
+      std::vector<std::string> warnings;
+      if (Status s = load_config(args.config, &home_config, &warnings); !s.ok()) return ctx.fail(s);
+    }
+  } else {
+    if (!args.session.empty()) {
+      if (Status valid = keys::validate_session_id(args.session); !valid.ok()) {
+        return ctx.fail(valid, "name a session, or a bundle file that exists");
+      }
+    }
+    // The home's config (or --config) for sessions that stored none.
+    if (int rc = load_cli_config(ctx, args.config, &home_config); rc != kExitOk) return rc;
+    log = ctx.open_log(EventLog::Mode::kReader);
+    if (!log) return kExitFailed;
+  }
   // A replay stops its sessions where the recorded runs crashed; the loop's
   // error line about it is not news.
   spdlog::set_level(spdlog::level::off);
@@ -119,7 +172,7 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
 
   if (!args.all) {
     ReplayReport report;
-    Status s = replay_one(args.session, &report);
+    Status s = replay_one(session, &report);
     if (s.is_not_found()) return ctx.fail(s, "`carapace sessions` lists the sessions there");
     if (!s.ok()) return ctx.fail(s);
     std::string summary = report.identical() ? identical_line(report)
@@ -179,7 +232,7 @@ void register_replay_command(CLI::App& app, Context& ctx) {
       "replay",
       "Re-run a recorded session offline with the current code and config (no model call, no tool runs) and "
       "report `identical` or the first event that differs; exit 1 on a divergence");
-  auto* session = cmd->add_option("session", args->session, "Session id");
+  auto* session = cmd->add_option("session", args->session, "Session id, or a bundle file (carapace bundle)");
   cmd->add_flag("--all", args->all, "Replay every session in the home (for CI): one line each and a summary")
       ->excludes(session);
   cmd->add_option("--config", args->config,

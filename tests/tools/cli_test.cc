@@ -515,6 +515,60 @@ BOOST_AUTO_TEST_CASE(a_session_remembers_how_it_was_run) {
   BOOST_TEST(contains(other.out, "prompt.assembled differs in digest"), other.out);
 }
 
+BOOST_AUTO_TEST_CASE(a_bundle_replays_and_imports_on_a_fresh_home_and_refuses_damage) {
+  std::string ws = dir.sub("ws");
+  std::filesystem::create_directories(ws);
+  Result r = run("run go --session b1 --scenario " + std::string(PROJECT_DIR) +
+                 "/examples/scenarios/quickstart.json --workspace " + ws);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  std::string file = dir.sub("b1.bundle");
+  Result written = run("bundle b1 -o " + file);
+  BOOST_TEST(written.code == 0, written.err);
+  BOOST_TEST(contains(written.out, "wrote 28 events of b1"), written.out);
+  // Another machine: a home with nothing in it, no scenario file.
+  std::string fresh = dir.sub("fresh");
+  Result replayed = run_in(fresh, "replay " + file);
+  BOOST_TEST(replayed.code == 0, replayed.out << replayed.err);
+  BOOST_TEST(contains(replayed.out, "identical: 28 events, 3 turns"), replayed.out);
+  BOOST_TEST(!std::filesystem::exists(fresh + "/log"));  // a bundle replays without touching the home
+  Result imported = run_in(fresh, "bundle import " + file);
+  BOOST_TEST(imported.code == 0, imported.err);
+  BOOST_TEST(run_in(fresh, "verify b1").code == 0);
+  BOOST_TEST(run_in(fresh, "replay b1").code == 0);
+  Result forked = run_in(fresh, "fork b1 --at-turn 1 --session b2");
+  BOOST_TEST(forked.code == 0, forked.err);
+  Result again = run_in(fresh, "bundle import " + file);
+  BOOST_TEST(again.code == 1);
+  BOOST_TEST(contains(again.err, "already exists"), again.err);
+  BOOST_TEST(run_in(fresh, "bundle import " + file + " --as b3").code == 0);
+  // Damage is refused, naming it.
+  std::string text = slurp(file);
+  auto write = [&](const std::string& name, const std::string& content) {
+    std::ofstream(dir.sub(name)) << content;
+    return dir.sub(name);
+  };
+  size_t last_line = text.rfind('\n', text.size() - 2);
+  Result cut = run_in(fresh, "replay " + write("cut.bundle", text.substr(0, last_line + 1)));
+  BOOST_TEST(cut.code == 1);
+  BOOST_TEST(contains(cut.err, "is truncated"), cut.err);
+  Result torn = run_in(fresh, "replay " + write("torn.bundle", text.substr(0, text.size() / 2)));
+  BOOST_TEST(torn.code == 1);
+  BOOST_TEST(contains(torn.err, "it was not used"), torn.err);
+  std::string edited = text;
+  size_t at = edited.find("\"payload\":\"", edited.find('\n')) + 20;
+  edited[at] = edited[at] == '0' ? '1' : '0';
+  Result changed = run_in(fresh, "bundle import " + write("edited.bundle", edited) + " --as b4");
+  BOOST_TEST(changed.code == 1);
+  BOOST_TEST(contains(changed.err, "digest mismatch"), changed.err);
+  std::string future = text;
+  future.replace(future.find("\"version\":1"), 11, "\"version\":9");
+  Result newer = run_in(fresh, "replay " + write("future.bundle", future));
+  BOOST_TEST(newer.code == 1);
+  BOOST_TEST(contains(newer.err, "version 9"), newer.err);
+  BOOST_TEST(run("bundle b1").code == 1);  // no -o
+  BOOST_TEST(run("bundle nobody -o " + dir.sub("x.bundle")).code == 1);
+}
+
 BOOST_AUTO_TEST_CASE(replay_reenacts_crashes_and_resumes_in_both_modes) {
   std::string homes = dir.sub("torture");
   Result t = run("torture " + std::string(PROJECT_DIR) + "/examples/scenarios/torture.json --iterations 6 --seed 5 " +
