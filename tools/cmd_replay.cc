@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -47,7 +48,30 @@ struct ReplayArgs {
   bool all = false;
   std::string config;
   uint64_t until_turn = 0;
+  uint64_t live_after = 0;
+  std::string task;
+  RuntimeArgs live;  // the provider to go on with (--live-after)
 };
+
+// After an identical replay up to turn `at`: the session goes on live, as a
+// new session forked there.
+int go_live(Context& ctx, const ReplayArgs& args, const std::string& id) {
+  RuntimeArgs live = args.live;
+  live.config = args.config;
+  std::unique_ptr<Runtime> rt;
+  if (int rc = open_runtime(ctx, live, &rt, id); rc != kExitOk) return rc;
+  StatusLine status(!ctx.json && isatty(STDERR_FILENO));
+  std::string fork;
+  Status s = rt->fork_session(
+      id, args.live_after,
+      Runtime::ForkOptions{.task = args.task, .on_event = event_printer(live, status)}, &fork);
+  if (!s.ok()) return ctx.fail(s);
+  if (!ctx.json) {
+    std::fprintf(stderr, "live from turn %llu of %s as %s\n", static_cast<unsigned long long>(args.live_after),
+                 id.c_str(), fork.c_str());
+  }
+  return report_outcome(ctx, live, *rt, fork, status);
+}
 
 nlohmann::json divergence_json(const ReplayDivergence& d) {
   nlohmann::json fields = nlohmann::json::array();
@@ -164,7 +188,7 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
                               [&config](const SessionState& s) {
                                 return session_settings(config, s.workspace, s.max_turns, s.instructions);
                               },
-                          .until_turn = args.until_turn};
+                          .until_turn = args.live_after > 0 ? args.live_after : args.until_turn};
     CARAPACE_RETURN_IF_ERROR(add_builtin_tools(config, nullptr, options.tools.get()));
     CARAPACE_RETURN_IF_ERROR(add_config_hooks(config, options.hooks.get()));
     return replay_session(*log, id, options, report);
@@ -175,6 +199,16 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
     Status s = replay_one(session, &report);
     if (s.is_not_found()) return ctx.fail(s, "`carapace sessions` lists the sessions there");
     if (!s.ok()) return ctx.fail(s);
+    if (args.live_after > 0 && report.identical()) {
+      if (report.turns < args.live_after) {
+        return ctx.fail(Status::invalid_argument("session " + session + " has " + count(report.turns, "turn") +
+                                                 "; --live-after " + std::to_string(args.live_after) +
+                                                 " is past its end"));
+      }
+      if (!ctx.json) std::fprintf(stderr, "%s\n", identical_line(report).c_str());
+      log.reset();  // the runtime writes to this home
+      return go_live(ctx, args, session);
+    }
     std::string summary = report.identical() ? identical_line(report)
                                              : "diverged at " + divergence_brief(*report.divergence);
     if (ctx.json) {
@@ -237,8 +271,19 @@ void register_replay_command(CLI::App& app, Context& ctx) {
       ->excludes(session);
   cmd->add_option("--config", args->config,
                   "Replay against this config (default: the one stored with each session)");
-  cmd->add_option("--until-turn", args->until_turn, "Stop after the checkpoint of turn N")
-      ->check(CLI::PositiveNumber);
+  auto* until = cmd->add_option("--until-turn", args->until_turn, "Stop after the checkpoint of turn N")
+                    ->check(CLI::PositiveNumber);
+  auto* live = cmd->add_option("--live-after", args->live_after,
+                               "Replay up to turn N, then go on live from there as a new session forked at N, "
+                               "with the configured provider")
+                   ->check(CLI::PositiveNumber)
+                   ->excludes(until)
+                   ->excludes("--all");
+  cmd->add_option("--task", args->task, "With --live-after: a new user message for the live session")->needs(live);
+  cmd->add_option("--scenario", args->live.scenario, "With --live-after: the scripted provider's scenario")
+      ->needs(live);
+  cmd->add_option("--provider", args->live.provider, "With --live-after: the provider")->needs(live);
+  cmd->add_option("--model", args->live.model, "With --live-after: the model")->needs(live);
   add_json_flag(cmd, ctx);
   cmd->callback([&ctx, args] { ctx.run = [&ctx, args] { return run_replay(ctx, *args); }; });
 }
