@@ -115,6 +115,30 @@ class AnthropicDecoder : public StreamDecoder {
     return r;
   }
 
+  bool parse_whole(std::string_view body, ProviderResponse* out, std::string* error) override {
+    json j = json::parse(body, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("content") || !j["content"].is_array()) {
+      *error = "expected a message object: " + std::string(body.substr(0, 500));
+      return false;
+    }
+    size_t n = 0;
+    for (const json& block : j["content"]) {
+      std::string type = str(block, "type");
+      if (type == "text") {
+        out->text += str(block, "text");
+      } else if (type == "tool_use") {
+        ToolCall c{.id = str(block, "id"), .name = str(block, "name")};
+        if (c.id.empty()) c.id = generated_call_id(request_body_, n);
+        c.args.text = block.contains("input") ? block["input"].dump() : "{}";
+        out->tool_calls.push_back(std::move(c));
+        ++n;
+      }
+    }
+    out->finish_reason = str(j, "stop_reason");
+    if (j.contains("usage")) read_usage(j["usage"], &out->usage);
+    return true;
+  }
+
  private:
   struct Tool {
     ToolCall call;
@@ -202,29 +226,5 @@ std::unique_ptr<StreamDecoder> AnthropicProvider::decoder(const std::string& req
   return std::make_unique<AnthropicDecoder>(request_body);
 }
 
-bool AnthropicProvider::parse_whole(std::string_view body, const std::string& request_body, ProviderResponse* out,
-                                    std::string* error) const {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("content") || !j["content"].is_array()) {
-    *error = "expected a message object: " + std::string(body.substr(0, 500));
-    return false;
-  }
-  size_t n = 0;
-  for (const json& block : j["content"]) {
-    std::string type = str(block, "type");
-    if (type == "text") {
-      out->text += str(block, "text");
-    } else if (type == "tool_use") {
-      ToolCall c{.id = str(block, "id"), .name = str(block, "name")};
-      if (c.id.empty()) c.id = generated_call_id(request_body, n);
-      c.args.text = block.contains("input") ? block["input"].dump() : "{}";
-      out->tool_calls.push_back(std::move(c));
-      ++n;
-    }
-  }
-  out->finish_reason = str(j, "stop_reason");
-  if (j.contains("usage")) read_usage(j["usage"], &out->usage);
-  return true;
-}
 
 }  // namespace carapace

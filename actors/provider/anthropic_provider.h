@@ -32,8 +32,6 @@ class AnthropicProvider : public HttpProvider {
   std::string url() const override;
   std::vector<std::string> auth_headers() const override;
   std::unique_ptr<StreamDecoder> decoder(const std::string& request_body) const override;
-  bool parse_whole(std::string_view body, const std::string& request_body, ProviderResponse* out,
-                   std::string* error) const override;
 };
 
 }  // namespace carapace

@@ -63,7 +63,7 @@ size_t on_write(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   t->got_byte = true;
   t->last_byte = Clock::now();
-  if (t->on_body) t->on_body(t->result.status, std::string_view(data, size * n));
+  if (t->on_body && !t->on_body(t->result.status, std::string_view(data, size * n))) return 0;  // aborts
   return size * n;
 }
 

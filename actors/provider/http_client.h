@@ -47,7 +47,8 @@ struct HttpResult {
 
 class HttpClient {
  public:
-  using BodySink = std::function<void(long status, std::string_view bytes)>;
+  // Returns false to abort the request (on_done then reports a transport error).
+  using BodySink = std::function<bool(long status, std::string_view bytes)>;
   using DoneSink = std::function<void(HttpResult)>;
 
   HttpClient();

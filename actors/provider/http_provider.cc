@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <condition_variable>
 #include <ctime>
 #include <mutex>
@@ -56,6 +57,7 @@ void read_retry_headers(const std::map<std::string, std::string>& headers, Provi
 struct Attempt {
   ProviderRequest request;  // session, turn, attempt and model only (for deltas and messages)
   std::string request_body;
+  std::string url;
   std::string raw;  // the response bytes as received
   SseParser parser;
   std::unique_ptr<StreamDecoder> decoder;
@@ -70,22 +72,27 @@ struct Attempt {
 
 HttpProvider::HttpProvider(HttpProviderOptions options, std::shared_ptr<HttpClient> client,
                            std::shared_ptr<BodyStore> bodies)
-    : options_(std::move(options)), bodies_(std::move(bodies)), client_(std::move(client)) {
-  while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
+    : client_(std::move(client)) {
+  while (!options.base_url.empty() && options.base_url.back() == '/') options.base_url.pop_back();
+  shared_ = std::make_shared<const Shared>(Shared{std::move(options), std::move(bodies)});
 }
 
-std::string HttpProvider::describe_status(long status, std::string_view body, const std::string& model) const {
-  std::string msg = "HTTP " + std::to_string(status) + " from " + url() + ": " + error_text(body);
+namespace {
+
+// An HTTP error status as a message saying what to check (never the key).
+std::string describe_status(const HttpProviderOptions& options, const std::string& url, long status,
+                            std::string_view body, const std::string& model) {
+  std::string msg = "HTTP " + std::to_string(status) + " from " + url + ": " + error_text(body);
   switch (status) {
     case 401:
-      msg += "; check the API key in $" + options_.api_key_env + " (it was " +
-             (options_.api_key.empty() ? "not set" : "rejected") + ")";
+      msg += "; check the API key in $" + options.api_key_env + " (it was " +
+             (options.api_key.empty() ? "not set" : "rejected") + ")";
       break;
     case 403:
-      msg += "; check that the key in $" + options_.api_key_env + " may use model \"" + model + "\"";
+      msg += "; check that the key in $" + options.api_key_env + " may use model \"" + model + "\"";
       break;
     case 404:
-      msg += "; check provider.base_url (" + options_.base_url + ") and the model name (\"" + model + "\")";
+      msg += "; check provider.base_url (" + options.base_url + ") and the model name (\"" + model + "\")";
       break;
     case 400:
       msg += "; check the model name (\"" + model + "\") and provider.max_tokens / provider.temperature";
@@ -93,9 +100,11 @@ std::string HttpProvider::describe_status(long status, std::string_view body, co
     default:
       break;
   }
-  scrub(msg, options_.api_key);
+  scrub(msg, options.api_key);
   return msg;
 }
+
+}  // namespace
 
 uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta, ReplySink done) {
   auto a = std::make_shared<Attempt>();
@@ -104,6 +113,7 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
   a->request.attempt = request.attempt;
   a->request.model = request.model;
   a->request_body = render_request(request);
+  a->url = url();
   a->decoder = decoder(a->request_body);
   if (on_delta) {
     a->on_delta = [a_raw = a.get(), sink = std::move(on_delta)](const StreamDelta& d) {
@@ -116,35 +126,35 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
   }
   a->done = std::move(done);
 
-  HttpRequest http{.url = url(),
+  const HttpProviderOptions& opts = shared_->options;
+  HttpRequest http{.url = a->url,
                    .headers = auth_headers(),
                    .body = a->request_body,
-                   .connect_timeout_ms = options_.connect_timeout_ms,
-                   .first_byte_timeout_ms = options_.first_byte_timeout_ms,
-                   .idle_timeout_ms = options_.idle_timeout_ms};
+                   .connect_timeout_ms = opts.connect_timeout_ms,
+                   .first_byte_timeout_ms = opts.first_byte_timeout_ms,
+                   .idle_timeout_ms = opts.idle_timeout_ms};
   http.headers.push_back("Content-Type: application/json");
-  if (options_.stream) http.headers.push_back("Accept: text/event-stream");
-  for (const auto& h : options_.extra_headers) http.headers.push_back(h);
+  if (opts.stream) http.headers.push_back("Accept: text/event-stream");
+  for (const auto& h : opts.extra_headers) http.headers.push_back(h);
 
-  std::weak_ptr<HttpClient> weak_client = client_;
-  auto on_body = [a, weak_client](long status, std::string_view bytes) {
+  bool stream = opts.stream;
+  auto on_body = [a, stream](long status, std::string_view bytes) {
     a->raw.append(bytes);
-    if (a->failed || status < 200 || status >= 300 || !a->decoder) return;
+    if (!stream || a->failed || status < 200 || status >= 300 || !a->decoder) return true;
     a->parser.feed(bytes, [&a](const SseEvent& e) {
       if (a->failed) return;
       if (!a->decoder->on_event(e, a->on_delta, &a->failure)) a->failed = true;
     });
-    if (a->failed) {
-      if (auto c = weak_client.lock()) c->cancel(a->id);
-    }
+    return !a->failed;  // a failed stream is not read further
   };
-  auto on_done = [this, a](HttpResult r) {
+  auto on_done = [shared = shared_, a](HttpResult r) {
+    const HttpProviderOptions& o = shared->options;
     ProviderReply reply;
     reply.latency_ms = r.latency_ms;
     reply.answered = r.status != 0;
-    scrub(a->raw, options_.api_key);
-    if (bodies_ && !a->raw.empty()) {
-      Status s = bodies_->put(a->raw, &reply.body_ref);
+    scrub(a->raw, o.api_key);
+    if (shared->bodies && !a->raw.empty()) {
+      Status s = shared->bodies->put(a->raw, &reply.body_ref);
       if (!s.ok()) reply.body_ref.clear();
     }
     ProviderFailure& f = reply.failure;
@@ -158,14 +168,18 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
       if (r.status != 0 && !is_2xx) {
         f.transport = false;
         f.http_status = static_cast<uint32_t>(r.status);
-        f.error = describe_status(r.status, a->raw, a->request.model) + " (then: " + r.error + ")";
+        f.error = describe_status(o, a->url, r.status, a->raw, a->request.model) + " (then: " + r.error + ")";
         read_retry_headers(r.headers, &f);
       }
     } else if (!is_2xx) {
       f.http_status = static_cast<uint32_t>(r.status);
-      f.error = describe_status(r.status, a->raw, a->request.model);
+      f.error = describe_status(o, a->url, r.status, a->raw, a->request.model);
       read_retry_headers(r.headers, &f);
-    } else if (options_.stream) {
+    } else if (o.stream && a->parser.events() == 0 &&
+               a->decoder->parse_whole(a->raw, &reply.response, &f.error)) {
+      reply.ok = true;  // a server that does not stream answered with a whole body
+    } else if (o.stream) {
+      f.error.clear();
       if (!a->decoder->complete()) {
         f.transport = true;
         f.error = "the response stream ended without " + a->decoder->terminator() + " (after " +
@@ -176,14 +190,14 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
       }
     } else {
       std::string why;
-      if (parse_whole(a->raw, a->request_body, &reply.response, &why)) {
+      if (a->decoder->parse_whole(a->raw, &reply.response, &why)) {
         reply.ok = true;
       } else {
         f.transport = true;
         f.error = "malformed response: " + why;
       }
     }
-    scrub(f.error, options_.api_key);
+    scrub(f.error, o.api_key);
     if (reply.ok) reply.failure = {};
     ReplySink done_sink = std::move(a->done);
     a->decoder.reset();
@@ -245,7 +259,10 @@ bool is_loopback_url(std::string_view url) {
   } else {
     host = host.substr(0, host.find(':'));
   }
-  return host == "localhost" || host == "::1" || host.substr(0, 4) == "127.";
+  if (host == "localhost" || host == "::1") return true;
+  // 127.0.0.0/8, written as a dotted IPv4 address (not a name starting "127.").
+  if (host.substr(0, 4) != "127." || host.find_first_not_of("0123456789.") != std::string_view::npos) return false;
+  return std::count(host.begin(), host.end(), '.') == 3;
 }
 
 }  // namespace carapace

@@ -56,23 +56,23 @@ class HttpProvider : public Provider {
   uint64_t start(const ProviderRequest& request, DeltaSink on_delta, ReplySink done) override;
   void cancel(uint64_t id) override;
 
-  const HttpProviderOptions& options() const { return options_; }
+  const HttpProviderOptions& options() const { return shared_->options; }
 
  protected:
   virtual std::string url() const = 0;
   virtual std::vector<std::string> auth_headers() const = 0;
   // A decoder for one attempt; `request_body` seeds ids a server left out.
   virtual std::unique_ptr<StreamDecoder> decoder(const std::string& request_body) const = 0;
-  // A whole (non-streamed) response body.
-  virtual bool parse_whole(std::string_view body, const std::string& request_body, ProviderResponse* out,
-                           std::string* error) const = 0;
 
  private:
-  std::string describe_status(long status, std::string_view body, const std::string& model) const;
-
-  HttpProviderOptions options_;
-  std::shared_ptr<BodyStore> bodies_;
-  std::shared_ptr<HttpClient> client_;  // last: released first, while the rest is still there
+  // What an attempt's callbacks need, shared with them: they run on the
+  // client's thread and may outlive this object.
+  struct Shared {
+    HttpProviderOptions options;
+    std::shared_ptr<BodyStore> bodies;
+  };
+  std::shared_ptr<const Shared> shared_;
+  std::shared_ptr<HttpClient> client_;
 };
 
 // Helpers the wire formats share.

@@ -110,6 +110,35 @@ class OpenAiDecoder : public StreamDecoder {
     return r;
   }
 
+  bool parse_whole(std::string_view body, ProviderResponse* out, std::string* error) override {
+    json j = json::parse(body, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("choices") || !j["choices"].is_array() ||
+        j["choices"].empty()) {
+      *error = "expected a chat completion object: " + std::string(body.substr(0, 500));
+      return false;
+    }
+    const json& choice = j["choices"][0];
+    const json& m = choice.contains("message") ? choice["message"] : json::object();
+    out->text = str(m, "content");
+    if (m.is_object() && m.contains("tool_calls") && m["tool_calls"].is_array()) {
+      size_t n = 0;
+      for (const json& tc : m["tool_calls"]) {
+        ToolCall c;
+        c.id = str(tc, "id");
+        if (c.id.empty()) c.id = generated_call_id(request_body_, n);
+        if (tc.contains("function")) {
+          c.name = str(tc["function"], "name");
+          c.args.text = str(tc["function"], "arguments");
+        }
+        out->tool_calls.push_back(std::move(c));
+        ++n;
+      }
+    }
+    out->finish_reason = settle_finish_reason(str(choice, "finish_reason"), !out->tool_calls.empty());
+    if (j.contains("usage") && j["usage"].is_object()) out->usage = read_usage(j["usage"]);
+    return true;
+  }
+
  private:
   std::string request_body_;
   std::string text_;
@@ -178,34 +207,5 @@ std::unique_ptr<StreamDecoder> OpenAiProvider::decoder(const std::string& reques
   return std::make_unique<OpenAiDecoder>(request_body);
 }
 
-bool OpenAiProvider::parse_whole(std::string_view body, const std::string& request_body, ProviderResponse* out,
-                                 std::string* error) const {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("choices") || !j["choices"].is_array() ||
-      j["choices"].empty()) {
-    *error = "expected a chat completion object: " + std::string(body.substr(0, 500));
-    return false;
-  }
-  const json& choice = j["choices"][0];
-  const json& m = choice.contains("message") ? choice["message"] : json::object();
-  out->text = str(m, "content");
-  if (m.is_object() && m.contains("tool_calls") && m["tool_calls"].is_array()) {
-    size_t n = 0;
-    for (const json& tc : m["tool_calls"]) {
-      ToolCall c;
-      c.id = str(tc, "id");
-      if (c.id.empty()) c.id = generated_call_id(request_body, n);
-      if (tc.contains("function")) {
-        c.name = str(tc["function"], "name");
-        c.args.text = str(tc["function"], "arguments");
-      }
-      out->tool_calls.push_back(std::move(c));
-      ++n;
-    }
-  }
-  out->finish_reason = settle_finish_reason(str(choice, "finish_reason"), !out->tool_calls.empty());
-  if (j.contains("usage") && j["usage"].is_object()) out->usage = read_usage(j["usage"]);
-  return true;
-}
 
 }  // namespace carapace

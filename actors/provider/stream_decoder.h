@@ -1,12 +1,14 @@
-// StreamDecoder: assembles one streamed model response from its SSE events,
-// in one wire format (OpenAI chat completions, Anthropic messages): text,
-// tool calls accumulated by index, finish reason, token usage. Forwards
-// text and tool-call fragments as deltas as they arrive.
+// StreamDecoder: assembles one model response in one wire format (OpenAI
+// chat completions, Anthropic messages) from its SSE events — text, tool
+// calls accumulated by index, finish reason, token usage, forwarding text and
+// tool-call fragments as deltas as they arrive — or from a whole JSON body
+// when streaming is off.
 //
 // Not thread-safe: one decoder per attempt.
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "actors/messages.h"
 #include "actors/provider/provider.h"
@@ -31,6 +33,9 @@ class StreamDecoder {
 
   // The assembled response (call once, after the stream ended).
   virtual ProviderResponse finish() = 0;
+
+  // A whole (non-streamed) response body; false with *error if it is not one.
+  virtual bool parse_whole(std::string_view body, ProviderResponse* out, std::string* error) = 0;
 };
 
 }  // namespace carapace
