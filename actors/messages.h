@@ -62,12 +62,14 @@ struct ProviderReply {
   uint64_t latency_ms = 0;    // measured, or simulated by the scripted provider
   std::vector<FaultNote> faults;
   bool answered = false;  // the provider itself produced this reply
+  std::string body_ref;   // the verbatim response (or error) body in the body store; "" if none
 
   static constexpr auto fields() {
     using R = ProviderReply;
     return std::tuple{Field{1, "ok", &R::ok},           Field{2, "response", &R::response},
                       Field{3, "failure", &R::failure}, Field{4, "latency_ms", &R::latency_ms},
-                      Field{5, "faults", &R::faults},   Field{6, "answered", &R::answered}};
+                      Field{5, "faults", &R::faults},   Field{6, "answered", &R::answered},
+                      Field{7, "body_ref", &R::body_ref}};
   }
   friend bool operator==(const ProviderReply&, const ProviderReply&) = default;
 };

@@ -105,13 +105,65 @@ class Reader {
 
 Status read_provider(const Reader& r, ProviderConfig* p) {
   CARAPACE_RETURN_IF_ERROR(r.object());
-  r.warn_unknown({"name", "model", "scenario", "timeout_ms"});
+  r.warn_unknown({"name", "model", "scenario", "timeout_ms", "base_url", "api_key_env", "max_tokens", "temperature",
+                  "stream", "connect_timeout_ms", "first_byte_timeout_ms", "idle_timeout_ms", "headers"});
   CARAPACE_RETURN_IF_ERROR(r.get("name", &p->name));
-  if (p->name != "scripted") {
-    return r.error(r.key("name"), "\"" + p->name + "\" is not a provider of this build; use \"scripted\"");
+  if (p->name != "scripted" && p->name != "openai" && p->name != "anthropic") {
+    return r.error(r.key("name"), "\"" + p->name + "\" is not a provider of this build; use \"scripted\", "
+                                  "\"openai\" or \"anthropic\"");
   }
   CARAPACE_RETURN_IF_ERROR(r.get("model", &p->model));
   CARAPACE_RETURN_IF_ERROR(r.get("scenario", &p->scenario));
+  CARAPACE_RETURN_IF_ERROR(r.get("base_url", &p->base_url));
+  if (!p->base_url.empty() && p->base_url.rfind("http://", 0) != 0 && p->base_url.rfind("https://", 0) != 0) {
+    return r.error(r.key("base_url"), "must start with http:// or https://, got \"" + p->base_url + "\"");
+  }
+  CARAPACE_RETURN_IF_ERROR(r.get("api_key_env", &p->api_key_env));
+  if (p->api_key_env.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+      std::string::npos) {
+    return r.error(r.key("api_key_env"),
+                   "must be the NAME of an environment variable (letters, digits, _), not a key");
+  }
+  CARAPACE_RETURN_IF_ERROR(r.get("max_tokens", &p->max_tokens, 0, 10'000'000));
+  if (r.has("temperature") && !r.raw("temperature").is_null()) {  // null: the provider's default
+    const json& v = r.raw("temperature");
+    if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 2) {
+      return r.error(r.key("temperature"), "must be a number from 0 to 2, got " + v.dump());
+    }
+    p->has_temperature = true;
+    p->temperature = v.get<double>();
+  }
+  if (r.has("stream")) {
+    if (!r.raw("stream").is_boolean()) return r.error(r.key("stream"), "must be true or false, got " + r.raw("stream").dump());
+    p->stream = r.raw("stream").get<bool>();
+  }
+  CARAPACE_RETURN_IF_ERROR(r.get("connect_timeout_ms", &p->connect_timeout_ms, 1));
+  CARAPACE_RETURN_IF_ERROR(r.get("first_byte_timeout_ms", &p->first_byte_timeout_ms, 1));
+  CARAPACE_RETURN_IF_ERROR(r.get("idle_timeout_ms", &p->idle_timeout_ms, 1));
+  if (r.has("headers")) {
+    const json& v = r.raw("headers");
+    p->headers.clear();
+    if (v.is_array()) {
+      // The form stored with a session: names only, since a value may be a
+      // credential. Such headers are not sent.
+      for (const auto& name : v) {
+        r.warn("headers", "header " + name.dump() +
+                              " was stored without its value (it may be a credential) and is not sent; pass "
+                              "--config with the header to send it");
+      }
+      return r.get("timeout_ms", &p->timeout_ms, 1);
+    }
+    if (!v.is_object()) return r.error(r.key("headers"), "must be an object of header names to string values");
+    for (const auto& [k, val] : v.items()) {
+      if (!val.is_string()) return r.error(r.key("headers") + "." + k, "must be a string");
+      if (k.empty() || k.find_first_of(": \r\n") != std::string::npos)
+        return r.error(r.key("headers") + "." + k, "is not a valid header name");
+      std::string value = val.get<std::string>();
+      if (value.find_first_of("\r\n") != std::string::npos)
+        return r.error(r.key("headers") + "." + k, "must not contain a line break");
+      p->headers.emplace_back(k, value);
+    }
+  }
   return r.get("timeout_ms", &p->timeout_ms, 1);
 }
 
@@ -372,7 +424,21 @@ json config_to_json(const Config& c) {
        {{"name", c.provider.name},
         {"model", c.provider.model},
         {"scenario", c.provider.scenario},
-        {"timeout_ms", c.provider.timeout_ms}}},
+        {"timeout_ms", c.provider.timeout_ms},
+        {"base_url", c.provider.base_url},
+        {"api_key_env", c.provider.api_key_env},
+        {"max_tokens", c.provider.max_tokens},
+        {"temperature", c.provider.has_temperature ? json(c.provider.temperature) : json(nullptr)},
+        {"stream", c.provider.stream},
+        {"connect_timeout_ms", c.provider.connect_timeout_ms},
+        {"first_byte_timeout_ms", c.provider.first_byte_timeout_ms},
+        {"idle_timeout_ms", c.provider.idle_timeout_ms},
+        // Names only: a header value may be a credential.
+        {"headers", [&c] {
+           json names = json::array();
+           for (const auto& h : c.provider.headers) names.push_back(h.first);
+           return names;
+         }()}}},
       {"retry",
        {{"max_retries", c.retry.max_retries},
         {"base_delay_ms", c.retry.base_delay_ms},
@@ -404,6 +470,18 @@ json config_to_json(const Config& c) {
       {"hooks", hooks},
       {"prices", prices},
   };
+}
+
+std::string default_base_url(const std::string& provider) {
+  if (provider == "openai") return "https://api.openai.com/v1";
+  if (provider == "anthropic") return "https://api.anthropic.com";
+  return "";
+}
+
+std::string default_api_key_env(const std::string& provider) {
+  if (provider == "openai") return "OPENAI_API_KEY";
+  if (provider == "anthropic") return "ANTHROPIC_API_KEY";
+  return "";
 }
 
 std::string config_digest(const Config& config) { return digest128(config_to_json(config).dump()).hex(); }

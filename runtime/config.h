@@ -23,11 +23,26 @@
 namespace carapace {
 
 struct ProviderConfig {
-  std::string name = "scripted";
+  std::string name = "scripted";  // scripted | openai | anthropic
   std::string model = "scripted-1";
   std::string scenario;  // the scripted provider's scenario file
-  uint64_t timeout_ms = 10 * 60 * 1000;
+  uint64_t timeout_ms = 10 * 60 * 1000;  // a whole attempt, as the session waits for it
+  // HTTP providers (docs/providers.md).
+  std::string base_url;     // "": the provider's public API; $OPENAI_BASE_URL / $ANTHROPIC_BASE_URL win
+  std::string api_key_env;  // "": OPENAI_API_KEY / ANTHROPIC_API_KEY; the key itself is never configured
+  uint64_t max_tokens = 0;  // 0: openai sends none, anthropic sends 4096
+  bool has_temperature = false;
+  double temperature = 0;
+  bool stream = true;
+  uint64_t connect_timeout_ms = 10'000;
+  uint64_t first_byte_timeout_ms = 120'000;
+  uint64_t idle_timeout_ms = 60'000;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra request headers
 };
+
+// The base URL and key variable a provider uses when the config names none.
+std::string default_base_url(const std::string& provider);
+std::string default_api_key_env(const std::string& provider);
 
 // A command hook declared in the config file (C++ hooks are registered in code).
 struct HookConfig {

@@ -19,6 +19,8 @@
 #include "actors/hook/hook_actor.h"
 #include "actors/provider/provider_actor.h"
 #include "actors/provider/scripted_provider.h"
+#include "runtime/provider_factory.h"
+#include "storage/body_store.h"
 #include "actors/session/session_actor.h"
 #include "actors/session/session_keeper.h"
 #include "actors/tool/shell_tool.h"
@@ -54,7 +56,7 @@ SubscriberActor::behavior_type subscriber(SubscriberActor::pointer self,
 Status make_provider(const Config& config, std::shared_ptr<Provider>* out) {
   if (config.provider.name != "scripted") {
     return Status::invalid_argument("provider \"" + config.provider.name +
-                                    "\" is not available in this build");
+                                    "\" is not available in this build");  // HTTP providers: see Runtime::open
   }
   if (config.provider.scenario.empty()) {
     return Status::invalid_argument(
@@ -78,6 +80,9 @@ struct Runtime::Impl {
   std::unique_ptr<EventLog> log;
   std::shared_ptr<ToolRegistry> tools = std::make_shared<ToolRegistry>();
   std::shared_ptr<HookRegistry> hooks = std::make_shared<HookRegistry>();
+  // Declared before the provider: the provider (and its HTTP client, whose
+  // callbacks use the store) goes first.
+  std::shared_ptr<BodyStore> bodies;
   std::shared_ptr<Provider> provider;
   std::string scenario_text;  // the scripted provider's scenario file, as read at open
   ProviderSupervisorActor provider_supervisor;
@@ -224,13 +229,25 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
   auto impl = std::make_unique<Impl>();
   if (options.home.empty()) return Status::invalid_argument("the runtime needs a home directory");
   impl->provider = options.provider;
-  if (!impl->provider) {
+  CARAPACE_RETURN_IF_ERROR(prepare_home(options.home, /*create=*/true));
+  impl->bodies = options.bodies;
+  bool http = !impl->provider && is_http_provider(options.config.provider.name);
+  HttpProviderOptions http_options;
+  if (http) {
+    CARAPACE_RETURN_IF_ERROR(resolve_http_options(options.config.provider, &http_options));
+  } else if (!impl->provider) {
     CARAPACE_RETURN_IF_ERROR(make_provider(options.config, &impl->provider));
     CARAPACE_RETURN_IF_ERROR(read_scenario_text(options.config.provider.scenario, &impl->scenario_text));
   }
-  CARAPACE_RETURN_IF_ERROR(prepare_home(options.home, /*create=*/true));
   CARAPACE_RETURN_IF_ERROR(EventLog::open(
       EventLog::Options{.path = options.home + "/log", .file_system = options.file_system}, &impl->log));
+  if (http) {
+    std::unique_ptr<BodyStore> store;
+    CARAPACE_RETURN_IF_ERROR(BodyStore::open(options.home + "/bodies", BodyStore::Mode::kWriter, &store));
+    impl->bodies = std::move(store);
+    impl->provider = make_http_provider(options.config.provider.name, std::move(http_options),
+                                        std::make_shared<HttpClient>(), impl->bodies);
+  }
 
   const Config& config = options.config;
   if (options.builtin_tools) {
@@ -304,6 +321,19 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
       .faults = impl_->options.faults,
       .on_settled = [impl = impl_.get(), id](const SessionOutcome& o) { impl->settled(id, o); },
   });
+  if (impl_->bodies) {
+    context->capture_request = [provider = impl_->provider, bodies = impl_->bodies](const ProviderRequest& r) {
+      std::string body = provider->render_request(r);
+      std::string ref;
+      if (body.empty()) return ref;
+      Status s = bodies->put(body, &ref);
+      if (!s.ok()) {
+        spdlog::warn("the request body of {} turn {} was not captured: {}", r.session_id, r.turn, s.to_string());
+        ref.clear();
+      }
+      return ref;
+    };
+  }
   SessionActor session = spawn_session(*impl_->system, context);
   std::vector<SubscriberActor> existing;  // a recovered session's subscribers
   {

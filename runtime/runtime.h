@@ -49,6 +49,8 @@ class FileSystem;
 
 namespace carapace {
 
+class BodyStore;
+
 struct SessionOptions {
   std::string id;            // empty: generated
   std::string task;          // the first user message
@@ -77,6 +79,9 @@ class Runtime {
     caf::actor_system* system = nullptr;
     // Use this provider instead of the configured one.
     std::shared_ptr<Provider> provider;
+    // Where request bodies of `provider` are captured (the configured HTTP
+    // providers use home/bodies); null: none.
+    std::shared_ptr<BodyStore> bodies;
     // Register the built-in tools that config.tools_enabled names.
     bool builtin_tools = true;
     // Injects faults at the named points (docs/fault-plans.md); null: none.

@@ -28,6 +28,7 @@ packages=(
   libcli11-dev          # the command line
   libboost-test-dev     # the test framework
   libsqlite3-dev        # the SQLite peer in the benchmark
+  libcurl4-openssl-dev  # HTTP for the openai and anthropic providers
 )
 
 missing=()

@@ -8,7 +8,16 @@
 // to a sink as they arrive. Retrying is not its business: the session's
 // retry policy decides from the failure.
 //
-// Thread safety: call() may run for several sessions at once.
+// Two forms: call() answers synchronously (the scripted provider, and any
+// provider behind a blocking adapter); an asynchronous provider (HTTP) also
+// implements start(), which returns at once and hands the reply to `done`
+// later, from its own I/O thread, so that no actor thread waits on the
+// network. A provider that speaks a wire format renders each request's body
+// with render_request() (pure: the same request gives the same bytes), so the
+// session can store it before it records llm.requested.
+//
+// Thread safety: call(), start(), cancel() and render_request() may run for
+// several sessions at once.
 #pragma once
 
 #include <functional>
@@ -19,6 +28,7 @@
 namespace carapace {
 
 using DeltaSink = std::function<void(const StreamDelta&)>;
+using ReplySink = std::function<void(ProviderReply)>;
 
 class Provider {
  public:
@@ -33,6 +43,25 @@ class Provider {
   virtual bool blocking() const = 0;
 
   virtual ProviderReply call(const ProviderRequest& request, const DeltaSink& on_delta) = 0;
+
+  // Whether start() is implemented (then the provider actor uses it).
+  virtual bool asynchronous() const { return false; }
+
+  // Starts one attempt; `on_delta` and `done` (exactly once) run on the
+  // provider's own thread. Returns an id for cancel().
+  virtual uint64_t start(const ProviderRequest& request, DeltaSink on_delta, ReplySink done) {
+    done(call(request, on_delta));
+    return 0;
+  }
+
+  // Ends the attempt `id` at once (its `done` reports it cancelled); no-op if it is over.
+  virtual void cancel(uint64_t id) { (void)id; }
+
+  // The request body as it is sent, or "" for a provider with no wire format.
+  virtual std::string render_request(const ProviderRequest& request) const {
+    (void)request;
+    return "";
+  }
 };
 
 }  // namespace carapace

@@ -8,7 +8,12 @@
 namespace carapace {
 namespace {
 
-using ProviderWorkerActor = ProviderActor::extend<caf::reacts_to<deliver_atom, uint64_t>>;
+using answer_atom = caf::atom_constant<caf::atom("answer")>;
+
+// deliver: a held reply's simulated latency is over; answer: an asynchronous
+// provider's reply, sent from its I/O thread.
+using ProviderWorkerActor = ProviderActor::extend<caf::reacts_to<deliver_atom, uint64_t>,
+                                                  caf::reacts_to<answer_atom, uint64_t, ProviderReply>>;
 
 // Calls a blocking provider once, on its own thread, then quits.
 ProviderActor::behavior_type provider_call(ProviderActor::pointer self, std::shared_ptr<Provider> provider) {
@@ -36,6 +41,12 @@ struct WorkerState {
   uint64_t next_token = 0;
   std::unordered_map<uint64_t, Held> held;  // replies waiting out their simulated latency
   std::vector<caf::typed_response_promise<ProviderReply>> hung;  // injected hangs: never answered
+  struct Started {
+    caf::typed_response_promise<ProviderReply> promise;
+    Fault before;
+    FaultSite site;
+  };
+  std::unordered_map<uint64_t, Started> started;  // asynchronous calls under way
 };
 
 ProviderFailure injected_failure(const Fault& f) {
@@ -115,6 +126,18 @@ ProviderWorkerActor::behavior_type provider_worker(ProviderWorkerActor::stateful
           respond(self, promise, std::move(reply), hang, 0);
           return promise;
         }
+        if (provider->asynchronous()) {
+          // The provider's own I/O thread does the waiting; its reply comes back as a message.
+          uint64_t token = ++self->state.next_token;
+          self->state.started.emplace(token, WorkerState::Started{promise, before, site});
+          DeltaSink on_delta;
+          if (sink) on_delta = [sink](const StreamDelta& d) { caf::anon_send(sink, d); };
+          auto me = caf::actor_cast<caf::actor>(self);
+          provider->start(request, std::move(on_delta), [me, token](ProviderReply r) {
+            caf::anon_send(me, answer_atom::value, token, std::move(r));
+          });
+          return promise;
+        }
         if (provider->blocking()) {
           // The call took its real time on its own thread; only injected delays are waited out here.
           auto helper = self->spawn<caf::detached>(provider_call, provider);
@@ -142,6 +165,16 @@ ProviderWorkerActor::behavior_type provider_worker(ProviderWorkerActor::stateful
         uint64_t latency = reply.latency_ms;
         respond(self, promise, std::move(reply), hang, latency);
         return promise;
+      },
+      [=](answer_atom, uint64_t token, ProviderReply& r) {
+        auto it = self->state.started.find(token);
+        if (it == self->state.started.end()) return;
+        WorkerState::Started st = std::move(it->second);
+        self->state.started.erase(it);
+        uint64_t measured = r.latency_ms;
+        bool hang = faults_around_answer(st.before, st.site, faults.get(), &r);
+        uint64_t injected = r.latency_ms - measured;
+        respond(self, st.promise, std::move(r), hang, injected);
       },
       [=](deliver_atom, uint64_t token) {
         auto it = self->state.held.find(token);

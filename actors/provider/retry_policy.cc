@@ -8,6 +8,7 @@
 namespace carapace {
 
 ErrorCategory classify(const RetryConfig& config, const ProviderFailure& failure) {
+  if (failure.has_should_retry) return failure.should_retry ? ErrorCategory::kTransient : ErrorCategory::kPermanent;
   if (failure.transport) return ErrorCategory::kTransient;
   bool retryable = std::find(config.retryable_statuses.begin(), config.retryable_statuses.end(),
                              failure.http_status) != config.retryable_statuses.end();

@@ -1,6 +1,6 @@
 // RetryPolicy: whether and when to call a model provider again after a failure.
 //
-// Transient failures (429, 500, 502, 503, 529, timeouts, connection resets)
+// Transient failures (429, 500, 502, 503, 504, 529, timeouts, connection resets)
 // are retried; a failure with no HTTP status that is not a transport error
 // (a bad scenario, a bad configuration) is permanent. Retries are spaced
 // with exponential backoff, min(max_delay, base * 2^(attempt-1))
@@ -23,7 +23,7 @@ struct RetryConfig {
   uint32_t max_retries = 3;  // retries after the first attempt
   uint64_t base_delay_ms = 1000;
   uint64_t max_delay_ms = 30000;
-  std::vector<uint32_t> retryable_statuses = {429, 500, 502, 503, 529};
+  std::vector<uint32_t> retryable_statuses = {429, 500, 502, 503, 504, 529};
 };
 
 // What went wrong with one provider attempt.
@@ -34,6 +34,9 @@ struct ProviderFailure {
   bool has_retry_after = false;
   uint64_t retry_after_ms = 0;       // from a Retry-After header, when has_retry_after
   std::vector<std::string> headers;  // the response's headers, "Name: value", credentials removed
+  // The server's x-should-retry header, when it sent one: it wins over the status.
+  bool has_should_retry = false;
+  bool should_retry = false;
 
   static constexpr auto fields() {
     using F = ProviderFailure;
@@ -42,7 +45,9 @@ struct ProviderFailure {
                       codec::Field{3, "transport", &F::transport},
                       codec::Field{4, "has_retry_after", &F::has_retry_after},
                       codec::Field{5, "retry_after_ms", &F::retry_after_ms},
-                      codec::Field{6, "headers", &F::headers}};
+                      codec::Field{6, "headers", &F::headers},
+                      codec::Field{7, "has_should_retry", &F::has_should_retry},
+                      codec::Field{8, "should_retry", &F::should_retry}};
   }
   friend bool operator==(const ProviderFailure&, const ProviderFailure&) = default;
 };

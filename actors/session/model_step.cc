@@ -142,13 +142,6 @@ bool SessionLoop::reassemble_prompt() {
 void SessionLoop::call_model(uint32_t attempt) {
   uint64_t turn = state().turn;
   const std::string& model = state().model;
-  if (!append({LlmRequested{.turn = turn,
-                            .attempt = attempt,
-                            .model = model,
-                            .request_digest = request_digest_,
-                            .message_count = state().messages.size()}})) {
-    return;
-  }
   ProviderRequest request{.session_id = ctx_->id,
                           .turn = turn,
                           .attempt = attempt,
@@ -159,6 +152,17 @@ void SessionLoop::call_model(uint32_t attempt) {
                           .system_prompt = system_prompt_,
                           .messages = state().messages,
                           .tools = tool_specs_};
+  // The request body as the provider will send it, durable before the
+  // event that references it.
+  std::string body_ref = ctx_->capture_request ? ctx_->capture_request(request) : std::string();
+  if (!append({LlmRequested{.turn = turn,
+                            .attempt = attempt,
+                            .model = model,
+                            .request_digest = request_digest_,
+                            .body_ref = body_ref,
+                            .message_count = state().messages.size()}})) {
+    return;
+  }
   DeltaSinkActor sink = caf::actor_cast<DeltaSinkActor>(self_);
   self_
       ->request(ctx_->provider, std::chrono::milliseconds(settings().provider_timeout_ms), std::move(request),
@@ -187,6 +191,7 @@ void SessionLoop::model_replied(uint64_t turn, uint32_t attempt, ProviderReply r
                      .retry_delay_ms = d.delay_ms,
                      .retry_after_ms = f.has_retry_after ? f.retry_after_ms : 0,
                      .latency_ms = reply.latency_ms,
+                     .body_ref = reply.body_ref,
                      .provider_answered = reply.answered};
     if (!append({failed})) return;
     if (d.retry) {
@@ -204,7 +209,8 @@ void SessionLoop::model_replied(uint64_t turn, uint32_t attempt, ProviderReply r
                          .finish_reason = r.finish_reason,
                          .usage = r.usage,
                          .cost_usd = cost_usd(settings().prices, state().model, r.usage),
-                         .latency_ms = reply.latency_ms};
+                         .latency_ms = reply.latency_ms,
+                         .body_ref = reply.body_ref};
   if (!append({std::move(responded)})) return;
   assistant_text_ = std::move(r.text);
   calls_ = std::move(r.tool_calls);

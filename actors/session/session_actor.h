@@ -23,6 +23,7 @@
 // hooks and providers answer by message.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,6 +77,9 @@ struct SessionContext {
   // which quit after everything it sent them, and quits, releasing its state.
   // Null: the actor stays until it is stopped (tests that inspect it).
   std::function<void(const SessionOutcome&)> on_settled;
+  // Stores the body the provider will send for a request (durably) and
+  // returns its body_ref; unset or "": nothing to capture (scripted).
+  std::function<std::string(const ProviderRequest&)> capture_request;
 };
 
 // Spawns the session's actor. Send it start_atom to run its loop.

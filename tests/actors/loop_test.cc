@@ -2,6 +2,7 @@
 // resolution, scenarios, pricing and configuration.
 #define BOOST_TEST_MODULE loop_test
 #include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <set>
@@ -482,6 +483,31 @@ BOOST_AUTO_TEST_CASE(cost_follows_the_price_table) {
   BOOST_TEST(cost_usd(t, "m", TokenUsage{1'000'000, 100'000, 2'000'000, 0}) == 3.0 + 1.5 + 0.6,
              boost::test_tools::tolerance(1e-9));
   BOOST_TEST(cost_usd(t, "other", TokenUsage{1'000'000, 0, 0, 0}) == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(the_effective_configuration_reads_back_as_itself) {
+  // What session.configured stores must load again to the same configuration.
+  Config c;
+  std::vector<std::string> warnings;
+  CHECK_OK(parse_config(R"({"provider": {"name": "openai", "model": "m", "temperature": 0.5,
+                                         "headers": {"X-Team": "blue"}},
+                            "retry": {"max_retries": 5}, "session": {"max_turns": 7},
+                            "prompt": {"identity": "You are tested."},
+                            "hooks": [{"name": "h", "event": "PreToolUse", "command": ["/bin/true"]}]})",
+                        "c.json", &c, &warnings));
+  Config back;
+  warnings.clear();
+  CHECK_OK(parse_config(config_to_json(c).dump(), "stored", &back, &warnings));
+  nlohmann::json stored = config_to_json(c), loaded = config_to_json(back);
+  BOOST_TEST(stored["provider"]["headers"] == nlohmann::json::array({"X-Team"}));
+  BOOST_TEST(back.provider.headers.empty());  // a header value may be a credential: not stored
+  stored["provider"].erase("headers");
+  loaded["provider"].erase("headers");
+  BOOST_TEST(stored.dump() == loaded.dump());
+  BOOST_TEST(warnings.size() == 1u);
+  Config defaults, defaults_back;
+  CHECK_OK(parse_config(config_to_json(defaults).dump(), "stored", &defaults_back, &warnings));
+  BOOST_TEST(config_digest(defaults_back) == config_digest(defaults));
 }
 
 BOOST_AUTO_TEST_CASE(defaults_without_a_file) {

@@ -1,0 +1,230 @@
+#include "actors/provider/anthropic_provider.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+namespace carapace {
+namespace {
+
+using json = nlohmann::json;
+
+std::string str(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
+  return j[key].get<std::string>();
+}
+
+uint64_t num(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number_unsigned()) return 0;
+  return j[key].get<uint64_t>();
+}
+
+void read_usage(const json& u, TokenUsage* usage) {
+  if (!u.is_object()) return;
+  if (u.contains("input_tokens")) usage->input = num(u, "input_tokens");
+  if (u.contains("cache_read_input_tokens")) usage->cache_read = num(u, "cache_read_input_tokens");
+  if (u.contains("cache_creation_input_tokens")) usage->cache_write = num(u, "cache_creation_input_tokens");
+  if (u.contains("output_tokens")) usage->output = num(u, "output_tokens");
+}
+
+uint32_t status_of_error(const std::string& type) {
+  if (type == "overloaded_error") return 529;
+  if (type == "api_error") return 500;
+  if (type == "rate_limit_error") return 429;
+  return 400;
+}
+
+class AnthropicDecoder : public StreamDecoder {
+ public:
+  explicit AnthropicDecoder(std::string request_body) : request_body_(std::move(request_body)) {}
+
+  bool on_event(const SseEvent& e, const DeltaSink& on_delta, ProviderFailure* failure) override {
+    json j = json::parse(e.data, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      failure->transport = true;
+      failure->error = "malformed stream event (not JSON): " + e.raw.substr(0, 2000);
+      return false;
+    }
+    std::string type = str(j, "type");
+    if (type.empty()) type = e.type;
+    if (type == "message_start") {
+      if (j.contains("message") && j["message"].is_object() && j["message"].contains("usage")) {
+        read_usage(j["message"]["usage"], &usage_);
+      }
+    } else if (type == "content_block_start") {
+      int32_t index = j.contains("index") && j["index"].is_number_integer() ? j["index"].get<int32_t>() : 0;
+      const json& block = j.contains("content_block") ? j["content_block"] : json::object();
+      if (str(block, "type") == "tool_use") {
+        Tool& t = tools_[index];
+        t.call.id = str(block, "id");
+        t.call.name = str(block, "name");
+        if (block.contains("input") && block["input"].is_object() && !block["input"].empty()) {
+          t.initial_input = block["input"].dump();
+        }
+        if (on_delta) {
+          on_delta(StreamDelta{.tool_index = index, .tool_id = t.call.id, .tool_name = t.call.name});
+        }
+      } else {
+        std::string text = str(block, "text");
+        if (!text.empty()) emit_text(text, on_delta);
+      }
+    } else if (type == "content_block_delta") {
+      int32_t index = j.contains("index") && j["index"].is_number_integer() ? j["index"].get<int32_t>() : 0;
+      const json& d = j.contains("delta") ? j["delta"] : json::object();
+      std::string dtype = str(d, "type");
+      if (dtype == "text_delta") {
+        emit_text(str(d, "text"), on_delta);
+      } else if (dtype == "input_json_delta") {
+        std::string part = str(d, "partial_json");
+        tools_[index].call.args.text += part;
+        if (on_delta && !part.empty()) on_delta(StreamDelta{.tool_index = index, .args_fragment = part});
+      }
+    } else if (type == "message_delta") {
+      const json& d = j.contains("delta") ? j["delta"] : json::object();
+      std::string reason = str(d, "stop_reason");
+      if (!reason.empty()) stop_reason_ = reason;
+      if (j.contains("usage")) read_usage(j["usage"], &usage_);
+    } else if (type == "message_stop") {
+      done_ = true;
+    } else if (type == "error") {
+      const json& err = j.contains("error") ? j["error"] : json::object();
+      std::string etype = str(err, "type");
+      failure->http_status = status_of_error(etype);
+      failure->error = "error in the response stream: " + etype + ": " + str(err, "message");
+      return false;
+    }
+    // ping, content_block_stop and unknown events carry nothing to keep.
+    return true;
+  }
+
+  bool complete() const override { return done_; }
+  std::string terminator() const override { return "event: message_stop"; }
+
+  ProviderResponse finish() override {
+    ProviderResponse r;
+    r.text = std::move(text_);
+    size_t n = 0;
+    for (auto& [index, t] : tools_) {
+      if (t.call.args.text.empty()) t.call.args.text = t.initial_input.empty() ? "{}" : t.initial_input;
+      if (t.call.id.empty()) t.call.id = generated_call_id(request_body_, n);
+      r.tool_calls.push_back(std::move(t.call));
+      ++n;
+    }
+    r.finish_reason = stop_reason_;
+    r.usage = usage_;
+    return r;
+  }
+
+  bool parse_whole(std::string_view body, ProviderResponse* out, std::string* error) override {
+    json j = json::parse(body, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("content") || !j["content"].is_array()) {
+      *error = "expected a message object: " + std::string(body.substr(0, 500));
+      return false;
+    }
+    size_t n = 0;
+    for (const json& block : j["content"]) {
+      std::string type = str(block, "type");
+      if (type == "text") {
+        out->text += str(block, "text");
+      } else if (type == "tool_use") {
+        ToolCall c{.id = str(block, "id"), .name = str(block, "name")};
+        if (c.id.empty()) c.id = generated_call_id(request_body_, n);
+        c.args.text = block.contains("input") ? block["input"].dump() : "{}";
+        out->tool_calls.push_back(std::move(c));
+        ++n;
+      }
+    }
+    out->finish_reason = str(j, "stop_reason");
+    if (j.contains("usage")) read_usage(j["usage"], &out->usage);
+    return true;
+  }
+
+ private:
+  struct Tool {
+    ToolCall call;
+    std::string initial_input;
+  };
+
+  void emit_text(const std::string& text, const DeltaSink& on_delta) {
+    if (text.empty()) return;
+    text_ += text;
+    if (on_delta) on_delta(StreamDelta{.text = text});
+  }
+
+  std::string request_body_;
+  std::string text_;
+  std::map<int32_t, Tool> tools_;
+  std::string stop_reason_;
+  TokenUsage usage_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+std::string AnthropicProvider::url() const { return options().base_url + "/v1/messages"; }
+
+std::vector<std::string> AnthropicProvider::auth_headers() const {
+  std::vector<std::string> h = {"anthropic-version: 2023-06-01"};
+  if (!options().api_key.empty()) h.push_back("x-api-key: " + options().api_key);
+  return h;
+}
+
+std::string AnthropicProvider::render_request(const ProviderRequest& request) const {
+  json messages = json::array();
+  // Appends a block to a user message, merging with the previous user message.
+  auto user_block = [&messages](json block) {
+    if (!messages.empty() && messages.back()["role"] == "user") {
+      messages.back()["content"].push_back(std::move(block));
+    } else {
+      messages.push_back({{"role", "user"}, {"content", json::array({std::move(block)})}});
+    }
+  };
+  for (const Message& m : request.messages) {
+    switch (m.role) {
+      case Role::kUser:
+        user_block({{"type", "text"}, {"text", m.text}});
+        break;
+      case Role::kAssistant: {
+        json content = json::array();
+        if (!m.text.empty()) content.push_back({{"type", "text"}, {"text", m.text}});
+        for (const ToolCall& c : m.tool_calls) {
+          json input = json::parse(c.args.text.empty() ? "{}" : c.args.text, nullptr, false);
+          if (input.is_discarded() || !input.is_object()) input = json::object();
+          content.push_back({{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", std::move(input)}});
+        }
+        if (content.empty()) content.push_back({{"type", "text"}, {"text", "(no answer)"}});
+        messages.push_back({{"role", "assistant"}, {"content", std::move(content)}});
+        break;
+      }
+      case Role::kTool: {
+        json block = {{"type", "tool_result"}, {"tool_use_id", m.tool_call_id}, {"content", m.text}};
+        if (m.is_error) block["is_error"] = true;
+        user_block(std::move(block));
+        break;
+      }
+    }
+  }
+  json body = {{"model", request.model},
+               {"max_tokens", options().max_tokens > 0 ? options().max_tokens : kDefaultMaxTokens}};
+  if (!request.system_prompt.empty()) body["system"] = request.system_prompt;
+  body["messages"] = std::move(messages);
+  if (!request.tools.empty()) {
+    json tools = json::array();
+    for (const ToolSpec& t : request.tools) {
+      json schema = json::parse(t.schema.text.empty() ? "{}" : t.schema.text, nullptr, false);
+      if (schema.is_discarded() || !schema.is_object()) schema = json{{"type", "object"}};
+      tools.push_back({{"name", t.name}, {"description", t.description}, {"input_schema", std::move(schema)}});
+    }
+    body["tools"] = std::move(tools);
+  }
+  if (options().has_temperature) body["temperature"] = options().temperature;
+  body["stream"] = options().stream;
+  return body.dump();
+}
+
+std::unique_ptr<StreamDecoder> AnthropicProvider::decoder(const std::string& request_body) const {
+  return std::make_unique<AnthropicDecoder>(request_body);
+}
+
+
+}  // namespace carapace

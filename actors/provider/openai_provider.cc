@@ -1,0 +1,211 @@
+#include "actors/provider/openai_provider.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+namespace carapace {
+namespace {
+
+using json = nlohmann::json;
+
+std::string str(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
+  return j[key].get<std::string>();
+}
+
+uint64_t num(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number_unsigned()) return 0;
+  return j[key].get<uint64_t>();
+}
+
+TokenUsage read_usage(const json& u) {
+  TokenUsage usage;
+  uint64_t prompt = num(u, "prompt_tokens");
+  uint64_t cached = u.contains("prompt_tokens_details") ? num(u["prompt_tokens_details"], "cached_tokens") : 0;
+  usage.cache_read = cached;
+  usage.input = prompt >= cached ? prompt - cached : 0;
+  usage.output = num(u, "completion_tokens");  // reasoning tokens are part of it
+  return usage;
+}
+
+std::string settle_finish_reason(std::string reason, bool has_tool_calls) {
+  if (has_tool_calls && (reason.empty() || reason == "stop")) return "tool_calls";
+  if (reason.empty()) return "stop";
+  return reason;
+}
+
+class OpenAiDecoder : public StreamDecoder {
+ public:
+  explicit OpenAiDecoder(std::string request_body) : request_body_(std::move(request_body)) {}
+
+  bool on_event(const SseEvent& e, const DeltaSink& on_delta, ProviderFailure* failure) override {
+    if (e.data == "[DONE]") {
+      done_ = true;
+      return true;
+    }
+    json j = json::parse(e.data, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      failure->transport = true;
+      failure->error = "malformed stream event (not JSON): " + e.raw.substr(0, 2000);
+      return false;
+    }
+    if (j.contains("error")) {
+      failure->transport = true;  // a server error in the middle of the stream
+      failure->error = "error in the response stream: " + e.data.substr(0, 2000);
+      return false;
+    }
+    if (j.contains("usage") && j["usage"].is_object()) usage_ = read_usage(j["usage"]);
+    if (!j.contains("choices") || !j["choices"].is_array()) return true;
+    for (const json& choice : j["choices"]) {
+      if (!choice.is_object()) continue;
+      if (choice.contains("finish_reason") && choice["finish_reason"].is_string()) {
+        finish_reason_ = choice["finish_reason"].get<std::string>();
+      }
+      if (!choice.contains("delta") || !choice["delta"].is_object()) continue;
+      const json& d = choice["delta"];
+      std::string content = str(d, "content");
+      if (!content.empty()) {
+        text_ += content;
+        if (on_delta) on_delta(StreamDelta{.text = content});
+      }
+      if (d.contains("tool_calls") && d["tool_calls"].is_array()) {
+        for (const json& tc : d["tool_calls"]) {
+          int32_t index = tc.contains("index") && tc["index"].is_number_integer() ? tc["index"].get<int32_t>()
+                                                                                   : static_cast<int32_t>(calls_.size());
+          ToolCall& call = calls_[index];
+          std::string id = str(tc, "id");
+          if (!id.empty() && call.id.empty()) call.id = id;
+          std::string name, args;
+          if (tc.contains("function") && tc["function"].is_object()) {
+            name = str(tc["function"], "name");
+            args = str(tc["function"], "arguments");
+          }
+          if (!name.empty() && call.name.empty()) call.name = name;
+          call.args.text += args;
+          if (on_delta) {
+            on_delta(StreamDelta{
+                .tool_index = index, .tool_id = id, .tool_name = name, .args_fragment = args});
+          }
+        }
+      }
+    }
+    return true;
+  }
+
+  bool complete() const override { return done_; }
+  std::string terminator() const override { return "data: [DONE]"; }
+
+  ProviderResponse finish() override {
+    ProviderResponse r;
+    r.text = std::move(text_);
+    size_t n = 0;
+    for (auto& [index, call] : calls_) {
+      if (call.id.empty()) call.id = generated_call_id(request_body_, n);
+      r.tool_calls.push_back(std::move(call));
+      ++n;
+    }
+    r.finish_reason = settle_finish_reason(finish_reason_, !r.tool_calls.empty());
+    r.usage = usage_;
+    return r;
+  }
+
+  bool parse_whole(std::string_view body, ProviderResponse* out, std::string* error) override {
+    json j = json::parse(body, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("choices") || !j["choices"].is_array() ||
+        j["choices"].empty()) {
+      *error = "expected a chat completion object: " + std::string(body.substr(0, 500));
+      return false;
+    }
+    const json& choice = j["choices"][0];
+    const json& m = choice.contains("message") ? choice["message"] : json::object();
+    out->text = str(m, "content");
+    if (m.is_object() && m.contains("tool_calls") && m["tool_calls"].is_array()) {
+      size_t n = 0;
+      for (const json& tc : m["tool_calls"]) {
+        ToolCall c;
+        c.id = str(tc, "id");
+        if (c.id.empty()) c.id = generated_call_id(request_body_, n);
+        if (tc.contains("function")) {
+          c.name = str(tc["function"], "name");
+          c.args.text = str(tc["function"], "arguments");
+        }
+        out->tool_calls.push_back(std::move(c));
+        ++n;
+      }
+    }
+    out->finish_reason = settle_finish_reason(str(choice, "finish_reason"), !out->tool_calls.empty());
+    if (j.contains("usage") && j["usage"].is_object()) out->usage = read_usage(j["usage"]);
+    return true;
+  }
+
+ private:
+  std::string request_body_;
+  std::string text_;
+  std::map<int32_t, ToolCall> calls_;  // by index
+  std::string finish_reason_;
+  TokenUsage usage_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+std::string OpenAiProvider::url() const { return options().base_url + "/chat/completions"; }
+
+std::vector<std::string> OpenAiProvider::auth_headers() const {
+  if (options().api_key.empty()) return {};
+  return {"Authorization: Bearer " + options().api_key};
+}
+
+std::string OpenAiProvider::render_request(const ProviderRequest& request) const {
+  json messages = json::array();
+  if (!request.system_prompt.empty()) messages.push_back({{"role", "system"}, {"content", request.system_prompt}});
+  for (const Message& m : request.messages) {
+    switch (m.role) {
+      case Role::kUser:
+        messages.push_back({{"role", "user"}, {"content", m.text}});
+        break;
+      case Role::kAssistant: {
+        json a = {{"role", "assistant"}};
+        a["content"] = m.text.empty() && !m.tool_calls.empty() ? json(nullptr) : json(m.text);
+        if (!m.tool_calls.empty()) {
+          json calls = json::array();
+          for (const ToolCall& c : m.tool_calls) {
+            calls.push_back({{"id", c.id},
+                             {"type", "function"},
+                             {"function", {{"name", c.name}, {"arguments", c.args.text.empty() ? "{}" : c.args.text}}}});
+          }
+          a["tool_calls"] = std::move(calls);
+        }
+        messages.push_back(std::move(a));
+        break;
+      }
+      case Role::kTool:
+        messages.push_back({{"role", "tool"}, {"tool_call_id", m.tool_call_id}, {"content", m.text}});
+        break;
+    }
+  }
+  json body = {{"model", request.model}, {"messages", std::move(messages)}};
+  if (!request.tools.empty()) {
+    json tools = json::array();
+    for (const ToolSpec& t : request.tools) {
+      json params = json::parse(t.schema.text.empty() ? "{}" : t.schema.text, nullptr, false);
+      if (params.is_discarded()) params = json::object();
+      tools.push_back({{"type", "function"},
+                       {"function", {{"name", t.name}, {"description", t.description}, {"parameters", params}}}});
+    }
+    body["tools"] = std::move(tools);
+  }
+  if (options().max_tokens > 0) body["max_tokens"] = options().max_tokens;
+  if (options().has_temperature) body["temperature"] = options().temperature;
+  body["stream"] = options().stream;
+  if (options().stream) body["stream_options"] = {{"include_usage", true}};
+  return body.dump();
+}
+
+std::unique_ptr<StreamDecoder> OpenAiProvider::decoder(const std::string& request_body) const {
+  return std::make_unique<OpenAiDecoder>(request_body);
+}
+
+
+}  // namespace carapace

@@ -1,0 +1,95 @@
+#include "actors/provider/sse_parser.h"
+
+#include <cstring>
+
+namespace carapace {
+
+void SseParser::feed(std::string_view bytes, const Sink& sink) {
+  if (!started_) {
+    // The BOM may itself arrive cut: hold back a prefix of it.
+    static constexpr std::string_view kBom = "\xEF\xBB\xBF";
+    line_.append(bytes);
+    if (line_.size() < kBom.size() && kBom.substr(0, line_.size()) == line_) return;
+    started_ = true;
+    std::string held = std::move(line_);
+    line_.clear();
+    std::string_view rest = held;
+    if (rest.substr(0, kBom.size()) == kBom) rest.remove_prefix(kBom.size());
+    feed(rest, sink);
+    return;
+  }
+  size_t pos = 0;
+  if (after_cr_ && !bytes.empty()) {
+    after_cr_ = false;
+    if (bytes[0] == '\n') pos = 1;
+  }
+  while (pos < bytes.size()) {
+    const char* start = bytes.data() + pos;
+    size_t left = bytes.size() - pos;
+    const char* lf = static_cast<const char*>(std::memchr(start, '\n', left));
+    const char* cr = static_cast<const char*>(std::memchr(start, '\r', lf ? static_cast<size_t>(lf - start) : left));
+    const char* end = cr ? cr : lf;
+    if (end == nullptr) {
+      line_.append(start, left);
+      return;
+    }
+    std::string_view text(start, static_cast<size_t>(end - start));
+    if (!line_.empty()) {
+      line_.append(text);
+      line(line_, sink);
+      line_.clear();
+    } else {
+      line(text, sink);
+    }
+    pos = static_cast<size_t>(end - bytes.data()) + 1;
+    if (end == cr) {
+      if (pos == bytes.size()) {
+        after_cr_ = true;
+      } else if (bytes[pos] == '\n') {
+        ++pos;
+      }
+    }
+  }
+}
+
+void SseParser::line(std::string_view text, const Sink& sink) {
+  if (text.empty()) {
+    if (has_data_) {
+      event_.data = std::move(data_);
+      if (!event_.data.empty() && event_.data.back() == '\n') event_.data.pop_back();
+      ++events_;
+      sink(event_);
+    }
+    event_ = SseEvent{};
+    data_.clear();
+    has_data_ = false;
+    has_fields_ = false;
+    return;
+  }
+  if (text[0] == ':') {
+    ++comments_;
+    return;
+  }
+  has_fields_ = true;
+  if (!event_.raw.empty()) event_.raw += '\n';
+  event_.raw.append(text);
+  size_t colon = text.find(':');
+  std::string_view field = text.substr(0, colon);
+  std::string_view value;
+  if (colon != std::string_view::npos) {
+    value = text.substr(colon + 1);
+    if (!value.empty() && value[0] == ' ') value.remove_prefix(1);
+  }
+  if (field == "data") {
+    data_.append(value);
+    data_ += '\n';
+    has_data_ = true;
+  } else if (field == "event") {
+    event_.type = value.empty() ? "message" : std::string(value);
+  } else if (field == "id") {
+    if (value.find('\0') == std::string_view::npos) event_.id = std::string(value);
+  }
+  // "retry" and unknown fields are ignored: the retry policy decides reconnection.
+}
+
+}  // namespace carapace

@@ -1,0 +1,48 @@
+#include "runtime/provider_factory.h"
+
+#include <cstdlib>
+
+#include "actors/provider/anthropic_provider.h"
+#include "actors/provider/openai_provider.h"
+
+namespace carapace {
+
+bool is_http_provider(const std::string& name) { return name == "openai" || name == "anthropic"; }
+
+Status resolve_http_options(const ProviderConfig& c, HttpProviderOptions* out) {
+  if (!is_http_provider(c.name)) return Status::invalid_argument("\"" + c.name + "\" is not an HTTP provider");
+  HttpProviderOptions o;
+  const char* url_env = c.name == "openai" ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL";
+  const char* env_url = std::getenv(url_env);
+  o.base_url = env_url && *env_url ? env_url : (!c.base_url.empty() ? c.base_url : default_base_url(c.name));
+  if (o.base_url.rfind("http://", 0) != 0 && o.base_url.rfind("https://", 0) != 0) {
+    return Status::invalid_argument(std::string(env_url && *env_url ? url_env : "provider.base_url") +
+                                    ": must start with http:// or https://, got \"" + o.base_url + "\"");
+  }
+  o.api_key_env = c.api_key_env.empty() ? default_api_key_env(c.name) : c.api_key_env;
+  const char* key = std::getenv(o.api_key_env.c_str());
+  o.api_key = key ? key : "";
+  if (o.api_key.empty() && !is_loopback_url(o.base_url)) {
+    return Status::invalid_argument("the " + c.name + " provider needs an API key: set the environment variable " +
+                                    o.api_key_env + " (or name another one in provider.api_key_env); only a " +
+                                    "base URL on loopback (a local server) may go without");
+  }
+  o.max_tokens = c.max_tokens;
+  o.has_temperature = c.has_temperature;
+  o.temperature = c.temperature;
+  o.stream = c.stream;
+  o.connect_timeout_ms = c.connect_timeout_ms;
+  o.first_byte_timeout_ms = c.first_byte_timeout_ms;
+  o.idle_timeout_ms = c.idle_timeout_ms;
+  for (const auto& [name, value] : c.headers) o.extra_headers.push_back(name + ": " + value);
+  *out = std::move(o);
+  return Status();
+}
+
+std::shared_ptr<Provider> make_http_provider(const std::string& name, HttpProviderOptions options,
+                                             std::shared_ptr<HttpClient> client, std::shared_ptr<BodyStore> bodies) {
+  if (name == "anthropic") return std::make_shared<AnthropicProvider>(std::move(options), client, bodies);
+  return std::make_shared<OpenAiProvider>(std::move(options), client, bodies);
+}
+
+}  // namespace carapace

@@ -1,0 +1,102 @@
+#include "storage/body_store.h"
+
+#include <rocksdb/convenience.h>
+#include <rocksdb/db.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "base/digest.h"
+
+namespace carapace {
+namespace {
+
+rocksdb::CompressionType body_compression() {
+  auto supported = rocksdb::GetSupportedCompressions();
+  for (auto wanted : {rocksdb::kZSTD, rocksdb::kLZ4Compression}) {
+    for (auto have : supported) {
+      if (have == wanted) return wanted;
+    }
+  }
+  return rocksdb::kNoCompression;
+}
+
+Status from_rocks(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return Status();
+  if (s.IsNotFound()) return Status::not_found(what + ": " + s.ToString());
+  return Status::io_error(what + ": " + s.ToString());
+}
+
+}  // namespace
+
+struct BodyStore::Impl {
+  std::unique_ptr<rocksdb::DB> db;
+  std::string path;
+  std::atomic<uint64_t> writes{0};
+};
+
+BodyStore::BodyStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+BodyStore::~BodyStore() {
+  if (impl_ && impl_->db) (void)impl_->db->Close();
+}
+
+std::string BodyStore::ref_of(std::string_view body) { return digest128(body).hex(); }
+
+Status BodyStore::open(const std::string& path, Mode mode, std::unique_ptr<BodyStore>* out) {
+  rocksdb::Options options;
+  options.compression = body_compression();
+  options.bottommost_compression = options.compression;
+  options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  options.keep_log_file_num = 2;
+  options.max_background_jobs = 1;
+  options.write_buffer_size = 8 << 20;
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s;
+  if (mode == Mode::kWriter) {
+    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Status::io_error("cannot create " + path + ": " + std::strerror(errno));
+    }
+    options.create_if_missing = true;
+    s = rocksdb::DB::Open(options, path, &db);
+  } else {
+    struct stat st;
+    if (::stat((path + "/CURRENT").c_str(), &st) != 0) return Status::not_found("no body store at " + path);
+    s = rocksdb::DB::OpenForReadOnly(options, path, &db);
+  }
+  CARAPACE_RETURN_IF_ERROR(from_rocks(s, "opening the body store " + path));
+  impl->db.reset(db);
+  out->reset(new BodyStore(std::move(impl)));
+  return Status();
+}
+
+Status BodyStore::put(std::string_view body, std::string* ref) {
+  std::string key = ref_of(body);
+  std::string existing;
+  rocksdb::ReadOptions ro;
+  rocksdb::Status got = impl_->db->Get(ro, key, &existing);
+  if (got.ok() && existing.size() == body.size()) {
+    *ref = std::move(key);
+    return Status();
+  }
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  CARAPACE_RETURN_IF_ERROR(from_rocks(impl_->db->Put(wo, key, rocksdb::Slice(body.data(), body.size())),
+                                      "storing a body in " + impl_->path));
+  impl_->writes.fetch_add(1, std::memory_order_relaxed);
+  *ref = std::move(key);
+  return Status();
+}
+
+Status BodyStore::get(std::string_view ref, std::string* body) const {
+  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), rocksdb::Slice(ref.data(), ref.size()), body);
+  if (s.IsNotFound()) return Status::not_found("no body " + std::string(ref) + " in " + impl_->path);
+  return from_rocks(s, "reading body " + std::string(ref));
+}
+
+uint64_t BodyStore::writes() const { return impl_->writes.load(std::memory_order_relaxed); }
+
+}  // namespace carapace

@@ -1,0 +1,55 @@
+// BodyStore: the verbatim bodies of provider attempts (each request as sent,
+// each response as received: raw SSE bytes, or an error body), kept apart
+// from the event log and referenced from llm.requested / llm.responded /
+// llm.failed by their body_ref.
+//
+// Content-addressed: a body's key is the hex XXH3-128 digest of its bytes,
+// so an identical body (a retried request) is stored once. Stored in its own
+// RocksDB database (home/bodies) whose column family is compressed with
+// zstd (LZ4 or none if this RocksDB lacks it). put() returns once the body
+// is synced to disk, so the event that references it, appended afterwards,
+// can never be durable without it. Never holds HTTP headers: callers hand it
+// bodies only, and request bodies carry no credentials.
+//
+// Thread-safe: all methods may be called from many threads at once.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace carapace {
+
+class BodyStore {
+ public:
+  enum class Mode { kWriter, kReader };
+
+  // Opens (a writer creates it, owner-only) the store at `path`. A reader on
+  // a path with no store gets not_found.
+  static Status open(const std::string& path, Mode mode, std::unique_ptr<BodyStore>* out);
+  ~BodyStore();
+
+  BodyStore(const BodyStore&) = delete;
+  BodyStore& operator=(const BodyStore&) = delete;
+
+  // Stores `body` durably (unless already there) and sets *ref to its key.
+  Status put(std::string_view body, std::string* ref);
+
+  // The body stored under `ref`; not_found if there is none.
+  Status get(std::string_view ref, std::string* body) const;
+
+  // The key put() gives `body`.
+  static std::string ref_of(std::string_view body);
+
+  // Bodies written by put() (not counting those already stored).
+  uint64_t writes() const;
+
+ private:
+  struct Impl;
+  explicit BodyStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace carapace
