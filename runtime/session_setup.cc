@@ -9,9 +9,12 @@ Status add_builtin_tools(const Config& config, const std::function<ToolDefinitio
                          ToolRegistry* tools) {
   for (const auto& name : config.tools_enabled) {
     ToolDefinition tool;
-    if (name == "shell")
-      tool = make_shell_tool(config.shell);
-    else if (name == "read_file")
+    if (name == "shell") {
+      ShellToolOptions shell = config.shell;
+      shell.env = config.tool_env;
+      shell.env.secret_names = provider_key_env_names(config.provider);
+      tool = make_shell_tool(shell);
+    } else if (name == "read_file")
       tool = make_read_file_tool(config.files);
     else if (name == "write_file")
       tool = make_write_file_tool(config.files);

@@ -308,12 +308,19 @@ ProcessResult run_process(const ProcessOptions& options) {
   argv.reserve(options.argv.size() + 1);
   for (const std::string& arg : options.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
+  std::vector<char*> envp;
+  if (options.env) {
+    envp.reserve(options.env->size() + 1);
+    for (const std::string& entry : *options.env) envp.push_back(const_cast<char*>(entry.c_str()));
+    envp.push_back(nullptr);
+  }
 
   // Blocked before the spawn so no write below can raise it; the child's mask
   // is set explicitly above and does not inherit this.
   SigpipeBlock sigpipe;
   pid_t pid = -1;
-  int spawn_rc = posix_spawnp(&pid, program.c_str(), &setup.actions, &setup.attr, argv.data(), environ);
+  int spawn_rc = posix_spawnp(&pid, program.c_str(), &setup.actions, &setup.attr, argv.data(),
+                              options.env ? envp.data() : environ);
   if (spawn_rc != 0) {
     result.error = spawn_error(options, spawn_rc);
     return finish();

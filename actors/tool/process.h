@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,9 @@ struct ProcessOptions {
   std::vector<std::string> argv;          // argv[0] is the program; without a '/', it is searched in PATH
   std::string cwd;                        // working directory of the child ("" = the caller's)
   std::string stdin_data;                 // written to the child's stdin, which is then closed
+  // The child's environment, "NAME=value" entries; nullopt: the caller's
+  // (the shell tool passes one filtered by actors/tool/tool_env.h).
+  std::optional<std::vector<std::string>> env;
   uint64_t timeout_ms = 30000;            // 0 (or >= 2^40) = no deadline
   uint64_t max_output_bytes = 64 * 1024;  // cap of ProcessResult::output (see truncate_output)
 };
@@ -48,7 +52,7 @@ struct ProcessResult {
 // only: a process that left the group (setsid) may hold the pipe open for
 // ever, and the call must not wait for it.
 //
-// The child gets the caller's environment, an empty signal mask, default
+// The child gets options.env (else the caller's environment), an empty signal mask, default
 // signal dispositions, and no file descriptors of the caller but 0, 1 and 2.
 ProcessResult run_process(const ProcessOptions& options);
 

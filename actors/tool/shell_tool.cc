@@ -8,6 +8,8 @@
 #include "actors/tool/process.h"
 #include "actors/tool/workspace.h"
 
+extern char** environ;
+
 namespace carapace {
 namespace {
 
@@ -20,6 +22,7 @@ struct BlockedPattern {
 struct ShellConfig {
   ShellToolOptions options;
   std::vector<BlockedPattern> blocked;
+  std::vector<std::string> environment;  // what every command gets
   Status invalid;  // not OK: every call fails with it
 };
 
@@ -151,6 +154,7 @@ ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, cons
 
   ProcessResult process = run_process(ProcessOptions{.argv = {"bash", "-c", command},
                                                      .cwd = cwd,
+                                                     .env = config.environment,
                                                      .timeout_ms = timeout_ms,
                                                      .max_output_bytes = config.options.max_output_bytes});
   if (!process.started) return ToolResult::error(process.error);
@@ -186,6 +190,9 @@ Status validate_shell_options(const ShellToolOptions& options) {
                                     " must be between 1 and max_timeout_ms (" +
                                     std::to_string(options.max_timeout_ms) + ")");
   }
+  if (Status env = validate_tool_env(options.env); !env.ok()) {
+    return Status::invalid_argument("env: " + env.message());
+  }
   std::vector<BlockedPattern> compiled;
   return compile_patterns(options.blocked_patterns, &compiled);
 }
@@ -195,6 +202,7 @@ ToolDefinition make_shell_tool(const ShellToolOptions& options) {
   config->options = options;
   config->invalid = validate_shell_options(options);
   if (config->invalid.ok()) config->invalid = compile_patterns(options.blocked_patterns, &config->blocked);
+  if (config->invalid.ok()) config->environment = tool_environment(options.env, environ);
   std::shared_ptr<const ShellConfig> shared = std::move(config);
 
   ToolDefinition tool;

@@ -504,4 +504,33 @@ BOOST_AUTO_TEST_CASE(replay_reenacts_crashes_and_resumes_in_both_modes) {
   BOOST_TEST(resumes >= 3);
 }
 
+// A provider key in carapace's environment: a model that runs `env` through
+// the shell tool sees no key, and neither do the output and the log.
+BOOST_AUTO_TEST_CASE(provider_keys_and_secrets_stay_out_of_tool_output_and_the_log) {
+  const std::string canary = "sk-canary-4b1d9e7a0c2f";
+  std::string ws = dir.sub("ws");
+  std::filesystem::create_directories(ws);
+  std::ofstream(dir.sub("env.json")) << R"({"replies": [
+      {"text": "Looking.", "tool_calls": [{"name": "shell", "args": {"command": "env; echo keys:$OPENAI_API_KEY:$DEPLOY_TOKEN"}}]},
+      {"text": "done"}]})";
+  ::setenv("OPENAI_API_KEY", canary.c_str(), 1);
+  ::setenv("DEPLOY_TOKEN", (canary + "-deploy").c_str(), 1);
+  ::setenv("CARAPACE_TEST_PLAIN", "visible", 1);
+  Result r = run("run go --session envs --workspace " + ws + " --scenario " + dir.sub("env.json"));
+  ::unsetenv("OPENAI_API_KEY");
+  ::unsetenv("DEPLOY_TOKEN");
+  ::unsetenv("CARAPACE_TEST_PLAIN");
+  BOOST_TEST(r.code == 0, r.err);
+  json log = run_json("log show envs --type tool.completed");
+  std::string text = log.dump();
+  BOOST_TEST(contains(text, "CARAPACE_TEST_PLAIN=visible"), text);  // the command did run `env`
+  BOOST_TEST(contains(text, "keys::"), text);
+  BOOST_TEST(!contains(text, canary), text);
+  BOOST_TEST(!contains(r.out + r.err, canary));
+  // Nor anywhere on disk under the home (log files, WAL, bodies).
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.sub("home"))) {
+    if (entry.is_regular_file()) BOOST_TEST(!contains(slurp(entry.path().string()), canary), entry.path());
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -11,12 +11,15 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "actors/tool/file_tools.h"
 #include "actors/tool/process.h"
 #include "actors/tool/shell_tool.h"
+#include "actors/tool/tool_env.h"
 #include "actors/tool/workspace.h"
 #include "tests/support/printing.h"
 #include "tests/support/temp_dir.h"
@@ -551,6 +554,130 @@ BOOST_AUTO_TEST_CASE(cwd_is_confined_to_the_workspace) {
 BOOST_AUTO_TEST_SUITE_END()
 
 // ---------------------------------------------------------------------------
+// The environment a tool process sees: secrets out by default.
+BOOST_FIXTURE_TEST_SUITE(tool_env_tests, WorkspaceFixture)
+
+// Sets variables for one test and restores the environment after it.
+struct ScopedEnv {
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  void set(const std::string& name, const std::string& value) {
+    const char* old = ::getenv(name.c_str());
+    saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
+      if (it->second)
+        ::setenv(it->first.c_str(), it->second->c_str(), 1);
+      else
+        ::unsetenv(it->first.c_str());
+    }
+  }
+};
+
+BOOST_AUTO_TEST_CASE(names_that_look_secret) {
+  const std::vector<std::string> providers = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MY_LLM_CRED"};
+  for (const char* name : {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MY_LLM_CRED", "GH_TOKEN", "aws_secret_access_key",
+                           "DB_Password", "SSH_KEY_PATH", "keyring", "XTOKENX"}) {
+    BOOST_TEST(looks_secret(name, providers), name);
+  }
+  for (const char* name : {"PATH", "HOME", "LANG", "PASSWD_FILE", "TOKYO", "MONKEY_BUSINESS_X"}) {
+    // MONKEY contains KEY: a false positive the rule accepts (include passes it).
+    BOOST_TEST(looks_secret(name, providers) == (std::string(name) == "MONKEY_BUSINESS_X"), name);
+  }
+  BOOST_TEST(env_name_matches("AWS_*", "AWS_REGION"));
+  BOOST_TEST(env_name_matches("*_TOKEN", "GH_TOKEN"));
+  BOOST_TEST(env_name_matches("A*B*C", "AxxBxxC"));
+  BOOST_TEST(!env_name_matches("A*B*C", "AxxBxx"));
+  BOOST_TEST(!env_name_matches("AWS_*", "XAWS_REGION"));
+  BOOST_TEST(env_name_matches("*", ""));
+}
+
+BOOST_AUTO_TEST_CASE(bad_options_are_named) {
+  BOOST_TEST(validate_tool_env({}).ok());
+  BOOST_TEST(validate_tool_env({.inherit = "most"}).message() == "inherit \"most\" must be \"all\", \"core\" or \"none\"");
+  BOOST_TEST(validate_tool_env({.include = {"OK", ""}}).message() ==
+             "include[1] is empty; give a variable name such as \"GH_TOKEN\"");
+  BOOST_TEST(validate_tool_env({.exclude = {"A=B"}}).message() ==
+             "exclude[0] \"A=B\" is not a variable name: use letters, digits, '_' and '*' (any run)");
+  BOOST_TEST(validate_tool_env({.include = {"X"}, .exclude = {"X"}}).message() ==
+             "\"X\" is in both include and exclude; keep it in one");
+  Status shell = validate_shell_options({.env = {.inherit = "most"}});
+  BOOST_TEST(shell.message() == "env: inherit \"most\" must be \"all\", \"core\" or \"none\"");
+  ToolResult r = call(make_shell_tool({.env = {.inherit = "most"}}), {{"command", "env"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(contains(r.output, "misconfigured"), r.output);
+}
+
+BOOST_AUTO_TEST_CASE(a_canary_secret_never_reaches_a_shell_command) {
+  const std::string canary = "canary-7f3e9a1c-do-not-leak";
+  ScopedEnv env;
+  env.set("OPENAI_API_KEY", canary + "-openai");
+  env.set("ANTHROPIC_API_KEY", canary + "-anthropic");
+  env.set("CARAPACE_TEST_SECRET", canary + "-secret");
+  env.set("carapace_test_token", canary + "-token");
+  env.set("CARAPACE_TEST_PASSWORD_FILE", canary + "-password");
+  env.set("CARAPACE_TEST_APIKEY", canary + "-apikey");
+  env.set("MY_PROVIDER_CRED", canary + "-configured");
+  env.set("CARAPACE_TEST_PLAIN", "plain-value");
+
+  ToolDefinition shell = make_shell_tool({.env = {.secret_names = {"OPENAI_API_KEY", "MY_PROVIDER_CRED"}}});
+  // `env`, and the process's initial environment as the kernel holds it.
+  ToolResult r = call(shell, {{"command", "env; tr '\\0' '\\n' < /proc/$$/environ"}});
+  BOOST_TEST(!r.is_error, r.output);
+  BOOST_TEST(!contains(r.output, canary), r.output);
+  BOOST_TEST(contains(r.output, "CARAPACE_TEST_PLAIN=plain-value"));
+  BOOST_TEST(contains(r.output, "PATH="));
+
+  // The canary is there to be found: without the rule it leaks.
+  ToolResult leaky = call(shell, {{"command", "echo \"$CARAPACE_TEST_SECRET\""}});
+  BOOST_TEST(leaky.output == "\n");
+  ProcessResult raw = run_process({.argv = {"bash", "-c", "env"}});
+  BOOST_TEST(contains(raw.output, canary + "-secret"));
+}
+
+BOOST_AUTO_TEST_CASE(include_exclude_and_inherit_choose_the_variables) {
+  ScopedEnv env;
+  env.set("GH_TOKEN", "gh-value");
+  env.set("CARAPACE_TEST_PLAIN", "plain-value");
+  env.set("CARAPACE_TEST_OTHER", "other-value");
+  env.set("OPENAI_API_KEY", "openai-value");
+
+  auto names = [&](const ToolEnvOptions& options) {
+    ToolResult r = call(make_shell_tool({.env = options}), {{"command", "env | cut -d= -f1 | sort"}});
+    BOOST_TEST(!r.is_error, r.output);
+    std::set<std::string> out;
+    std::istringstream in(r.output);
+    for (std::string line; std::getline(in, line);) out.insert(line);
+    return out;
+  };
+  std::set<std::string> all = names({});
+  BOOST_TEST(all.count("CARAPACE_TEST_PLAIN") == 1u);
+  BOOST_TEST(all.count("GH_TOKEN") == 0u);
+
+  std::set<std::string> included = names({.include = {"GH_*"}, .exclude = {"CARAPACE_TEST_O*"}});
+  BOOST_TEST(included.count("GH_TOKEN") == 1u);
+  BOOST_TEST(included.count("CARAPACE_TEST_PLAIN") == 1u);
+  BOOST_TEST(included.count("CARAPACE_TEST_OTHER") == 0u);
+  BOOST_TEST(included.count("OPENAI_API_KEY") == 0u);
+
+  std::set<std::string> core = names({.inherit = "core"});
+  BOOST_TEST(core.count("PATH") == 1u);
+  BOOST_TEST(core.count("CARAPACE_TEST_PLAIN") == 0u);
+
+  std::set<std::string> none = names({.inherit = "none", .include = {"CARAPACE_TEST_PLAIN"}});
+  none.erase("PWD");  // bash sets these itself
+  none.erase("SHLVL");
+  none.erase("_");
+  BOOST_TEST((none == std::set<std::string>{"CARAPACE_TEST_PLAIN"}));
+
+  // An explicit include hands over even a provider key: the user asked.
+  std::set<std::string> deliberate = names({.include = {"OPENAI_API_KEY"}});
+  BOOST_TEST(deliberate.count("OPENAI_API_KEY") == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_FIXTURE_TEST_SUITE(file_tool_tests, WorkspaceFixture)
 
 BOOST_AUTO_TEST_CASE(specs_declare_names_idempotence_and_required_arguments) {
