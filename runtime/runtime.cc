@@ -82,6 +82,8 @@ struct Runtime::Impl {
   ToolSupervisorActor tool_supervisor;
   HookActor hook_actor;
   SessionKeeperActor keeper;
+  // The tool processes of this runtime's calls, stopped with it.
+  std::shared_ptr<ProcessSet> processes = std::make_shared<ProcessSet>();
 
   // Recoveries of failed session actors run on threads of their own; the
   // runtime's destructor waits for a running one and stops new ones.
@@ -214,6 +216,11 @@ Runtime::~Runtime() {
     impl_->lifetime->alive = false;
   }
   impl_->stop_actors();
+  // A tool call still running holds its helper actor, which the system waits
+  // for: end the call, and everything it started, first. The sessions are
+  // stopped already, so none records the killed call as completed; a resume
+  // reports its outcome as unknown (or runs it again if it is idempotent).
+  impl_->processes->terminate_all();
   impl_->owned_system.reset();  // waits for every actor, detached helpers included
   impl_->log.reset();
 }
@@ -224,12 +231,17 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
   impl->provider = options.provider;
   if (!impl->provider) CARAPACE_RETURN_IF_ERROR(make_provider(options.config, &impl->provider));
   CARAPACE_RETURN_IF_ERROR(prepare_home(options.home, /*create=*/true));
+  if (options.child_subreaper) {
+    std::string error;
+    if (!become_child_subreaper(&error)) spdlog::warn("{}; orphans of a tool's killed guard go to init", error);
+  }
   CARAPACE_RETURN_IF_ERROR(EventLog::open(
       EventLog::Options{.path = options.home + "/log", .file_system = options.file_system}, &impl->log));
 
   const Config& config = options.config;
   if (options.builtin_tools) {
-    CARAPACE_RETURN_IF_ERROR(add_builtin_tools(config, options.decorate_builtin_tool, impl->tools.get()));
+    CARAPACE_RETURN_IF_ERROR(
+        add_builtin_tools(config, options.decorate_builtin_tool, impl->tools.get(), impl->processes));
   }
   CARAPACE_RETURN_IF_ERROR(add_config_hooks(config, impl->hooks.get()));
   impl->digest = config_digest(config);

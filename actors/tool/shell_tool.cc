@@ -67,11 +67,12 @@ std::string describe(const ShellToolOptions& options) {
          "The timeout is " +
          std::to_string(options.timeout_ms) + " ms unless `timeout_ms` asks otherwise (at most " +
          std::to_string(options.max_timeout_ms) +
-         " ms); at the timeout the command and every process it started are killed. Output over " +
+         " ms); at the timeout the command and every process it started are killed. Nothing outlives the call: "
+         "background and detached processes (`&`, nohup, setsid) still running when the command ends are "
+         "killed then, so start a server and use it within one command. Output over " +
          std::to_string(options.max_output_bytes) +
          " bytes keeps its beginning and its end with a marker between them; send large output to a "
-         "file and read the parts you need. A background process that keeps the output open holds the "
-         "call until the timeout: redirect its output (`cmd > log 2>&1 &`). A non-zero exit, a signal "
+         "file and read the parts you need. A non-zero exit, a signal "
          "or a timeout makes the result an error whose last line says which, e.g. [exit status 1].";
 }
 
@@ -156,7 +157,8 @@ ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, cons
                                                      .cwd = cwd,
                                                      .env = config.environment,
                                                      .timeout_ms = timeout_ms,
-                                                     .max_output_bytes = config.options.max_output_bytes});
+                                                     .max_output_bytes = config.options.max_output_bytes,
+                                                     .processes = config.options.processes.get()});
   if (!process.started) return ToolResult::error(process.error);
 
   ToolResult result;
@@ -166,14 +168,22 @@ ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, cons
   if (process.timed_out) {
     result.is_error = true;
     result.timed_out = true;
-    add_line(&result,
-             "[timed out after " + std::to_string(timeout_ms) + " ms; the process group was killed]");
+    add_line(&result, "[timed out after " + std::to_string(timeout_ms) +
+                          " ms; the command and every process it started were killed]");
+  } else if (process.stopped) {
+    result.is_error = true;
+    add_line(&result, "[stopped: the runtime is shutting down; the command and every process it started were killed]");
   } else if (process.term_signal != 0) {
     result.is_error = true;
     add_line(&result, "[killed by signal " + std::to_string(process.term_signal) + "]");
   } else if (process.exit_code != 0) {
     result.is_error = true;
     add_line(&result, "[exit status " + std::to_string(process.exit_code) + "]");
+  }
+  if (process.killed_background > 0 && !process.timed_out && !process.stopped) {
+    uint64_t n = process.killed_background;
+    add_line(&result, "[" + std::to_string(n) + " background process" + (n == 1 ? " was" : "es were") +
+                          " still running when the command ended; " + (n == 1 ? "it was" : "they were") + " killed]");
   }
   if (!process.error.empty()) {  // the run was cut short by the runtime's own failure
     result.is_error = true;

@@ -7,24 +7,27 @@
 // matches a blocked pattern is refused without running. Its environment is the
 // runtime's without secrets (actors/tool/tool_env.h). The result is an
 // error when the command could not start, exited non-zero, was killed by a
-// signal, or timed out; a last line says which ("[exit status 2]",
-// "[killed by signal 9]", "[timed out after 30000 ms; the process group was
-// killed]"). When the output is over the cap, its head and tail are kept
+// signal, timed out, or was stopped by the runtime; a last line says which
+// ("[exit status 2]", "[killed by signal 9]", "[timed out after 30000 ms; the
+// command and every process it started were killed]"). Every process the
+// command started dies with the call (actors/tool/process.h); when some were
+// still running as it ended, a line says how many were killed. When the output is over the cap, its head and tail are kept
 // with a marker between them; truncated is set and original_bytes is the
 // number of bytes the command wrote (0 when not truncated).
 //
-// The command can do anything the runtime's user can: the workspace is its
-// starting point, not a sandbox. Blocked patterns catch a model's obvious
-// mistakes, not a determined one.
+// Blocked patterns catch a model's obvious mistakes, not a determined one:
+// they are a courtesy check, not a boundary.
 //
 // Thread safety: the tool function holds only immutable state and may be
 // called from several threads at once; each call blocks its thread.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "actors/tool/process.h"
 #include "actors/tool/tool.h"
 #include "actors/tool/tool_env.h"
 #include "base/status.h"
@@ -39,6 +42,8 @@ struct ShellToolOptions {
   // Which of the runtime's environment variables a command sees (secrets
   // removed by default), taken from the environment when the tool is made.
   ToolEnvOptions env;
+  // The runtime's running calls, so that it can stop them (may be null).
+  std::shared_ptr<ProcessSet> processes;
 };
 
 // OK, or Status::invalid_argument naming the first blocked pattern that is
