@@ -373,7 +373,7 @@ ProcessResult run_process(const ProcessOptions& options) {
     return finish();
   }
   const std::string& program = options.argv[0];
-  if (!options.cwd.empty()) {
+  if (!options.cwd.empty() && options.cwd_fd < 0) {
     struct stat st;
     if (::stat(options.cwd.c_str(), &st) != 0) {
       result.error =
@@ -417,6 +417,7 @@ ProcessResult run_process(const ProcessOptions& options) {
   plan.argv = argv.data();
   plan.envp = options.env ? envp.data() : environ;
   plan.cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
+  plan.cwd_fd = options.cwd_fd;
   plan.stdin_fd = in_read.get();
   plan.output_fd = out_write.get();
   plan.report_fd = report_write.get();

@@ -78,6 +78,7 @@ struct ProcessConfinement {
 struct ProcessOptions {
   std::vector<std::string> argv;          // argv[0] is the program; without a '/', it is searched in PATH
   std::string cwd;                        // working directory of the child ("" = the caller's)
+  int cwd_fd = -1;                        // if >= 0: entered with fchdir instead (cwd names it in messages)
   std::string stdin_data;                 // written to the child's stdin, which is then closed
   // The child's environment, "NAME=value" entries; nullopt: the caller's
   // (the shell tool passes one filtered by actors/tool/tool_env.h).

@@ -47,7 +47,11 @@ void reset_signals(const sigset_t& mask) {
       ::dup2(plan.output_fd, STDERR_FILENO) < 0) {
     fail_setup(plan.report_fd, kStepStdio, errno);
   }
-  if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) fail_setup(plan.report_fd, kStepChdir, errno);
+  if (plan.cwd_fd >= 0) {
+    if (::fchdir(plan.cwd_fd) != 0) fail_setup(plan.report_fd, kStepChdir, errno);
+  } else if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) {
+    fail_setup(plan.report_fd, kStepChdir, errno);
+  }
   if (plan.confine != nullptr) {
     if (int err = plan.confine(plan.confine_data); err != 0) fail_setup(plan.report_fd, kStepSandbox, err);
   }

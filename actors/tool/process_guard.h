@@ -56,6 +56,7 @@ struct ChildPlan {
   char* const* argv = nullptr;
   char* const* envp = nullptr;
   const char* cwd = nullptr;  // null: the runtime's
+  int cwd_fd = -1;            // if >= 0, entered with fchdir instead of cwd
   int stdin_fd = -1;          // the child ends of the pipes
   int output_fd = -1;         // stdout and stderr
   int report_fd = -1;         // close-on-exec write end of the report pipe

@@ -1,6 +1,8 @@
 #include "actors/tool/shell_tool.h"
 
-#include <filesystem>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <memory>
 #include <regex>
 #include <utility>
@@ -134,27 +136,37 @@ ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, cons
     }
   }
 
-  std::string workspace;
-  if (Status s = canonical_workspace(context.workspace, &workspace); !s.ok()) {
+  WorkspaceRoot root;
+  if (Status s = WorkspaceRoot::open(context.workspace, &root); !s.ok()) {
     return ToolResult::error("the session has no usable workspace: " + s.message());
   }
-  std::string cwd = workspace;
+  // The working directory is opened beneath the root and entered by its
+  // descriptor (fchdir), so no link swapped in meanwhile can move it out.
+  std::string cwd_rel = ".";
+  std::string cwd = root.path();
+  std::string cwd_shown = ".";
   if (auto it = args.find("cwd"); it != args.end() && !it->is_null()) {
     if (!it->is_string())
       return ToolResult::error("\"cwd\" must be a string: a directory inside the workspace");
-    const std::string& requested = it->get_ref<const std::string&>();
-    if (Status s = resolve_in_workspace(workspace, requested, /*must_exist=*/true, &cwd); !s.ok()) {
-      return ToolResult::error("cwd: " + s.message());
-    }
-    std::error_code ec;
-    if (!std::filesystem::is_directory(cwd, ec)) {
-      return ToolResult::error("cwd: '" + requested +
-                               "' is not a directory; give a directory inside the workspace");
-    }
+    cwd_shown = it->get_ref<const std::string&>();
+    if (Status s = root.relative(cwd_shown, &cwd_rel); !s.ok()) return ToolResult::error("cwd: " + s.message());
+    cwd = cwd_rel == "." ? root.path() : root.path() + "/" + cwd_rel;
   }
+  int cwd_fd = -1;
+  if (Status s = root.open(cwd_shown, cwd_rel, O_PATH | O_DIRECTORY, 0, &cwd_fd); !s.ok()) {
+    if (s.message().find("should be a directory") != std::string::npos) {
+      return ToolResult::error("cwd: '" + cwd_shown + "' is not a directory; give a directory inside the workspace");
+    }
+    return ToolResult::error("cwd: " + s.message());
+  }
+  struct CloseFd {
+    int fd;
+    ~CloseFd() { ::close(fd); }
+  } close_cwd{cwd_fd};
 
   ProcessResult process = run_process(ProcessOptions{.argv = {"bash", "-c", command},
                                                      .cwd = cwd,
+                                                     .cwd_fd = cwd_fd,
                                                      .env = config.environment,
                                                      .timeout_ms = timeout_ms,
                                                      .max_output_bytes = config.options.max_output_bytes,
