@@ -1,5 +1,6 @@
 #include "base/child_process.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +23,11 @@ pid_t spawn_child_process(const std::string& binary, const std::vector<std::stri
   pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    // The caller may block signals (carapace blocks SIGINT and SIGTERM for
+    // its watcher thread); the child starts with none blocked.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     FILE* out = std::fopen(log_path.c_str(), "a");
     if (out != nullptr) {
       ::dup2(fileno(out), STDOUT_FILENO);

@@ -238,7 +238,7 @@ Status read_prompt(const Reader& r, PromptConfig* p) {
 
 Status read_tools(const Reader& r, Config* c) {
   CARAPACE_RETURN_IF_ERROR(r.object());
-  r.warn_unknown({"enabled", "call_timeout_ms", "shell", "files"});
+  r.warn_unknown({"enabled", "call_timeout_ms", "shell", "files", "env"});
   CARAPACE_RETURN_IF_ERROR(r.get("enabled", &c->tools_enabled));
   static const std::set<std::string> kBuiltins = {"shell", "read_file", "write_file", "list_dir"};
   for (size_t i = 0; i < c->tools_enabled.size(); ++i) {
@@ -259,6 +259,16 @@ Status read_tools(const Reader& r, Config* c) {
     CARAPACE_RETURN_IF_ERROR(s.get("blocked_patterns", &c->shell.blocked_patterns));
     Status valid = validate_shell_options(c->shell);
     if (!valid.ok()) return s.error(s.key("blocked_patterns"), valid.message());
+  }
+  if (r.has("env")) {
+    Reader e = r.child("env");
+    CARAPACE_RETURN_IF_ERROR(e.object());
+    e.warn_unknown({"inherit", "include", "exclude"});
+    CARAPACE_RETURN_IF_ERROR(e.get("inherit", &c->tool_env.inherit));
+    CARAPACE_RETURN_IF_ERROR(e.get("include", &c->tool_env.include));
+    CARAPACE_RETURN_IF_ERROR(e.get("exclude", &c->tool_env.exclude));
+    // The message names the field: "tools.env: include[2] is empty; ...".
+    if (Status valid = validate_tool_env(c->tool_env); !valid.ok()) return r.error(r.key("env"), valid.message());
   }
   if (r.has("files")) {
     Reader f = r.child("files");
@@ -348,6 +358,12 @@ Status read_prices(const Reader& r, const json& v, PriceTable* prices) {
 }
 
 }  // namespace
+
+std::vector<std::string> provider_key_env_names(const ProviderConfig&) {
+  // Every provider this build knows reads one of these; a configured
+  // api_key_env joins them when HTTP providers land.
+  return {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"};
+}
 
 PriceTable Config::default_prices() {
   return PriceTable{{"scripted-1", ModelPrice{.input_per_mtok = 3.0,
@@ -463,6 +479,7 @@ json config_to_json(const Config& c) {
           {"max_timeout_ms", c.shell.max_timeout_ms},
           {"max_output_bytes", c.shell.max_output_bytes},
           {"blocked_patterns", c.shell.blocked_patterns}}},
+        {"env", {{"inherit", c.tool_env.inherit}, {"include", c.tool_env.include}, {"exclude", c.tool_env.exclude}}},
         {"files",
          {{"max_read_bytes", c.files.max_read_bytes},
           {"max_write_bytes", c.files.max_write_bytes},

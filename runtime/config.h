@@ -72,6 +72,7 @@ struct Config {
   uint64_t tool_timeout_ms = 15 * 60 * 1000;
   ShellToolOptions shell;
   FileToolOptions files;
+  ToolEnvOptions tool_env;  // tools.env: the environment of every tool process
 
   std::vector<HookConfig> hooks;
   PriceTable prices = default_prices();
@@ -79,6 +80,10 @@ struct Config {
   // The price of the scripted model, so that runs without a network show costs.
   static PriceTable default_prices();
 };
+
+// The environment variables that hold this configuration's provider keys:
+// removed from every tool's environment whatever their names.
+std::vector<std::string> provider_key_env_names(const ProviderConfig& provider);
 
 // Parses `text` (named `source` in messages) over the defaults.
 Status parse_config(std::string_view text, const std::string& source, Config* out,

@@ -89,6 +89,8 @@ struct Runtime::Impl {
   ToolSupervisorActor tool_supervisor;
   HookActor hook_actor;
   SessionKeeperActor keeper;
+  // The tool processes of this runtime's calls, stopped with it.
+  std::shared_ptr<ProcessSet> processes = std::make_shared<ProcessSet>();
 
   // Recoveries of failed session actors run on threads of their own; the
   // runtime's destructor waits for a running one and stops new ones.
@@ -221,6 +223,11 @@ Runtime::~Runtime() {
     impl_->lifetime->alive = false;
   }
   impl_->stop_actors();
+  // A tool call still running holds its helper actor, which the system waits
+  // for: end the call, and everything it started, first. The sessions are
+  // stopped already, so none records the killed call as completed; a resume
+  // reports its outcome as unknown (or runs it again if it is idempotent).
+  impl_->processes->terminate_all();
   impl_->owned_system.reset();  // waits for every actor, detached helpers included
   impl_->log.reset();
 }
@@ -230,6 +237,10 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
   if (options.home.empty()) return Status::invalid_argument("the runtime needs a home directory");
   impl->provider = options.provider;
   CARAPACE_RETURN_IF_ERROR(prepare_home(options.home, /*create=*/true));
+  if (options.child_subreaper) {
+    std::string error;
+    if (!become_child_subreaper(&error)) spdlog::warn("{}; orphans of a tool's killed guard go to init", error);
+  }
   impl->bodies = options.bodies;
   bool http = !impl->provider && is_http_provider(options.config.provider.name);
   HttpProviderOptions http_options;
@@ -251,7 +262,8 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
 
   const Config& config = options.config;
   if (options.builtin_tools) {
-    CARAPACE_RETURN_IF_ERROR(add_builtin_tools(config, options.decorate_builtin_tool, impl->tools.get()));
+    CARAPACE_RETURN_IF_ERROR(
+        add_builtin_tools(config, options.decorate_builtin_tool, impl->tools.get(), impl->processes));
   }
   CARAPACE_RETURN_IF_ERROR(add_config_hooks(config, impl->hooks.get()));
   impl->digest = config_digest(config);

@@ -19,7 +19,8 @@
 //
 // Thread safety: every method may be called from any thread, except from
 // inside an event or delta callback (they run on actor threads). Destroying
-// the runtime stops its actors and waits for them.
+// the runtime stops its sessions, kills every process their tool calls
+// started, and waits for its actors.
 #pragma once
 
 #include <chrono>
@@ -92,6 +93,12 @@ class Runtime {
     // The file system under the event log (storage/sync_ledger_fs.h in
     // durability tests); null: the operating system's.
     std::shared_ptr<rocksdb::FileSystem> file_system;
+    // Make this process a child subreaper (PR_SET_CHILD_SUBREAPER, for the
+    // whole process and for good): should a tool call's guard process be
+    // killed from outside, what it guarded is re-parented here, where the
+    // runtime finds and kills it (actors/tool/process.h). Turn off if the
+    // program reaps orphans its own way.
+    bool child_subreaper = true;
     // A deliberate defect in every session's loop, for tests that prove
     // the torture runner catches it (actors/session/session_actor.h).
     LoopMutation mutation = LoopMutation::kNone;

@@ -11,12 +11,16 @@
 namespace carapace {
 
 Status add_builtin_tools(const Config& config, const std::function<ToolDefinition(ToolDefinition)>& decorate,
-                         ToolRegistry* tools) {
+                         ToolRegistry* tools, std::shared_ptr<ProcessSet> processes) {
   for (const auto& name : config.tools_enabled) {
     ToolDefinition tool;
-    if (name == "shell")
-      tool = make_shell_tool(config.shell);
-    else if (name == "read_file")
+    if (name == "shell") {
+      ShellToolOptions shell = config.shell;
+      shell.env = config.tool_env;
+      shell.env.secret_names = provider_key_env_names(config.provider);
+      shell.processes = processes;
+      tool = make_shell_tool(shell);
+    } else if (name == "read_file")
       tool = make_read_file_tool(config.files);
     else if (name == "write_file")
       tool = make_write_file_tool(config.files);

@@ -6,10 +6,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "actors/hook/hooks.h"
 #include "actors/session/session_actor.h"
+#include "actors/tool/process.h"
 #include "actors/tool/tool_registry.h"
 #include "runtime/config.h"
 #include "storage/event_log.h"
@@ -17,9 +19,10 @@
 namespace carapace {
 
 // Adds the tools `config` enables (tools.enabled), each passed through
-// `decorate` if given. invalid_argument naming an unknown tool.
+// `decorate` if given; the shell tool's calls join `processes` (may be null)
+// while they run. invalid_argument naming an unknown tool.
 Status add_builtin_tools(const Config& config, const std::function<ToolDefinition(ToolDefinition)>& decorate,
-                         ToolRegistry* tools);
+                         ToolRegistry* tools, std::shared_ptr<ProcessSet> processes = nullptr);
 
 // Adds the command hooks `config` lists.
 Status add_config_hooks(const Config& config, HookRegistry* hooks);

@@ -6,9 +6,11 @@
 #include <iostream>
 
 #include "tools/cli.h"
+#include "tools/stop_signals.h"
 
 int main(int argc, char** argv) {
   using namespace carapace::cli;
+  install_stop_signals();  // before any thread starts
   // Logs go to stderr; stdout carries answers and --json output only.
   spdlog::set_default_logger(spdlog::stderr_color_mt("carapace"));
   spdlog::set_level(spdlog::level::warn);

@@ -1,5 +1,6 @@
 // carapace run "<task>"
 #include <fcntl.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "runtime/home.h"
 #include "tools/cli.h"
 #include "tools/cli_run.h"
+#include "tools/stop_signals.h"
 
 #include "actors/provider/scripted_provider.h"
 #include "runtime/session_setup.h"
@@ -155,10 +157,22 @@ int report_outcome(Context& ctx, const RuntimeArgs& args, Runtime& rt, const std
                    const std::vector<std::string>& then) {
   SessionOutcome outcome;
   Status s;
+  arm_stop_signals();
   for (size_t sent = 0;; ++sent) {
     for (;;) {
       s = rt.wait(id, std::chrono::milliseconds(100), &outcome);
       if (!s.is_busy()) break;
+      if (int sig = stop_signal(); sig != 0) {
+        // The caller's runtime, destroyed on the way out, stops the session
+        // and kills its tool processes; the log keeps what was done.
+        status.clear();
+        std::string name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+        std::fprintf(stderr,
+                     "carapace: %s: stopping session %s and killing its tool processes; resume it with "
+                     "`carapace resume %s`\n",
+                     name.c_str(), id.c_str(), id.c_str());
+        return 128 + sig;
+      }
       status.render();
     }
     if (!s.ok() || sent == then.size()) break;

@@ -1,5 +1,6 @@
 #include "actors/tool/file_tools.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,7 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <filesystem>
+#include <cstdio>
+#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,8 +20,6 @@
 
 namespace carapace {
 namespace {
-
-namespace fs = std::filesystem;
 
 // Argument readers: on a wrong type they fill *error with what the model
 // should send instead and return false. A missing optional argument (or
@@ -77,6 +77,141 @@ bool get_bool(const nlohmann::json& args, const char* key, bool* out, std::strin
   return true;
 }
 
+// The workspace root, and `path` relative to it (the checks that need no
+// file system: outside by text, too long, NUL).
+Status open_root(const ToolContext& context, const std::string& path, WorkspaceRoot* root, std::string* rel) {
+  CARAPACE_RETURN_IF_ERROR(WorkspaceRoot::open(context.workspace, root));
+  return root->relative(path, rel);
+}
+
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { reset(); }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+std::string hard_link_refusal(const std::string& path, nlink_t links) {
+  return "'" + path + "' has " + std::to_string(links) +
+         " hard links; write_file does not write through a hard link, whose other names may be outside the "
+         "workspace. Remove it (the other names keep the content) and write a new file";
+}
+
+// Opens `dir_rel` beneath the root as a directory (O_PATH), creating what is
+// missing: each directory is made with mkdirat in its parent's descriptor,
+// and reopened beneath the root.
+Status make_directories(const WorkspaceRoot& root, const std::string& path, const std::string& dir_rel,
+                        UniqueFd* out) {
+  int fd = -1;
+  Status s = root.open(path, dir_rel, O_PATH | O_DIRECTORY, 0, &fd);
+  if (s.ok()) {
+    out->reset(fd);
+    return s;
+  }
+  if (!s.is_not_found()) return s;
+  std::string prefix;
+  UniqueFd parent(::dup(root.fd()));
+  for (size_t begin = 0; begin <= dir_rel.size();) {
+    size_t end = dir_rel.find('/', begin);
+    if (end == std::string::npos) end = dir_rel.size();
+    std::string part = dir_rel.substr(begin, end - begin);
+    prefix += (prefix.empty() ? "" : "/") + part;
+    begin = end + 1;
+    Status opened = root.open(path, prefix, O_PATH | O_DIRECTORY, 0, &fd);
+    if (opened.is_not_found()) {
+      if (::mkdirat(parent.get(), part.c_str(), 0755) != 0 && errno != EEXIST) {
+        return Status::io_error("cannot create the directories of '" + path + "': '" + prefix +
+                                "': " + errno_text(errno));
+      }
+      opened = root.open(path, prefix, O_PATH | O_DIRECTORY, 0, &fd);
+    }
+    if (!opened.ok()) return opened;
+    parent.reset(fd);
+  }
+  out->reset(::dup(parent.get()));
+  if (out->get() < 0) return Status::io_error("cannot open the directory of '" + path + "': " + errno_text(errno));
+  return Status::ok_status();
+}
+
+// Writes all of `content` to `fd`; 0 or the errno.
+int write_all(int fd, const std::string& content, size_t* written) {
+  *written = 0;
+  while (*written < content.size()) {
+    ssize_t n = ::write(fd, content.data() + *written, content.size() - *written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    *written += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+ToolResult append_to(int dir, const std::string& name, const std::string& path, const std::string& content) {
+  // O_NOFOLLOW: a link put there since the check is refused, not followed.
+  UniqueFd fd(::openat(dir, name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return ToolResult::error("cannot open '" + path + "' for writing: " + errno_text(errno));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return ToolResult::error("cannot check '" + path + "': " + errno_text(errno));
+  if (!S_ISREG(st.st_mode)) {
+    return ToolResult::error("'" + path + "' exists and is not a regular file; write_file writes regular files");
+  }
+  if (st.st_nlink > 1) return ToolResult::error(hard_link_refusal(path, st.st_nlink));
+  size_t written = 0;
+  if (int err = write_all(fd.get(), content, &written); err != 0) {
+    return ToolResult::error("writing '" + path + "' failed after " + std::to_string(written) +
+                             " bytes: " + errno_text(err));
+  }
+  bool stat_ok = ::fstat(fd.get(), &st) == 0;
+  if (::close(fd.release()) != 0) {
+    return ToolResult::error("writing '" + path + "' failed on close: " + errno_text(errno));
+  }
+  ToolResult result;
+  result.output = "appended " + std::to_string(written) + " bytes to '" + path + "'";
+  if (stat_ok) result.output += " (now " + std::to_string(st.st_size) + " bytes)";
+  return result;
+}
+
+// Writes a temporary file beside the target and renames it over the target:
+// readers see the old content or the new, never a part; the target's inode
+// (and so any other name it has) is never written.
+ToolResult replace(int dir, const std::string& name, const std::string& path, const std::string& content,
+                   bool existed, const struct stat& old) {
+  static thread_local std::mt19937_64 random{std::random_device{}()};
+  std::string temp;
+  UniqueFd fd;
+  for (int attempt = 0; fd.get() < 0; ++attempt) {
+    char suffix[17];
+    std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(random()));
+    temp = "." + name.substr(0, 200) + ".carapace-" + suffix;
+    fd.reset(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (fd.get() < 0 && (errno != EEXIST || attempt == 8)) {
+      return ToolResult::error("cannot create a file beside '" + path + "': " + errno_text(errno));
+    }
+  }
+  size_t written = 0;
+  int err = write_all(fd.get(), content, &written);
+  if (err == 0 && existed && ::fchmod(fd.get(), old.st_mode & 07777) != 0) err = errno;
+  if (err == 0 && ::close(fd.release()) != 0) err = errno;
+  if (err == 0 && ::renameat(dir, temp.c_str(), dir, name.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlinkat(dir, temp.c_str(), 0);
+    return ToolResult::error("writing '" + path + "' failed: " + errno_text(err));
+  }
+  ToolResult result;
+  result.output = "wrote " + std::to_string(written) + " bytes to '" + path + "'";
+  return result;
+}
+
 ToolResult read_file(const FileToolOptions& options, const nlohmann::json& args, const ToolContext& context) {
   std::string path, error;
   uint64_t offset = 0;
@@ -88,14 +223,14 @@ ToolResult read_file(const FileToolOptions& options, const nlohmann::json& args,
       !get_count(args, "limit", 1, &limit, &error)) {
     return ToolResult::error(error);
   }
-  std::string resolved;
-  if (Status s = resolve_in_workspace(context.workspace, path, /*must_exist=*/true, &resolved); !s.ok()) {
+  WorkspaceRoot root;
+  std::string rel;
+  if (Status s = open_root(context, path, &root, &rel); !s.ok()) return ToolResult::error(s.message());
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
+  int fd = -1;
+  if (Status s = root.open(path, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, &fd); !s.ok()) {
     return ToolResult::error(s.message());
   }
-
-  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
-  int fd = ::open(resolved.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) return ToolResult::error("cannot open '" + path + "': " + errno_text(errno));
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int err = errno;
@@ -179,52 +314,44 @@ ToolResult write_file(const FileToolOptions& options, const nlohmann::json& args
                              std::to_string(options.max_write_bytes) +
                              " bytes for one write; write the first part, then the rest with append=true");
   }
-  std::string resolved;
-  if (Status s = resolve_in_workspace(context.workspace, path, /*must_exist=*/false, &resolved); !s.ok()) {
-    return ToolResult::error(s.message());
-  }
-  std::error_code ec;
-  fs::file_type type = fs::symlink_status(resolved, ec).type();
-  if (type == fs::file_type::directory) {
-    return ToolResult::error("'" + path + "' is a directory; give the path of a file to write");
-  }
-  if (type != fs::file_type::not_found && type != fs::file_type::regular) {
-    return ToolResult::error("'" + path +
-                             "' exists and is not a regular file; write_file writes regular files");
-  }
-  fs::create_directories(fs::path(resolved).parent_path(), ec);
-  if (ec) return ToolResult::error("cannot create the directories of '" + path + "': " + ec.message());
+  WorkspaceRoot root;
+  std::string rel;
+  if (Status s = open_root(context, path, &root, &rel); !s.ok()) return ToolResult::error(s.message());
+  if (rel == ".") return ToolResult::error("'" + path + "' is a directory; give the path of a file to write");
 
-  // O_NOFOLLOW: the resolved path has no links; one appearing since the
-  // check must not redirect the write.
-  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (append ? O_APPEND : O_TRUNC);
-  int fd = ::open(resolved.c_str(), flags, 0644);
-  if (fd < 0) return ToolResult::error("cannot open '" + path + "' for writing: " + errno_text(errno));
-  size_t written = 0;
-  while (written < content.size()) {
-    ssize_t n = ::write(fd, content.data() + written, content.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      return ToolResult::error("writing '" + path + "' failed after " + std::to_string(written) +
-                               " bytes: " + errno_text(err));
+  // A last name that is a symbolic link inside the workspace is written
+  // through, as the file it names (once: a link to a link is refused).
+  for (int hop = 0;; ++hop) {
+    std::string dir_rel, name;
+    split_relative(rel, &dir_rel, &name);
+    UniqueFd dir;
+    if (Status s = make_directories(root, path, dir_rel, &dir); !s.ok()) return ToolResult::error(s.message());
+    struct stat st;
+    bool exists = ::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!exists && errno != ENOENT) {
+      return ToolResult::error("cannot check '" + path + "': " + errno_text(errno));
     }
-    written += static_cast<size_t>(n);
+    if (exists && S_ISLNK(st.st_mode)) {
+      std::string target;
+      Status s = resolve_in_workspace(root.path(), rel, /*must_exist=*/false, &target);
+      if (!s.ok()) return ToolResult::error(s.message());
+      std::string target_rel;
+      if (hop > 0 || !root.relative(target, &target_rel).ok() || target_rel == rel) {
+        return ToolResult::error("'" + path + "' is a symbolic link that could not be followed safely; write to "
+                                 "the file it names instead");
+      }
+      rel = target_rel;
+      continue;
+    }
+    if (exists && S_ISDIR(st.st_mode)) {
+      return ToolResult::error("'" + path + "' is a directory; give the path of a file to write");
+    }
+    if (exists && !S_ISREG(st.st_mode)) {
+      return ToolResult::error("'" + path + "' exists and is not a regular file; write_file writes regular files");
+    }
+    if (exists && st.st_nlink > 1) return ToolResult::error(hard_link_refusal(path, st.st_nlink));
+    return append ? append_to(dir.get(), name, path, content) : replace(dir.get(), name, path, content, exists, st);
   }
-  struct stat st;
-  bool stat_ok = ::fstat(fd, &st) == 0;
-  if (::close(fd) != 0)
-    return ToolResult::error("writing '" + path + "' failed on close: " + errno_text(errno));
-
-  ToolResult result;
-  if (append) {
-    result.output = "appended " + std::to_string(written) + " bytes to '" + path + "'";
-    if (stat_ok) result.output += " (now " + std::to_string(st.st_size) + " bytes)";
-  } else {
-    result.output = "wrote " + std::to_string(written) + " bytes to '" + path + "'";
-  }
-  return result;
 }
 
 ToolResult list_dir(const FileToolOptions& options, const nlohmann::json& args, const ToolContext& context) {
@@ -233,51 +360,61 @@ ToolResult list_dir(const FileToolOptions& options, const nlohmann::json& args, 
     return ToolResult::error("the arguments must be a JSON object such as {\"path\": \"src\"}");
   }
   if (args.is_object() && !get_string(args, "path", false, &path, &error)) return ToolResult::error(error);
-  std::string resolved;
-  if (Status s = resolve_in_workspace(context.workspace, path, /*must_exist=*/true, &resolved); !s.ok()) {
+  WorkspaceRoot root;
+  std::string rel;
+  if (Status s = open_root(context, path, &root, &rel); !s.ok()) return ToolResult::error(s.message());
+  int fd = -1;
+  if (Status s = root.open(path, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, &fd); !s.ok()) {
     return ToolResult::error(s.message());
   }
-  std::error_code ec;
-  if (!fs::is_directory(fs::symlink_status(resolved, ec))) {
+  struct stat dir_stat;
+  if (::fstat(fd, &dir_stat) != 0 || !S_ISDIR(dir_stat.st_mode)) {
+    ::close(fd);
     return ToolResult::error("'" + path + "' is not a directory; use read_file to read a file");
   }
-
+  DIR* listing = ::fdopendir(fd);  // owns fd from here
+  if (listing == nullptr) {
+    int err = errno;
+    ::close(fd);
+    return ToolResult::error("cannot list '" + path + "': " + errno_text(err));
+  }
   std::vector<std::pair<std::string, std::string>> entries;  // name, line
-  fs::directory_iterator it(resolved, ec);
-  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    const fs::path& entry = it->path();
-    std::string name = entry.filename().string();
-    std::error_code entry_ec;
-    fs::file_status st = fs::symlink_status(entry, entry_ec);
+  int list_error = 0;
+  for (;;) {
+    errno = 0;
+    dirent* entry = ::readdir(listing);
+    if (entry == nullptr) {
+      list_error = errno;
+      break;
+    }
+    std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st;
+    bool stat_ok = ::fstatat(::dirfd(listing), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
     std::string line;
-    switch (st.type()) {
-      case fs::file_type::directory:
-        line = name + "/";
-        break;
-      case fs::file_type::regular: {
-        uintmax_t bytes = fs::file_size(entry, entry_ec);
-        line = entry_ec ? name : name + " (" + std::to_string(bytes) + " bytes)";
-        break;
-      }
-      case fs::file_type::symlink:
-        line = name + " -> " + fs::read_symlink(entry, entry_ec).string();
-        break;
-      case fs::file_type::fifo:
-        line = name + " (fifo)";
-        break;
-      case fs::file_type::socket:
-        line = name + " (socket)";
-        break;
-      case fs::file_type::block:
-      case fs::file_type::character:
-        line = name + " (device)";
-        break;
-      default:
-        line = name;
+    if (!stat_ok) {
+      line = name;
+    } else if (S_ISDIR(st.st_mode)) {
+      line = name + "/";
+    } else if (S_ISREG(st.st_mode)) {
+      line = name + " (" + std::to_string(st.st_size) + " bytes)";
+    } else if (S_ISLNK(st.st_mode)) {
+      char target[4096];
+      ssize_t n = ::readlinkat(::dirfd(listing), entry->d_name, target, sizeof target);
+      line = name + " -> " + (n >= 0 ? std::string(target, static_cast<size_t>(n)) : std::string("?"));
+    } else if (S_ISFIFO(st.st_mode)) {
+      line = name + " (fifo)";
+    } else if (S_ISSOCK(st.st_mode)) {
+      line = name + " (socket)";
+    } else if (S_ISBLK(st.st_mode) || S_ISCHR(st.st_mode)) {
+      line = name + " (device)";
+    } else {
+      line = name;
     }
     entries.emplace_back(std::move(name), std::move(line));
   }
-  if (ec) return ToolResult::error("cannot list '" + path + "': " + ec.message());
+  ::closedir(listing);
+  if (list_error != 0) return ToolResult::error("cannot list '" + path + "': " + errno_text(list_error));
   std::sort(entries.begin(), entries.end());
 
   ToolResult result;

@@ -14,7 +14,12 @@
 //   write_file {"path", "content", "append"?} not idempotent (an append run
 //              again after a crash writes twice). Replaces the file, or
 //              appends to it; creates missing parent directories inside the
-//              workspace.
+//              workspace. A replacement is written to a temporary file in the
+//              same directory and renamed over the target, so a reader sees
+//              the old content or the new, whole (not synced: a power loss
+//              may lose it). A file with more than one hard link is refused:
+//              its other names could be outside the workspace. A last name
+//              that is a symbolic link inside the workspace writes its target.
 //   list_dir   {"path"? = "."}               idempotent. One entry a line,
 //              sorted by name: "name/" for a directory, "name (N bytes)" for a
 //              file, "name -> target" for a symbolic link; at most

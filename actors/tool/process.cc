@@ -4,7 +4,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +16,7 @@
 #include <memory>
 #include <utility>
 
+#include "actors/tool/process_guard.h"
 #include "base/text.h"
 
 extern char** environ;
@@ -25,10 +26,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// After the kill, how long to keep reading what is already in the pipe. A
-// process that escaped the group can hold the pipe open for ever; past this
-// grace the call ends without its EOF.
+// Once the guard is gone, how long to keep reading what is already in the
+// pipe. Only a process the guard could not reach (it was killed from
+// outside) can hold the pipe open; past this grace the call ends without
+// its EOF.
 constexpr std::chrono::milliseconds kKillGrace{200};
+// A guard told to stop kills and reaps its processes in milliseconds; one
+// that has not by then is killed, and the runtime sweeps for it.
+constexpr std::chrono::milliseconds kGuardGrace{2000};
 // Timeouts this long (about 35 years) mean "none"; the deadline's arithmetic
 // would overflow the clock's range well before UINT64_MAX.
 constexpr uint64_t kNoDeadlineMs = uint64_t{1} << 40;
@@ -194,8 +199,8 @@ class SigpipeBlock {
 };
 
 // Whether the child has exited, without reaping it: while it is a zombie its
-// pid, and so its process group id, cannot be reused, which keeps a late
-// kill(-pid) from reaching an unrelated group.
+// pid, and so the session it leads, cannot be reused, which keeps a late
+// kill() from reaching a stranger.
 bool child_exited(pid_t pid, bool block) {
   siginfo_t info{};
   int options = WEXITED | WNOWAIT | (block ? 0 : WNOHANG);
@@ -225,22 +230,125 @@ std::string spawn_error(const ProcessOptions& options, int err) {
   return "cannot start '" + program + "'" + where + ": " + errno_text(err);
 }
 
-struct SpawnSetup {
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  SpawnSetup() {
-    posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_init(&attr);
+std::string setup_error(const ProcessOptions& options, int32_t value) {
+  const std::string& program = options.argv[0];
+  int step = value / 65536;
+  int err = value % 65536;
+  switch (step) {
+    case process_guard::kStepChdir:
+      return "cannot start '" + program + "': working directory '" + options.cwd + "': " + errno_text(err);
+    case process_guard::kStepSandbox:
+      return "cannot start '" + program + "': the sandbox could not be applied: " + errno_text(err);
+    case process_guard::kStepFork:
+      return "cannot start '" + program + "': fork failed: " + errno_text(err);
+    case process_guard::kStepParentGone:
+      return "cannot start '" + program + "': the runtime thread that started it is gone";
+    default:
+      return "cannot start '" + program + "': setting up its standard streams failed: " + errno_text(err);
   }
-  ~SpawnSetup() {
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
+}
+
+// The path execvp would run for `program`: itself if it holds a '/', else
+// the first executable regular file of that name in `path_list`. ENOENT or
+// EACCES (found, none executable) otherwise.
+int resolve_program(const std::string& program, const std::string& path_list, std::string* resolved) {
+  if (program.find('/') != std::string::npos) {
+    *resolved = program;
+    return 0;
   }
-  SpawnSetup(const SpawnSetup&) = delete;
-  SpawnSetup& operator=(const SpawnSetup&) = delete;
+  int err = ENOENT;
+  size_t begin = 0;
+  for (;;) {
+    size_t end = path_list.find(':', begin);
+    std::string dir = path_list.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    struct stat st;
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      if (::access(candidate.c_str(), X_OK) == 0) {
+        *resolved = std::move(candidate);
+        return 0;
+      }
+      err = EACCES;
+    }
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  return err;
+}
+
+// PATH as the program will see it (else the caller's, else the default).
+std::string search_path(const ProcessOptions& options) {
+  if (options.env) {
+    for (const std::string& entry : *options.env) {
+      if (entry.rfind("PATH=", 0) == 0) return entry.substr(5);
+    }
+  }
+  const char* path = ::getenv("PATH");
+  return path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+}
+
+// What a guard that died without reporting (SIGKILLed from outside) may have
+// left: processes of its session (it was the session leader) or of the
+// worker's group. They are killed; those re-parented to this process
+// (a child subreaper) are reaped.
+struct RemnantScan {
+  pid_t self;
+  pid_t session;
+  pid_t group;
 };
 
+void kill_remnant(const process_guard::ProcInfo& info, void* context) {
+  auto* scan = static_cast<RemnantScan*>(context);
+  bool ours = info.session == scan->session || (scan->group > 0 && info.pgrp == scan->group);
+  if (!ours || info.pid == scan->self || info.pid == scan->session) return;
+  ::kill(info.pid, SIGKILL);
+  if (info.ppid == scan->self) ::waitpid(info.pid, nullptr, 0);
+}
+
+// The guard's session (its pid) and the worker's group stay reserved while
+// any process is in them, so the numbers cannot name strangers.
+void kill_remnants(pid_t guard, pid_t worker) {
+  RemnantScan scan{::getpid(), guard, worker};
+  process_guard::for_each_process(kill_remnant, &scan);
+}
+
 }  // namespace
+
+void ProcessSet::terminate_all() {
+  std::lock_guard lock(mu_);
+  terminating_ = true;
+  // A guard is removed before it is reaped, so each pid here is a live
+  // process or an unreaped zombie: never someone else's.
+  for (pid_t guard : guards_) ::kill(guard, SIGTERM);
+}
+
+bool ProcessSet::terminating() const {
+  std::lock_guard lock(mu_);
+  return terminating_;
+}
+
+size_t ProcessSet::running() const {
+  std::lock_guard lock(mu_);
+  return guards_.size();
+}
+
+bool ProcessSet::add(pid_t guard) {
+  std::lock_guard lock(mu_);
+  if (terminating_) return false;
+  guards_.insert(guard);
+  return true;
+}
+
+void ProcessSet::remove(pid_t guard) {
+  std::lock_guard lock(mu_);
+  guards_.erase(guard);
+}
+
+bool become_child_subreaper(std::string* error) {
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0) return true;
+  if (error != nullptr) *error = "cannot become a child subreaper (PR_SET_CHILD_SUBREAPER): " + errno_text(errno);
+  return false;
+}
 
 std::string truncate_output(std::string_view full, uint64_t max_bytes, bool* truncated) {
   bool cut = full.size() > max_bytes;
@@ -265,7 +373,7 @@ ProcessResult run_process(const ProcessOptions& options) {
     return finish();
   }
   const std::string& program = options.argv[0];
-  if (!options.cwd.empty()) {
+  if (!options.cwd.empty() && options.cwd_fd < 0) {
     struct stat st;
     if (::stat(options.cwd.c_str(), &st) != 0) {
       result.error =
@@ -278,81 +386,136 @@ ProcessResult run_process(const ProcessOptions& options) {
       return finish();
     }
   }
+  std::string path;
+  if (int err = resolve_program(program, search_path(options), &path); err != 0) {
+    result.error = spawn_error(options, err);
+    return finish();
+  }
 
-  UniqueFd in_read, in_write, out_read, out_write;
+  UniqueFd in_read, in_write, out_read, out_write, report_read, report_write;
   int err = 0;
-  if (!make_pipe(&in_read, &in_write, &err) || !make_pipe(&out_read, &out_write, &err)) {
+  if (!make_pipe(&in_read, &in_write, &err) || !make_pipe(&out_read, &out_write, &err) ||
+      !make_pipe(&report_read, &report_write, &err)) {
     result.error = "cannot start '" + program + "': cannot create a pipe: " + errno_text(err);
     return finish();
   }
 
-  SpawnSetup setup;
-  posix_spawn_file_actions_adddup2(&setup.actions, in_read.get(), STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&setup.actions, out_write.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&setup.actions, out_write.get(), STDERR_FILENO);
-  if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&setup.actions, options.cwd.c_str());
-  // Our own fds are close-on-exec; this also covers fds that other code in
-  // the runtime opened without O_CLOEXEC.
-  posix_spawn_file_actions_addclosefrom_np(&setup.actions, 3);
-
-  sigset_t no_signals, all_signals;
-  sigemptyset(&no_signals);
-  sigfillset(&all_signals);
-  posix_spawnattr_setflags(&setup.attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&setup.attr, 0);  // a new group, led by the child
-  posix_spawnattr_setsigmask(&setup.attr, &no_signals);
-  posix_spawnattr_setsigdefault(&setup.attr, &all_signals);
-
+  // Everything the children read, prepared here: after the fork they may
+  // not allocate.
   std::vector<char*> argv;
   argv.reserve(options.argv.size() + 1);
   for (const std::string& arg : options.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
+  std::vector<char*> envp;
+  if (options.env) {
+    envp.reserve(options.env->size() + 1);
+    for (const std::string& entry : *options.env) envp.push_back(const_cast<char*>(entry.c_str()));
+    envp.push_back(nullptr);
+  }
+  process_guard::ChildPlan plan;
+  plan.path = path.c_str();
+  plan.argv = argv.data();
+  plan.envp = options.env ? envp.data() : environ;
+  plan.cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
+  plan.cwd_fd = options.cwd_fd;
+  plan.stdin_fd = in_read.get();
+  plan.output_fd = out_write.get();
+  plan.report_fd = report_write.get();
+  plan.runtime_pid = ::getpid();
+  plan.confine = options.confinement.apply;
+  plan.confine_data = options.confinement.data;
 
-  // Blocked before the spawn so no write below can raise it; the child's mask
-  // is set explicitly above and does not inherit this.
-  SigpipeBlock sigpipe;
-  pid_t pid = -1;
-  int spawn_rc = posix_spawnp(&pid, program.c_str(), &setup.actions, &setup.attr, argv.data(), environ);
-  if (spawn_rc != 0) {
-    result.error = spawn_error(options, spawn_rc);
+  if (options.processes != nullptr && options.processes->terminating()) {
+    result.error = "cannot start '" + program + "': the runtime is stopping";
     return finish();
   }
-  result.started = true;
+
+  // Blocked before the fork so no write below can raise it; the children set
+  // their own masks.
+  SigpipeBlock sigpipe;
+  const pid_t guard = ::_Fork();
+  if (guard < 0) {
+    result.error = "cannot start '" + program + "': fork failed: " + errno_text(errno);
+    return finish();
+  }
+  if (guard == 0) process_guard::run_guard(plan);  // never returns
+
+  bool registered = options.processes != nullptr && options.processes->add(guard);
+  if (options.processes != nullptr && !registered) ::kill(guard, SIGTERM);  // stopping meanwhile
   in_read.reset();
   out_write.reset();
+  report_write.reset();
   if (options.stdin_data.empty()) in_write.reset();
   if (in_write) set_nonblocking(in_write.get());
   set_nonblocking(out_read.get());
+  set_nonblocking(report_read.get());
 
   OutputCapture capture(options.max_output_bytes);
   std::unique_ptr<char[]> buffer(new char[kReadChunk]);
+  std::string reports;  // bytes of the report pipe not yet parsed
+  pid_t worker = 0;
+  int32_t exec_error = 0, setup_error_value = 0;
+  bool have_status = false, guard_stopped = false;
+  int wait_status = 0;
   size_t stdin_offset = 0;
   const bool has_deadline = options.timeout_ms > 0 && options.timeout_ms < kNoDeadlineMs;
   const Clock::time_point deadline =
       has_deadline ? start + std::chrono::milliseconds(options.timeout_ms) : start;
-  bool exited = false;
-  bool killed = false;
+  bool guard_exited = false;
+  bool terminated = false;  // we sent the guard its SIGTERM
+  Clock::time_point terminated_at{};
+  bool guard_killed = false;
+  bool remnants_killed = false;
+  Clock::time_point ended_at{};  // when the guard was first seen gone
 
-  auto kill_group = [&] {
-    killed = true;
-    ::kill(-pid, SIGKILL);
-    ::kill(pid, SIGKILL);  // in case the child moved itself to another group
+  auto parse_reports = [&] {
+    size_t at = 0;
+    for (; at + sizeof(process_guard::Report) <= reports.size(); at += sizeof(process_guard::Report)) {
+      process_guard::Report r;
+      std::memcpy(&r, reports.data() + at, sizeof r);
+      switch (r.kind) {
+        case process_guard::kWorkerPid: worker = r.value; break;
+        case process_guard::kSetupFailed: setup_error_value = r.value; break;
+        case process_guard::kExecFailed: exec_error = r.value; break;
+        case process_guard::kWaitStatus: wait_status = r.value; have_status = true; break;
+        case process_guard::kKilled: result.killed_background = static_cast<uint64_t>(r.value); break;
+        case process_guard::kStopped: guard_stopped = r.value != 0; break;
+        default: break;
+      }
+    }
+    reports.erase(0, at);
   };
 
   for (;;) {
     Clock::time_point now = Clock::now();
-    if (has_deadline && !killed && now >= deadline) {
+    if (has_deadline && !terminated && now >= deadline) {
       result.timed_out = true;
-      kill_group();
+      terminated = true;
+      terminated_at = now;
+      ::kill(guard, SIGTERM);
     }
-    if (!exited) exited = child_exited(pid, /*block=*/killed);
-    if (!out_read && exited) break;
-    if (killed && exited && now >= deadline + kKillGrace) break;
+    // A guard that does not finish its sweep in time (it should take
+    // milliseconds) is killed; the remnant scan below takes over.
+    if (terminated && !guard_exited && !guard_killed && now >= terminated_at + kGuardGrace) {
+      guard_killed = true;
+      ::kill(guard, SIGKILL);
+    }
+    if (!guard_exited) guard_exited = child_exited(guard, /*block=*/false);
+    if (guard_exited) {
+      if (ended_at == Clock::time_point{}) ended_at = now;
+      // A guard that died without its report left its processes unswept.
+      if (!have_status && !report_read && !remnants_killed) {
+        kill_remnants(guard, worker);
+        remnants_killed = true;
+      }
+      if (!out_read && !report_read) break;
+      // Past this, what holds the output open is out of reach: do not wait for it.
+      if (now >= ended_at + kKillGrace) break;
+    }
 
-    pollfd fds[2];
+    pollfd fds[3];
     nfds_t nfds = 0;
-    int out_index = -1, in_index = -1;
+    int out_index = -1, in_index = -1, report_index = -1;
     if (out_read) {
       out_index = static_cast<int>(nfds);
       fds[nfds++] = pollfd{out_read.get(), POLLIN, 0};
@@ -361,16 +524,26 @@ ProcessResult run_process(const ProcessOptions& options) {
       in_index = static_cast<int>(nfds);
       fds[nfds++] = pollfd{in_write.get(), POLLOUT, 0};
     }
+    if (report_read) {
+      report_index = static_cast<int>(nfds);
+      fds[nfds++] = pollfd{report_read.get(), POLLIN, 0};
+    }
     int timeout = -1;
-    if (has_deadline) timeout = poll_timeout_ms(killed ? deadline + kKillGrace : deadline, now);
-    if (!out_read) timeout = timeout < 0 ? kExitPollMs : std::min(timeout, kExitPollMs);
+    auto at_most = [&](int ms) { timeout = timeout < 0 ? ms : std::min(timeout, ms); };
+    if (has_deadline && !terminated) at_most(poll_timeout_ms(deadline, now));
+    if (terminated && !guard_exited) at_most(poll_timeout_ms(terminated_at + kGuardGrace, now));
+    if (guard_exited || !report_read) at_most(kExitPollMs);
 
     int ready = ::poll(fds, nfds, timeout);
     if (ready < 0) {
       if (errno == EINTR) continue;
-      // Cannot watch the pipes any more: end the child rather than leave it.
+      // Cannot watch the pipes any more: end the call rather than leave it.
       result.error = "poll failed while running '" + program + "': " + errno_text(errno);
-      if (!killed) kill_group();
+      if (!terminated) {
+        terminated = true;
+        terminated_at = now;
+        ::kill(guard, SIGTERM);
+      }
       out_read.reset();
       in_write.reset();
       continue;
@@ -381,6 +554,16 @@ ProcessResult run_process(const ProcessOptions& options) {
         capture.append(std::string_view(buffer.get(), static_cast<size_t>(n)));
       } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
         out_read.reset();
+      }
+    }
+    if (report_index >= 0 && (fds[report_index].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      char bytes[256];
+      ssize_t n = ::read(report_read.get(), bytes, sizeof bytes);
+      if (n > 0) {
+        reports.append(bytes, static_cast<size_t>(n));
+        parse_reports();
+      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        report_read.reset();
       }
     }
     if (in_index >= 0 && fds[in_index].revents != 0) {
@@ -401,19 +584,41 @@ ProcessResult run_process(const ProcessOptions& options) {
   }
   in_write.reset();
   out_read.reset();
+  report_read.reset();
 
-  int status = 0;
+  if (!have_status && !remnants_killed) kill_remnants(guard, worker);
+  if (options.processes != nullptr && registered) options.processes->remove(guard);
+  int guard_status = 0;
   pid_t waited;
-  while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+  while ((waited = ::waitpid(guard, &guard_status, 0)) < 0 && errno == EINTR) {
   }
-  if (waited != pid) {
+
+  if (setup_error_value != 0) {
+    result.error = setup_error(options, setup_error_value);
+    return finish();
+  }
+  if (exec_error != 0) {
+    result.error = spawn_error(options, exec_error);
+    return finish();
+  }
+  result.started = true;
+  result.stopped = guard_stopped && !result.timed_out;
+  if (have_status) {
+    if (WIFEXITED(wait_status)) {
+      result.exit_code = WEXITSTATUS(wait_status);
+    } else if (WIFSIGNALED(wait_status)) {
+      result.term_signal = WTERMSIG(wait_status);
+    }
+  } else if (waited != guard) {
     // ECHILD: the embedding program set SIGCHLD to SIG_IGN, so the kernel
-    // reaped the child and its status is gone.
+    // reaped the guard and its report may be lost.
     result.error = "the exit status of '" + program + "' is unavailable: " + errno_text(errno);
-  } else if (WIFEXITED(status)) {
-    result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.term_signal = WTERMSIG(status);
+  } else {
+    result.error = "the process guarding '" + program + "' was killed before it reported (" +
+                   (WIFSIGNALED(guard_status) ? "signal " + std::to_string(WTERMSIG(guard_status))
+                                              : "exit " + std::to_string(WEXITSTATUS(guard_status))) +
+                   "); what the program started was killed";
+    result.term_signal = SIGKILL;
   }
   result.output_bytes = capture.total();
   result.output = capture.finish(&result.truncated);

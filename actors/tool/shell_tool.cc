@@ -1,12 +1,16 @@
 #include "actors/tool/shell_tool.h"
 
-#include <filesystem>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <memory>
 #include <regex>
 #include <utility>
 
 #include "actors/tool/process.h"
 #include "actors/tool/workspace.h"
+
+extern char** environ;
 
 namespace carapace {
 namespace {
@@ -20,6 +24,7 @@ struct BlockedPattern {
 struct ShellConfig {
   ShellToolOptions options;
   std::vector<BlockedPattern> blocked;
+  std::vector<std::string> environment;  // what every command gets
   Status invalid;  // not OK: every call fails with it
 };
 
@@ -64,11 +69,12 @@ std::string describe(const ShellToolOptions& options) {
          "The timeout is " +
          std::to_string(options.timeout_ms) + " ms unless `timeout_ms` asks otherwise (at most " +
          std::to_string(options.max_timeout_ms) +
-         " ms); at the timeout the command and every process it started are killed. Output over " +
+         " ms); at the timeout the command and every process it started are killed. Nothing outlives the call: "
+         "background and detached processes (`&`, nohup, setsid) still running when the command ends are "
+         "killed then, so start a server and use it within one command. Output over " +
          std::to_string(options.max_output_bytes) +
          " bytes keeps its beginning and its end with a marker between them; send large output to a "
-         "file and read the parts you need. A background process that keeps the output open holds the "
-         "call until the timeout: redirect its output (`cmd > log 2>&1 &`). A non-zero exit, a signal "
+         "file and read the parts you need. A non-zero exit, a signal "
          "or a timeout makes the result an error whose last line says which, e.g. [exit status 1].";
 }
 
@@ -130,29 +136,41 @@ ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, cons
     }
   }
 
-  std::string workspace;
-  if (Status s = canonical_workspace(context.workspace, &workspace); !s.ok()) {
+  WorkspaceRoot root;
+  if (Status s = WorkspaceRoot::open(context.workspace, &root); !s.ok()) {
     return ToolResult::error("the session has no usable workspace: " + s.message());
   }
-  std::string cwd = workspace;
+  // The working directory is opened beneath the root and entered by its
+  // descriptor (fchdir), so no link swapped in meanwhile can move it out.
+  std::string cwd_rel = ".";
+  std::string cwd = root.path();
+  std::string cwd_shown = ".";
   if (auto it = args.find("cwd"); it != args.end() && !it->is_null()) {
     if (!it->is_string())
       return ToolResult::error("\"cwd\" must be a string: a directory inside the workspace");
-    const std::string& requested = it->get_ref<const std::string&>();
-    if (Status s = resolve_in_workspace(workspace, requested, /*must_exist=*/true, &cwd); !s.ok()) {
-      return ToolResult::error("cwd: " + s.message());
-    }
-    std::error_code ec;
-    if (!std::filesystem::is_directory(cwd, ec)) {
-      return ToolResult::error("cwd: '" + requested +
-                               "' is not a directory; give a directory inside the workspace");
-    }
+    cwd_shown = it->get_ref<const std::string&>();
+    if (Status s = root.relative(cwd_shown, &cwd_rel); !s.ok()) return ToolResult::error("cwd: " + s.message());
+    cwd = cwd_rel == "." ? root.path() : root.path() + "/" + cwd_rel;
   }
+  int cwd_fd = -1;
+  if (Status s = root.open(cwd_shown, cwd_rel, O_PATH | O_DIRECTORY, 0, &cwd_fd); !s.ok()) {
+    if (s.message().find("should be a directory") != std::string::npos) {
+      return ToolResult::error("cwd: '" + cwd_shown + "' is not a directory; give a directory inside the workspace");
+    }
+    return ToolResult::error("cwd: " + s.message());
+  }
+  struct CloseFd {
+    int fd;
+    ~CloseFd() { ::close(fd); }
+  } close_cwd{cwd_fd};
 
   ProcessResult process = run_process(ProcessOptions{.argv = {"bash", "-c", command},
                                                      .cwd = cwd,
+                                                     .cwd_fd = cwd_fd,
+                                                     .env = config.environment,
                                                      .timeout_ms = timeout_ms,
-                                                     .max_output_bytes = config.options.max_output_bytes});
+                                                     .max_output_bytes = config.options.max_output_bytes,
+                                                     .processes = config.options.processes.get()});
   if (!process.started) return ToolResult::error(process.error);
 
   ToolResult result;
@@ -162,14 +180,22 @@ ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, cons
   if (process.timed_out) {
     result.is_error = true;
     result.timed_out = true;
-    add_line(&result,
-             "[timed out after " + std::to_string(timeout_ms) + " ms; the process group was killed]");
+    add_line(&result, "[timed out after " + std::to_string(timeout_ms) +
+                          " ms; the command and every process it started were killed]");
+  } else if (process.stopped) {
+    result.is_error = true;
+    add_line(&result, "[stopped: the runtime is shutting down; the command and every process it started were killed]");
   } else if (process.term_signal != 0) {
     result.is_error = true;
     add_line(&result, "[killed by signal " + std::to_string(process.term_signal) + "]");
   } else if (process.exit_code != 0) {
     result.is_error = true;
     add_line(&result, "[exit status " + std::to_string(process.exit_code) + "]");
+  }
+  if (process.killed_background > 0 && !process.timed_out && !process.stopped) {
+    uint64_t n = process.killed_background;
+    add_line(&result, "[" + std::to_string(n) + " background process" + (n == 1 ? " was" : "es were") +
+                          " still running when the command ended; " + (n == 1 ? "it was" : "they were") + " killed]");
   }
   if (!process.error.empty()) {  // the run was cut short by the runtime's own failure
     result.is_error = true;
@@ -186,6 +212,9 @@ Status validate_shell_options(const ShellToolOptions& options) {
                                     " must be between 1 and max_timeout_ms (" +
                                     std::to_string(options.max_timeout_ms) + ")");
   }
+  if (Status env = validate_tool_env(options.env); !env.ok()) {
+    return Status::invalid_argument("env: " + env.message());
+  }
   std::vector<BlockedPattern> compiled;
   return compile_patterns(options.blocked_patterns, &compiled);
 }
@@ -195,6 +224,7 @@ ToolDefinition make_shell_tool(const ShellToolOptions& options) {
   config->options = options;
   config->invalid = validate_shell_options(options);
   if (config->invalid.ok()) config->invalid = compile_patterns(options.blocked_patterns, &config->blocked);
+  if (config->invalid.ok()) config->environment = tool_environment(options.env, environ);
   std::shared_ptr<const ShellConfig> shared = std::move(config);
 
   ToolDefinition tool;

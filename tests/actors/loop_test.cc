@@ -532,7 +532,8 @@ BOOST_AUTO_TEST_CASE(values_are_read_and_unknown_keys_warned) {
       "retry": {"max_retries": 5, "base_delay_ms": 10, "max_delay_ms": 100, "retryable_statuses": [503]},
       "session": {"max_turns": 7, "context_max_chars": 5000, "instructions": "be nice", "snapshot_every_turns": 3},
       "prompt": {"identity": "I am", "workflows": [{"name": "w", "description": "d"}]},
-      "tools": {"enabled": ["shell"], "shell": {"timeout_ms": 99, "blocked_patterns": ["rm\\s+-rf"]}, "files": {"max_read_bytes": 10}},
+      "tools": {"enabled": ["shell"], "shell": {"timeout_ms": 99, "blocked_patterns": ["rm\\s+-rf"]}, "files": {"max_read_bytes": 10},
+                "env": {"inherit": "core", "include": ["GH_TOKEN"], "exclude": ["AWS_*"]}},
       "hooks": [{"name": "h", "event": "TurnEnd", "command": "echo '{}'", "timeout_ms": 50}],
       "prices": {"m2": {"input_per_mtok": 1, "output_per_mtok": 2}},
       "mystery": 1,
@@ -549,6 +550,9 @@ BOOST_AUTO_TEST_CASE(values_are_read_and_unknown_keys_warned) {
   BOOST_TEST((c.tools_enabled == std::vector<std::string>{"shell"}));
   BOOST_TEST(c.shell.timeout_ms == 99u);
   BOOST_TEST(c.files.max_read_bytes == 10u);
+  BOOST_TEST(c.tool_env.inherit == "core");
+  BOOST_TEST((c.tool_env.include == std::vector<std::string>{"GH_TOKEN"}));
+  BOOST_TEST((c.tool_env.exclude == std::vector<std::string>{"AWS_*"}));
   BOOST_REQUIRE(c.hooks.size() == 1u);
   BOOST_TEST((c.hooks[0].command == std::vector<std::string>{"/bin/sh", "-c", "echo '{}'"}));
   BOOST_TEST(c.prices.at("m2").output_per_mtok == 2.0);
@@ -584,6 +588,14 @@ BOOST_AUTO_TEST_CASE(bad_values_are_rejected_with_their_key_path) {
       {R"({"session": {"instructions": 5}})", "c.json: session.instructions: must be a string"},
       {R"({"tools": {"enabled": ["shel"]}})", "c.json: tools.enabled[0]: \"shel\" is not a built-in tool"},
       {R"({"tools": {"shell": {"blocked_patterns": ["("]}}})", "c.json: tools.shell.blocked_patterns:"},
+      {R"({"tools": {"env": {"inherit": "some"}}})",
+       "c.json: tools.env: inherit \"some\" must be \"all\", \"core\" or \"none\""},
+      {R"({"tools": {"env": {"include": ["GH_TOKEN", ""]}}})", "c.json: tools.env: include[1] is empty"},
+      {R"({"tools": {"env": {"exclude": ["A B"]}}})", "c.json: tools.env: exclude[0] \"A B\" is not a variable name"},
+      {R"({"tools": {"env": {"include": ["X"], "exclude": ["X"]}}})",
+       "c.json: tools.env: \"X\" is in both include and exclude"},
+      {R"({"tools": {"env": {"include": "GH_TOKEN"}}})", "c.json: tools.env.include: must be an array of strings"},
+      {R"({"tools": {"env": []}})", "c.json: tools.env: must be an object"},
       {R"({"hooks": [{"name": "h", "event": "BeforeLunch", "command": "x"}]})",
        "c.json: hooks[0].event: \"BeforeLunch\" is not a hook event"},
       {R"({"hooks": [{"name": "h", "event": "TurnEnd", "matcher": "(", "command": "x"}]})",

@@ -17,6 +17,7 @@
 #include "replay/verify.h"
 #include "runtime/runtime.h"
 #include "tests/support/printing.h"
+#include "tests/support/proc_watch.h"
 #include "tests/support/temp_dir.h"
 
 using namespace carapace;
@@ -339,6 +340,34 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_clear_errors) {
   Config no_scenario;
   s = Runtime::open(Runtime::Options{.home = dir.sub("other"), .config = no_scenario}, &second);
   BOOST_TEST(s.message().find("needs a scenario file") != std::string::npos);
+}
+
+// Destroying the runtime in the middle of a shell call ends the call and
+// everything it started, detached or not, at once.
+BOOST_AUTO_TEST_CASE(a_runtime_destroyed_mid_call_kills_every_process_the_call_started) {
+  open(R"({"replies": [
+      {"tool_calls": [{"name": "shell", "args": {"command":
+          "setsid sleep 1042 & nohup sleep 1043 >/dev/null 2>&1 & sleep 1041; echo finished > f",
+          "timeout_ms": 600000}}]},
+      {"text": "done"}]})");
+  std::string sid;
+  CHECK_OK(rt->start_session(SessionOptions{.id = "mid-call", .task = "sleep"}, &sid));
+  const std::vector<std::vector<std::string>> sleeps = {{"sleep", "1041"}, {"sleep", "1042"}, {"sleep", "1043"}};
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  auto running = [&] {
+    for (const auto& argv : sleeps) {
+      if (testing::find_processes(argv).empty()) return false;
+    }
+    return true;
+  };
+  while (!running() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  BOOST_REQUIRE(running());
+  const auto start = std::chrono::steady_clock::now();
+  rt.reset();
+  BOOST_TEST((std::chrono::steady_clock::now() - start < 5s));
+  BOOST_TEST(testing::survivors(sleeps, 0ms) == 0u);
+  std::this_thread::sleep_for(300ms);
+  BOOST_TEST(!std::filesystem::exists(dir.sub("f")));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

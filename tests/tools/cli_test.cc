@@ -8,11 +8,17 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
+#include "base/child_process.h"
 #include "storage/keys.h"
+#include "tests/support/proc_watch.h"
 #include "tests/support/raw_db.h"
 #include "tests/support/temp_dir.h"
 
@@ -595,6 +601,104 @@ BOOST_AUTO_TEST_CASE(replay_reenacts_crashes_and_resumes_in_both_modes) {
   }
   BOOST_TEST(iterations == 6);
   BOOST_TEST(resumes == 6);  // every crash is at a fault point: every iteration resumed
+}
+
+// A provider key in carapace's environment: a model that runs `env` through
+// the shell tool sees no key, and neither do the output and the log.
+BOOST_AUTO_TEST_CASE(provider_keys_and_secrets_stay_out_of_tool_output_and_the_log) {
+  const std::string canary = "sk-canary-4b1d9e7a0c2f";
+  std::string ws = dir.sub("ws");
+  std::filesystem::create_directories(ws);
+  std::ofstream(dir.sub("env.json")) << R"({"replies": [
+      {"text": "Looking.", "tool_calls": [{"name": "shell", "args": {"command": "env; echo keys:$OPENAI_API_KEY:$DEPLOY_TOKEN"}}]},
+      {"text": "done"}]})";
+  ::setenv("OPENAI_API_KEY", canary.c_str(), 1);
+  ::setenv("DEPLOY_TOKEN", (canary + "-deploy").c_str(), 1);
+  ::setenv("CARAPACE_TEST_PLAIN", "visible", 1);
+  Result r = run("run go --session envs --workspace " + ws + " --scenario " + dir.sub("env.json"));
+  ::unsetenv("OPENAI_API_KEY");
+  ::unsetenv("DEPLOY_TOKEN");
+  ::unsetenv("CARAPACE_TEST_PLAIN");
+  BOOST_TEST(r.code == 0, r.err);
+  json log = run_json("log show envs --type tool.completed");
+  std::string text = log.dump();
+  BOOST_TEST(contains(text, "CARAPACE_TEST_PLAIN=visible"), text);  // the command did run `env`
+  BOOST_TEST(contains(text, "keys::"), text);
+  BOOST_TEST(!contains(text, canary), text);
+  BOOST_TEST(!contains(r.out + r.err, canary));
+  // Nor anywhere on disk under the home (log files, WAL, bodies).
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.sub("home"))) {
+    if (entry.is_regular_file()) BOOST_TEST(!contains(slurp(entry.path().string()), canary), entry.path());
+  }
+}
+
+// `carapace run` whose session is in the middle of a shell call that started
+// a detached process: stopped by `sig`, or killed. Returns the wait status of
+// carapace; afterwards nothing the call started may be running, and the
+// call's side effect must never land.
+int stop_a_run_mid_call(CliFixture& fx, int sig, const std::string& marker) {
+  const std::string ws = fx.dir.sub("ws-" + marker);
+  std::filesystem::create_directories(ws);
+  const std::string scenario = fx.dir.sub("stop-" + marker + ".json");
+  std::ofstream(scenario) << R"({"replies": [
+      {"text": "Working.", "tool_calls": [{"name": "shell", "args": {"command": "setsid sleep 2)" << marker
+                          << R"( & nohup sleep 3)" << marker << R"( >/dev/null 2>&1 & sleep 1)" << marker
+                          << R"(; echo finished > f", "timeout_ms": 600000}}]},
+      {"text": "done"}]})";
+  pid_t pid = spawn_child_process(CARAPACE_BIN,
+                                  {"--home", fx.dir.sub("home"), "run", "go", "--session", "stop-" + marker,
+                                   "--workspace", ws, "--scenario", scenario},
+                                  fx.dir.sub("stop-" + marker + ".log"));
+  BOOST_REQUIRE(pid > 0);
+  const std::vector<std::vector<std::string>> sleeps = {
+      {"sleep", "1" + marker}, {"sleep", "2" + marker}, {"sleep", "3" + marker}};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto all_running = [&] {
+    for (const auto& argv : sleeps) {
+      if (testing::find_processes(argv).empty()) return false;
+    }
+    return true;
+  };
+  while (!all_running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  BOOST_REQUIRE_MESSAGE(all_running(), slurp(fx.dir.sub("stop-" + marker + ".log")));
+  ::kill(pid, sig);
+  int status = -1;
+  bool ended = wait_child_process(pid, 10000, &status);
+  BOOST_TEST(ended);
+  if (!ended) {  // leave nothing behind a failed test
+    ::kill(pid, SIGKILL);
+    wait_child_process(pid, 10000, &status);
+  }
+  BOOST_TEST(testing::survivors(sleeps) == 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  BOOST_TEST(!std::filesystem::exists(ws + "/f"));
+  return status;
+}
+
+BOOST_AUTO_TEST_CASE(sigterm_stops_a_run_and_kills_its_tools) {
+  int status = stop_a_run_mid_call(*this, SIGTERM, "031");
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM), status);
+  std::string log = slurp(dir.sub("stop-031.log"));
+  BOOST_TEST(contains(log, "carapace: SIGTERM: stopping session stop-031 and killing its tool processes"), log);
+  // The log tells the truth: the call was requested and never completed.
+  json j = run_json("log show stop-031");
+  std::string events = j.dump();
+  BOOST_TEST(contains(events, "tool.requested"));
+  BOOST_TEST(!contains(events, "tool.completed"));
+  BOOST_TEST(run("verify stop-031").code == 0);
+}
+
+BOOST_AUTO_TEST_CASE(sigint_stops_a_run_and_kills_its_tools) {
+  int status = stop_a_run_mid_call(*this, SIGINT, "032");
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT), status);
+}
+
+// No handler runs: the guards' parent-death signal does the killing.
+BOOST_AUTO_TEST_CASE(sigkill_of_a_run_kills_its_tools_through_the_parent_death_signal) {
+  int status = stop_a_run_mid_call(*this, SIGKILL, "033");
+  BOOST_TEST((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL), status);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,26 +2,35 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "actors/tool/file_tools.h"
 #include "actors/tool/process.h"
 #include "actors/tool/shell_tool.h"
+#include "actors/tool/tool_env.h"
 #include "actors/tool/workspace.h"
 #include "tests/support/printing.h"
+#include "tests/support/proc_watch.h"
 #include "tests/support/temp_dir.h"
 
 using namespace carapace;
+using carapace::testing::survivors;
 using carapace::testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -241,46 +250,127 @@ BOOST_AUTO_TEST_CASE(output_over_the_cap_keeps_head_and_tail_and_counts_everythi
 }
 
 BOOST_AUTO_TEST_CASE(a_timeout_kills_the_whole_process_group) {
-  Subreaper subreaper;
   const auto start = Clock::now();
   ProcessResult r = run_process(
-      {.argv = {"bash", "-c", "sleep 60 & echo $! > child.pid; sleep 60"}, .cwd = ws, .timeout_ms = 500});
+      {.argv = {"bash", "-c", "sleep 1001 & echo $! > child.pid; sleep 1002"}, .cwd = ws, .timeout_ms = 500});
   const double elapsed = seconds_since(start);
   BOOST_TEST(r.started);
   BOOST_TEST(r.timed_out);
+  BOOST_TEST(!r.stopped);
   BOOST_TEST(r.term_signal == SIGKILL);
-  BOOST_TEST(elapsed < 20.0);
-
+  BOOST_TEST(elapsed < 5.0);
   pid_t background = read_pid(ws + "/child.pid");
   BOOST_REQUIRE(background > 0);
-  int status = reap_within_5s(background);
-  if (status == -2) ::kill(background, SIGKILL);  // do not leave it behind a failed test
-  BOOST_TEST(status >= 0);                        // it was ours to reap: it ended
-  BOOST_TEST((status >= 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+  // Gone by the time the call returned: killed and reaped by the guard.
   errno = 0;
   BOOST_TEST(::kill(background, 0) == -1);
   BOOST_TEST(errno == ESRCH);
+  BOOST_TEST(survivors({{"sleep", "1001"}, {"sleep", "1002"}}, std::chrono::milliseconds(0)) == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(a_process_that_left_the_group_cannot_hold_the_call_open) {
-  Subreaper subreaper;
+// The reproductions of issue 9: a nohup'd and a setsid'd background process
+// outlived their call, its timeout and carapace itself.
+BOOST_AUTO_TEST_CASE(daemonised_descendants_die_when_the_call_ends) {
   const auto start = Clock::now();
-  // The escaped sleep keeps the output pipe open for 30 s after the kill.
-  ProcessResult r =
-      run_process({.argv = {"bash", "-c", "setsid sleep 30 & echo $! > escaped.pid; echo before; sleep 30"},
-                   .cwd = ws,
-                   .timeout_ms = 500});
-  const double elapsed = seconds_since(start);
-  pid_t escaped = read_pid(ws + "/escaped.pid");
-  bool escaped_alive = escaped > 0 && ::kill(escaped, 0) == 0;
-  if (escaped > 0) {
-    ::kill(escaped, SIGKILL);
-    reap_within_5s(escaped);
-  }
+  ProcessResult r = run_process(
+      {.argv = {"bash", "-c",
+                "nohup sleep 1005 >/dev/null 2>&1 & setsid sleep 1006 & "
+                "(setsid bash -c 'sleep 1007 </dev/null >/dev/null 2>&1 &' &) ; sleep 0.3; echo done"},
+       .cwd = ws,
+       .timeout_ms = 20000});
+  BOOST_TEST(seconds_since(start) < 5.0);
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(r.output == "done\n");
+  BOOST_TEST(!r.timed_out);
+  BOOST_TEST(r.killed_background == 3u);
+  BOOST_TEST(survivors({{"sleep", "1005"}, {"sleep", "1006"}, {"sleep", "1007"}}, std::chrono::milliseconds(0)) ==
+             0u);
+}
+
+BOOST_AUTO_TEST_CASE(daemonised_descendants_die_at_the_timeout) {
+  const auto start = Clock::now();
+  // The escaped sleeps would keep the output pipe open for ever.
+  ProcessResult r = run_process(
+      {.argv = {"bash", "-c", "setsid sleep 1008 & nohup sleep 1009 & echo before; sleep 1010"},
+       .cwd = ws,
+       .timeout_ms = 500});
+  BOOST_TEST(seconds_since(start) < 5.0);
   BOOST_TEST(r.timed_out);
   BOOST_TEST(r.output == "before\n");
-  BOOST_TEST(elapsed < 10.0);
-  BOOST_TEST(escaped_alive);  // it really was outside the group the kill reached
+  BOOST_TEST(survivors({{"sleep", "1008"}, {"sleep", "1009"}, {"sleep", "1010"}}, std::chrono::milliseconds(0)) ==
+             0u);
+}
+
+BOOST_AUTO_TEST_CASE(terminate_all_stops_running_calls_and_refuses_new_ones) {
+  ProcessSet processes;
+  ProcessResult r;
+  std::thread call([&] {
+    r = run_process({.argv = {"bash", "-c", "setsid sleep 1021 & sleep 1011; echo finished > f"},
+                     .cwd = ws,
+                     .processes = &processes});
+  });
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (testing::find_processes({"sleep", "1011"}).empty() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  BOOST_TEST(processes.running() == 1u);
+  const auto start = Clock::now();
+  processes.terminate_all();
+  call.join();
+  BOOST_TEST(seconds_since(start) < 3.0);
+  BOOST_TEST(r.stopped);
+  BOOST_TEST(!r.timed_out);
+  BOOST_TEST(r.term_signal == SIGKILL);
+  BOOST_TEST(processes.running() == 0u);
+  BOOST_TEST(survivors({{"sleep", "1011"}, {"sleep", "1021"}}, std::chrono::milliseconds(0)) == 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  BOOST_TEST(!fs::exists(ws + "/f"));
+
+  ProcessResult refused = run_process({.argv = {"true"}, .processes = &processes});
+  BOOST_TEST(!refused.started);
+  BOOST_TEST(refused.error == "cannot start 'true': the runtime is stopping");
+}
+
+// The runtime killed with SIGKILL: its guards get their parent-death signal
+// and kill what they guard. The "runtime" is a forked copy of this test.
+BOOST_AUTO_TEST_CASE(a_runtime_killed_with_sigkill_takes_its_calls_with_it) {
+  Subreaper subreaper;  // the orphaned guard comes here to be reaped
+  pid_t runtime = ::fork();
+  BOOST_REQUIRE(runtime >= 0);
+  if (runtime == 0) {
+    run_process({.argv = {"bash", "-c", "setsid sleep 1012 & nohup sleep 1013 >/dev/null 2>&1 & sleep 1014"},
+                 .cwd = ws});
+    ::_exit(0);
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while ((testing::find_processes({"sleep", "1012"}).empty() || testing::find_processes({"sleep", "1013"}).empty() ||
+          testing::find_processes({"sleep", "1014"}).empty()) &&
+         Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  BOOST_TEST(testing::find_processes({"sleep", "1014"}).size() == 1u);
+  ::kill(runtime, SIGKILL);
+  BOOST_TEST(reap_within_5s(runtime) >= 0);
+  BOOST_TEST(survivors({{"sleep", "1012"}, {"sleep", "1013"}, {"sleep", "1014"}}) == 0u);
+  // Reap the guard, re-parented here.
+  const auto reap_deadline = Clock::now() + std::chrono::seconds(5);
+  while (::waitpid(-1, nullptr, WNOHANG) >= 0 && Clock::now() < reap_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// A command that kills its own guard with SIGKILL: the runtime's fallback
+// finds what the guard left by its session and group.
+BOOST_AUTO_TEST_CASE(a_guard_killed_from_outside_leaves_nothing_behind) {
+  Subreaper subreaper;
+  const auto start = Clock::now();
+  ProcessResult r = run_process(
+      {.argv = {"bash", "-c", "nohup sleep 1015 >/dev/null 2>&1 & kill -9 $PPID; sleep 1016"}, .cwd = ws});
+  BOOST_TEST(seconds_since(start) < 5.0);
+  BOOST_TEST(r.started);
+  BOOST_TEST(r.term_signal == SIGKILL);
+  BOOST_TEST(contains(r.error, "was killed before it reported (signal 9)"), r.error);
+  BOOST_TEST(survivors({{"sleep", "1015"}, {"sleep", "1016"}}) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_zero_or_huge_timeout_means_no_deadline) {
@@ -451,25 +541,29 @@ BOOST_AUTO_TEST_CASE(exit_status_and_signal_are_reported_on_a_last_line) {
 }
 
 BOOST_AUTO_TEST_CASE(a_timeout_kills_the_process_group_and_is_capped) {
-  Subreaper subreaper;
   ToolDefinition shell = make_shell_tool({.timeout_ms = 500, .max_timeout_ms = 1000});
   const auto start = Clock::now();
   // Asks for 60 s; gets the 1 s cap.
-  ToolResult r = call(
-      shell, {{"command", "echo started; sleep 60 & echo $! > child.pid; sleep 60"}, {"timeout_ms", 60000}});
-  BOOST_TEST(seconds_since(start) < 20.0);
+  ToolResult r = call(shell, {{"command", "echo started; sleep 1017 & echo $! > child.pid; sleep 1018"},
+                              {"timeout_ms", 60000}});
+  BOOST_TEST(seconds_since(start) < 5.0);
   BOOST_TEST(r.is_error);
   BOOST_TEST(r.timed_out);
-  BOOST_TEST(r.output == "started\n[timed out after 1000 ms; the process group was killed]");
-
+  BOOST_TEST(r.output == "started\n[timed out after 1000 ms; the command and every process it started were killed]");
   pid_t background = read_pid(ws + "/child.pid");
   BOOST_REQUIRE(background > 0);
-  int status = reap_within_5s(background);
-  if (status == -2) ::kill(background, SIGKILL);
-  BOOST_TEST((status >= 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
   errno = 0;
   BOOST_TEST(::kill(background, 0) == -1);
   BOOST_TEST(errno == ESRCH);
+  BOOST_TEST(survivors({{"sleep", "1017"}, {"sleep", "1018"}}, std::chrono::milliseconds(0)) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(background_processes_are_killed_when_the_command_ends_and_the_model_is_told) {
+  ToolDefinition shell = make_shell_tool({});
+  ToolResult r = call(shell, {{"command", "nohup sleep 1019 >/dev/null 2>&1 & setsid sleep 1020 & echo ok"}});
+  BOOST_TEST(!r.is_error);
+  BOOST_TEST(r.output == "ok\n[2 background processes were still running when the command ended; they were killed]");
+  BOOST_TEST(survivors({{"sleep", "1019"}, {"sleep", "1020"}}, std::chrono::milliseconds(0)) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(large_output_is_truncated_with_the_original_size) {
@@ -551,6 +645,130 @@ BOOST_AUTO_TEST_CASE(cwd_is_confined_to_the_workspace) {
 BOOST_AUTO_TEST_SUITE_END()
 
 // ---------------------------------------------------------------------------
+// The environment a tool process sees: secrets out by default.
+BOOST_FIXTURE_TEST_SUITE(tool_env_tests, WorkspaceFixture)
+
+// Sets variables for one test and restores the environment after it.
+struct ScopedEnv {
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  void set(const std::string& name, const std::string& value) {
+    const char* old = ::getenv(name.c_str());
+    saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
+      if (it->second)
+        ::setenv(it->first.c_str(), it->second->c_str(), 1);
+      else
+        ::unsetenv(it->first.c_str());
+    }
+  }
+};
+
+BOOST_AUTO_TEST_CASE(names_that_look_secret) {
+  const std::vector<std::string> providers = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MY_LLM_CRED"};
+  for (const char* name : {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MY_LLM_CRED", "GH_TOKEN", "aws_secret_access_key",
+                           "DB_Password", "SSH_KEY_PATH", "keyring", "XTOKENX"}) {
+    BOOST_TEST(looks_secret(name, providers), name);
+  }
+  for (const char* name : {"PATH", "HOME", "LANG", "PASSWD_FILE", "TOKYO", "MONKEY_BUSINESS_X"}) {
+    // MONKEY contains KEY: a false positive the rule accepts (include passes it).
+    BOOST_TEST(looks_secret(name, providers) == (std::string(name) == "MONKEY_BUSINESS_X"), name);
+  }
+  BOOST_TEST(env_name_matches("AWS_*", "AWS_REGION"));
+  BOOST_TEST(env_name_matches("*_TOKEN", "GH_TOKEN"));
+  BOOST_TEST(env_name_matches("A*B*C", "AxxBxxC"));
+  BOOST_TEST(!env_name_matches("A*B*C", "AxxBxx"));
+  BOOST_TEST(!env_name_matches("AWS_*", "XAWS_REGION"));
+  BOOST_TEST(env_name_matches("*", ""));
+}
+
+BOOST_AUTO_TEST_CASE(bad_options_are_named) {
+  BOOST_TEST(validate_tool_env({}).ok());
+  BOOST_TEST(validate_tool_env({.inherit = "most"}).message() == "inherit \"most\" must be \"all\", \"core\" or \"none\"");
+  BOOST_TEST(validate_tool_env({.include = {"OK", ""}}).message() ==
+             "include[1] is empty; give a variable name such as \"GH_TOKEN\"");
+  BOOST_TEST(validate_tool_env({.exclude = {"A=B"}}).message() ==
+             "exclude[0] \"A=B\" is not a variable name: use letters, digits, '_' and '*' (any run)");
+  BOOST_TEST(validate_tool_env({.include = {"X"}, .exclude = {"X"}}).message() ==
+             "\"X\" is in both include and exclude; keep it in one");
+  Status shell = validate_shell_options({.env = {.inherit = "most"}});
+  BOOST_TEST(shell.message() == "env: inherit \"most\" must be \"all\", \"core\" or \"none\"");
+  ToolResult r = call(make_shell_tool({.env = {.inherit = "most"}}), {{"command", "env"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(contains(r.output, "misconfigured"), r.output);
+}
+
+BOOST_AUTO_TEST_CASE(a_canary_secret_never_reaches_a_shell_command) {
+  const std::string canary = "canary-7f3e9a1c-do-not-leak";
+  ScopedEnv env;
+  env.set("OPENAI_API_KEY", canary + "-openai");
+  env.set("ANTHROPIC_API_KEY", canary + "-anthropic");
+  env.set("CARAPACE_TEST_SECRET", canary + "-secret");
+  env.set("carapace_test_token", canary + "-token");
+  env.set("CARAPACE_TEST_PASSWORD_FILE", canary + "-password");
+  env.set("CARAPACE_TEST_APIKEY", canary + "-apikey");
+  env.set("MY_PROVIDER_CRED", canary + "-configured");
+  env.set("CARAPACE_TEST_PLAIN", "plain-value");
+
+  ToolDefinition shell = make_shell_tool({.env = {.secret_names = {"OPENAI_API_KEY", "MY_PROVIDER_CRED"}}});
+  // `env`, and the process's initial environment as the kernel holds it.
+  ToolResult r = call(shell, {{"command", "env; tr '\\0' '\\n' < /proc/$$/environ"}});
+  BOOST_TEST(!r.is_error, r.output);
+  BOOST_TEST(!contains(r.output, canary), r.output);
+  BOOST_TEST(contains(r.output, "CARAPACE_TEST_PLAIN=plain-value"));
+  BOOST_TEST(contains(r.output, "PATH="));
+
+  // The canary is there to be found: without the rule it leaks.
+  ToolResult leaky = call(shell, {{"command", "echo \"$CARAPACE_TEST_SECRET\""}});
+  BOOST_TEST(leaky.output == "\n");
+  ProcessResult raw = run_process({.argv = {"bash", "-c", "env"}});
+  BOOST_TEST(contains(raw.output, canary + "-secret"));
+}
+
+BOOST_AUTO_TEST_CASE(include_exclude_and_inherit_choose_the_variables) {
+  ScopedEnv env;
+  env.set("GH_TOKEN", "gh-value");
+  env.set("CARAPACE_TEST_PLAIN", "plain-value");
+  env.set("CARAPACE_TEST_OTHER", "other-value");
+  env.set("OPENAI_API_KEY", "openai-value");
+
+  auto names = [&](const ToolEnvOptions& options) {
+    ToolResult r = call(make_shell_tool({.env = options}), {{"command", "env | cut -d= -f1 | sort"}});
+    BOOST_TEST(!r.is_error, r.output);
+    std::set<std::string> out;
+    std::istringstream in(r.output);
+    for (std::string line; std::getline(in, line);) out.insert(line);
+    return out;
+  };
+  std::set<std::string> all = names({});
+  BOOST_TEST(all.count("CARAPACE_TEST_PLAIN") == 1u);
+  BOOST_TEST(all.count("GH_TOKEN") == 0u);
+
+  std::set<std::string> included = names({.include = {"GH_*"}, .exclude = {"CARAPACE_TEST_O*"}});
+  BOOST_TEST(included.count("GH_TOKEN") == 1u);
+  BOOST_TEST(included.count("CARAPACE_TEST_PLAIN") == 1u);
+  BOOST_TEST(included.count("CARAPACE_TEST_OTHER") == 0u);
+  BOOST_TEST(included.count("OPENAI_API_KEY") == 0u);
+
+  std::set<std::string> core = names({.inherit = "core"});
+  BOOST_TEST(core.count("PATH") == 1u);
+  BOOST_TEST(core.count("CARAPACE_TEST_PLAIN") == 0u);
+
+  std::set<std::string> none = names({.inherit = "none", .include = {"CARAPACE_TEST_PLAIN"}});
+  none.erase("PWD");  // bash sets these itself
+  none.erase("SHLVL");
+  none.erase("_");
+  BOOST_TEST((none == std::set<std::string>{"CARAPACE_TEST_PLAIN"}));
+
+  // An explicit include hands over even a provider key: the user asked.
+  std::set<std::string> deliberate = names({.include = {"OPENAI_API_KEY"}});
+  BOOST_TEST(deliberate.count("OPENAI_API_KEY") == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_FIXTURE_TEST_SUITE(file_tool_tests, WorkspaceFixture)
 
 BOOST_AUTO_TEST_CASE(specs_declare_names_idempotence_and_required_arguments) {
@@ -693,6 +911,95 @@ BOOST_AUTO_TEST_CASE(write_file_is_confined) {
   BOOST_TEST(r.is_error);
   BOOST_TEST(!fs::exists(outside + "/new.txt"));
   BOOST_TEST(!fs::exists(outside + "/not_yet.txt"));
+  BOOST_TEST(read_text(outside + "/secret.txt") == "secret\n");
+}
+
+// The reproduction of issue 9: `ln ../out/secret.txt ws/hardlink` and a
+// write_file to ws/hardlink overwrote the outside file.
+BOOST_AUTO_TEST_CASE(write_file_refuses_a_hard_link_and_leaves_the_other_file_alone) {
+  ToolDefinition write = make_write_file_tool({});
+  fs::create_hard_link(outside + "/secret.txt", ws + "/hardlink");
+  for (bool append : {true, false}) {  // an append would write into the outside file itself
+    ToolResult r = call(write, {{"path", "hardlink"}, {"content", "overwritten"}, {"append", append}});
+    BOOST_TEST(r.is_error);
+    BOOST_TEST(r.output ==
+               "'hardlink' has 2 hard links; write_file does not write through a hard link, whose other names may "
+               "be outside the workspace. Remove it (the other names keep the content) and write a new file");
+  }
+  BOOST_TEST(read_text(outside + "/secret.txt") == "secret\n");
+  BOOST_TEST(fs::hard_link_count(outside + "/secret.txt") == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(write_file_replaces_through_a_rename_keeping_the_mode) {
+  ToolDefinition write = make_write_file_tool({});
+  write_text(ws + "/script.sh", "old\n");
+  fs::permissions(ws + "/script.sh", fs::perms(0750));
+  const auto inode_before = [&] {
+    struct stat st;
+    ::stat((ws + "/script.sh").c_str(), &st);
+    return st.st_ino;
+  };
+  ino_t before = inode_before();
+  ToolResult r = call(write, {{"path", "script.sh"}, {"content", "new\n"}});
+  BOOST_TEST(!r.is_error, r.output);
+  BOOST_TEST(read_text(ws + "/script.sh") == "new\n");
+  BOOST_TEST(static_cast<int>(fs::status(ws + "/script.sh").permissions() & fs::perms::all) == 0750);
+  BOOST_TEST(inode_before() != before);  // a new file took the name: the old inode was never written
+  for (const auto& entry : fs::directory_iterator(ws)) {
+    BOOST_TEST(!contains(entry.path().filename().string(), ".carapace-"), entry.path());
+  }
+  // A last name that is a link inside the workspace writes its target and stays a link.
+  fs::create_symlink("sub/f.txt", ws + "/to_f");
+  r = call(write, {{"path", "to_f"}, {"content", "via link\n"}});
+  BOOST_TEST(!r.is_error, r.output);
+  BOOST_TEST(fs::is_symlink(ws + "/to_f"));
+  BOOST_TEST(read_text(ws + "/sub/f.txt") == "via link\n");
+}
+
+// The reproduction of issue 9: a thread swapping a directory and a link to
+// outside (renameat2 RENAME_EXCHANGE) beside 1,500 calls wrote 225 files and
+// read 317 times outside. Resolved beneath the root by the kernel: none.
+BOOST_AUTO_TEST_CASE(a_directory_swapped_for_a_link_outside_never_lets_a_call_out) {
+  ToolDefinition write = make_write_file_tool({});
+  ToolDefinition read = make_read_file_tool({});
+  ToolDefinition list = make_list_dir_tool({});
+  fs::create_directories(ws + "/race");
+  write_text(ws + "/race/secret.txt", "inside\n");
+  write_text(outside + "/outside-only.txt", "");
+  fs::create_directory_symlink(outside, ws + "/swap");
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> swaps{0};
+  std::thread swapper([&] {
+    const std::string a = ws + "/race", b = ws + "/swap";
+    while (!stop.load(std::memory_order_relaxed)) {
+      if (::syscall(SYS_renameat2, AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0) ++swaps;
+    }
+  });
+  int outside_reads = 0, outside_lists = 0, inside_reads = 0, refused = 0;
+  for (int i = 0; i < 500; ++i) {
+    ToolResult w = call(write, {{"path", "race/w" + std::to_string(i) + ".txt"},
+                                {"content", "x"},
+                                {"append", i % 2 == 1}});
+    if (w.is_error) ++refused;
+    ToolResult r = call(read, {{"path", "race/secret.txt"}});
+    if (r.output == "secret\n") ++outside_reads;
+    if (r.output == "inside\n") ++inside_reads;
+    ToolResult l = call(list, {{"path", "race"}});
+    if (contains(l.output, "outside-only.txt")) ++outside_lists;
+  }
+  stop = true;
+  swapper.join();
+  int outside_writes = 0;
+  for (const auto& entry : fs::directory_iterator(outside)) {
+    if (entry.path().filename().string().rfind("w", 0) == 0) ++outside_writes;
+  }
+  BOOST_TEST_MESSAGE("swaps " << swaps.load() << ", inside reads " << inside_reads << ", refused writes "
+                              << refused);
+  BOOST_TEST(swaps.load() > 1000u);  // the race really ran
+  BOOST_TEST(inside_reads > 0);
+  BOOST_TEST(outside_writes == 0);
+  BOOST_TEST(outside_reads == 0);
+  BOOST_TEST(outside_lists == 0);
   BOOST_TEST(read_text(outside + "/secret.txt") == "secret\n");
 }
 
