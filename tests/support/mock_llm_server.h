@@ -128,8 +128,10 @@ class MockLlmServer {
     return requests_.size();
   }
 
-  // Stalls begun so far (a test waits for one, then kills its client).
+  // Stalls begun so far (a test waits for one, then kills its client), and
+  // stalls under way now.
   int stalls() const { return stalls_.load(); }
+  int stalling() const { return stalling_.load(); }
   // Connections accepted so far (keep-alive reuses them).
   int connections() const { return connections_.load(); }
 
@@ -261,8 +263,10 @@ class MockLlmServer {
       for (size_t cut : cuts) {
         cut = std::min(cut, reply.body.size());
         if (reply.stall_after >= 0 && at == static_cast<size_t>(reply.stall_after) && reply.stall_ms > 0) {
+          stalling_.fetch_add(1);
           stalls_.fetch_add(1);
           pause(reply.stall_ms);
+          stalling_.fetch_sub(1);
           reply.stall_ms = 0;
         }
         if (reply.drop_after >= 0 && at == static_cast<size_t>(reply.drop_after)) return;
@@ -294,6 +298,7 @@ class MockLlmServer {
   uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> stalls_{0};
+  std::atomic<int> stalling_{0};
   std::atomic<int> connections_{0};
   std::thread accept_thread_;
   std::mutex mu_;
