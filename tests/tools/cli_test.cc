@@ -758,7 +758,7 @@ BOOST_AUTO_TEST_CASE(run_and_chat_print_the_answer_as_it_streams_on_a_terminal) 
       testing::MockReply reply = testing::FakeModel{.format = format}.reply(r);
       if (testing::read_conversation(format, r.body).results >= 3) {
         reply.stall_after = static_cast<long>(after_first_piece(format, reply.body));
-        reply.stall_ms = 1500;
+        reply.stall_ms = 60'000;  // until the test has looked
       }
       return reply;
     });
@@ -775,6 +775,7 @@ BOOST_AUTO_TEST_CASE(run_and_chat_print_the_answer_as_it_streams_on_a_terminal) 
       BOOST_REQUIRE(p.read_until([](const std::string& o) { return contains(o, "Done: r"); }));
       BOOST_TEST(server.stalling() == 1, format << ": the piece was shown only once the rest came");
       BOOST_TEST(!contains(p.out, "Done: remember apples"));
+      server.release_stalls();
       BOOST_TEST(p.wait() == 0, p.out);
       BOOST_TEST(server.stalls() == stalls + 1);
       BOOST_TEST(contains(p.out, "I will write the note.\r\n"), p.out);  // a turn's text, then its tools
@@ -792,6 +793,7 @@ BOOST_AUTO_TEST_CASE(run_and_chat_print_the_answer_as_it_streams_on_a_terminal) 
       p.write("remember pears\n");
       BOOST_REQUIRE(p.read_until([](const std::string& o) { return contains(o, "agent> Done: r"); }));
       BOOST_TEST(server.stalling() == 1);
+      server.release_stalls();
       BOOST_REQUIRE(
           p.read_until([](const std::string& o) { return contains(o, "Done: remember pears\r\n"); }));
       BOOST_REQUIRE(p.read_until(
