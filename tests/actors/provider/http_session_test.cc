@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 
 #include "events/fold.h"
@@ -260,6 +261,16 @@ BOOST_DATA_TEST_CASE_F(SessionFixture, every_attempt_and_delay_is_recorded_and_e
 
   rt.reset();
   check_canary(format);
+  // The bodies are compressed with zstd.
+  bool zstd = false;
+  for (const auto& f : std::filesystem::directory_iterator(dir.sub("home") + "/bodies")) {
+    if (f.path().filename().string().rfind("OPTIONS-", 0) == 0) {
+      std::ifstream in(f.path());
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      zstd = zstd || text.find("compression=kZSTD") != std::string::npos;
+    }
+  }
+  BOOST_TEST(zstd);
 }
 
 BOOST_DATA_TEST_CASE_F(SessionFixture, a_rejected_key_ends_the_turn_and_the_session_stays_usable,
