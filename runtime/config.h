@@ -29,6 +29,9 @@ struct ProviderConfig {
   uint64_t timeout_ms = 10 * 60 * 1000;  // a whole attempt, as the session waits for it
   // HTTP providers (docs/providers.md).
   std::string base_url;     // "": the provider's public API; $OPENAI_BASE_URL / $ANTHROPIC_BASE_URL win
+  // Not a config key: base_url came from the command line (--base-url), so
+  // it wins over the environment too.
+  bool base_url_is_explicit = false;
   std::string api_key_env;  // "": OPENAI_API_KEY / ANTHROPIC_API_KEY; the key itself is never configured
   uint64_t max_tokens = 0;  // 0: openai sends none, anthropic sends 4096
   bool has_temperature = false;

@@ -13,7 +13,7 @@ Status resolve_http_options(const ProviderConfig& c, HttpProviderOptions* out) {
   if (!is_http_provider(c.name)) return Status::invalid_argument("\"" + c.name + "\" is not an HTTP provider");
   HttpProviderOptions o;
   const char* url_env = c.name == "openai" ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL";
-  const char* env_url = std::getenv(url_env);
+  const char* env_url = c.base_url_is_explicit ? nullptr : std::getenv(url_env);
   o.base_url = env_url && *env_url ? env_url : (!c.base_url.empty() ? c.base_url : default_base_url(c.name));
   if (o.base_url.rfind("http://", 0) != 0 && o.base_url.rfind("https://", 0) != 0) {
     return Status::invalid_argument(std::string(env_url && *env_url ? url_env : "provider.base_url") +

@@ -2,11 +2,17 @@
 
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
 #include <sys/stat.h>
 
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
 
 #include "base/digest.h"
 
@@ -35,12 +41,81 @@ struct BodyStore::Impl {
   std::unique_ptr<rocksdb::DB> db;
   std::string path;
   std::atomic<uint64_t> writes{0};
+
+  // put_async's queue and writer thread (started on first use).
+  struct Pending {
+    std::string body;
+    std::function<void(Status, std::string)> done;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Pending> queue;
+  bool stopping = false;
+  std::thread writer;
+
+  // Writes `batch` (bodies not stored yet) in one synced write; the status.
+  Status write(std::deque<Pending>& batch);
+  void run();
 };
+
+Status BodyStore::Impl::write(std::deque<Pending>& batch) {
+  rocksdb::WriteBatch wb;
+  std::unordered_set<std::string> keys;
+  uint64_t fresh = 0;
+  for (const auto& p : batch) {
+    std::string key = ref_of(p.body);
+    if (!keys.insert(key).second) continue;  // the same body twice in one batch
+    std::string existing;
+    if (db->Get(rocksdb::ReadOptions(), key, &existing).ok() && existing.size() == p.body.size()) continue;
+    rocksdb::Status s = wb.Put(key, rocksdb::Slice(p.body.data(), p.body.size()));
+    if (!s.ok()) return from_rocks(s, "storing a body in " + path);
+    ++fresh;
+  }
+  if (fresh == 0) return Status();
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  CARAPACE_RETURN_IF_ERROR(from_rocks(db->Write(wo, &wb), "storing bodies in " + path));
+  writes.fetch_add(fresh, std::memory_order_relaxed);
+  return Status();
+}
+
+void BodyStore::Impl::run() {
+  std::unique_lock lock(mu);
+  for (;;) {
+    cv.wait(lock, [this] { return stopping || !queue.empty(); });
+    if (queue.empty()) return;  // stopping, and nothing left
+    std::deque<Pending> batch;
+    batch.swap(queue);
+    lock.unlock();
+    Status s = write(batch);
+    for (auto& p : batch) {
+      if (p.done) p.done(s, s.ok() ? ref_of(p.body) : std::string());
+    }
+    lock.lock();
+  }
+}
 
 BodyStore::BodyStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 BodyStore::~BodyStore() {
-  if (impl_ && impl_->db) (void)impl_->db->Close();
+  if (!impl_) return;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_all();
+  if (impl_->writer.joinable()) impl_->writer.join();
+  if (impl_->db) (void)impl_->db->Close();
 }
+
+void BodyStore::put_async(std::string body, std::function<void(Status, std::string)> done) {
+  {
+    std::lock_guard lock(impl_->mu);
+    if (!impl_->writer.joinable()) impl_->writer = std::thread([impl = impl_.get()] { impl->run(); });
+    impl_->queue.push_back(Impl::Pending{std::move(body), std::move(done)});
+  }
+  impl_->cv.notify_one();
+}
+
 
 std::string BodyStore::ref_of(std::string_view body) { return digest128(body).hex(); }
 

@@ -11,9 +11,16 @@
 // can never be durable without it. Never holds HTTP headers: callers hand it
 // bodies only, and request bodies carry no credentials.
 //
-// Thread-safe: all methods may be called from many threads at once.
+// put_async() hands a body to the store's writer thread, which writes what
+// has queued up in one synced batch (one sync for many bodies) and then
+// calls each caller back: an HTTP client's I/O thread stores responses this
+// way without waiting on the disk.
+//
+// Thread-safe: all methods may be called from many threads at once. The
+// destructor writes what is queued, calls its callbacks, and joins the writer.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,6 +43,10 @@ class BodyStore {
 
   // Stores `body` durably (unless already there) and sets *ref to its key.
   Status put(std::string_view body, std::string* ref);
+
+  // Stores `body` as put() does, on the writer thread; then calls
+  // `done(status, ref)` there (keep it quick).
+  void put_async(std::string body, std::function<void(Status, std::string)> done);
 
   // The body stored under `ref`; not_found if there is none.
   Status get(std::string_view ref, std::string* body) const;

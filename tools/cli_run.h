@@ -21,6 +21,8 @@ struct RuntimeArgs {
   std::string scenario;
   std::string provider;
   std::string model;
+  std::string base_url;
+  bool resuming = false;  // sessions keep the model they recorded: no --model needed
   std::string config;
   std::string faults;
   // Hidden, for the torture runner and the durability tests:
@@ -50,13 +52,44 @@ int load_cli_config(Context& ctx, const std::string& config_flag, Config* config
 int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>* rt,
                  const std::string& stored_session = "");
 
-// What the status line shows, updated from the session's events.
+// What the status line shows, updated from the session's events; and, on a
+// terminal, the model's answers printed on stdout as they stream.
 class StatusLine {
  public:
-  explicit StatusLine(bool tty) : tty_(tty) {}
+  // `tty`: stderr is a terminal (a live line). `stream`: stdout is one
+  // (answers are printed as they arrive, each line after `prefix`).
+  explicit StatusLine(bool tty, bool stream = false, std::string prefix = "")
+      : tty_(tty), stream_(stream), prefix_(std::move(prefix)) {}
+
+  void on_delta(const StreamDelta& d) {
+    if (!stream_ || d.text.empty()) return;
+    std::lock_guard lock(mu_);
+    if (!streaming_) {
+      if (tty_) std::fprintf(stderr, "\r\033[K");
+      std::fflush(stderr);
+      std::fputs(prefix_.c_str(), stdout);
+      streaming_ = true;
+      streamed_.clear();
+    }
+    std::fwrite(d.text.data(), 1, d.text.size(), stdout);
+    std::fflush(stdout);
+    streamed_ += d.text;
+  }
+
+  // Whether `answer` was printed in full as it streamed (then it is not printed again).
+  bool streamed(const std::string& answer) {
+    std::lock_guard lock(mu_);
+    return !answer.empty() && answer == last_streamed_;
+  }
 
   void on_event(const Event& e) {
     std::lock_guard lock(mu_);
+    if (streaming_ && (get_if<LlmResponded>(e) || get_if<LlmFailed>(e))) {
+      std::fputs("\n", stdout);
+      std::fflush(stdout);
+      streaming_ = false;
+    }
+    if (const auto* r = get_if<LlmResponded>(e)) last_streamed_ = r->text == streamed_ ? streamed_ : "";
     retry_until_ = {};
     if (const auto* f = get_if<LlmFailed>(e)) {
       std::string what = f->http_status ? std::to_string(f->http_status) : f->error;
@@ -88,6 +121,7 @@ class StatusLine {
   void render() {
     if (!tty_) return;
     std::lock_guard lock(mu_);
+    if (streaming_) return;  // the answer's line is being written
     std::string text = status_;
     if (retry_until_ != std::chrono::steady_clock::time_point{}) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(retry_until_ -
@@ -116,6 +150,11 @@ class StatusLine {
   }
 
   bool tty_;
+  bool stream_;
+  std::string prefix_;
+  bool streaming_ = false;     // an answer's line is open on stdout
+  std::string streamed_;       // the text streamed since it opened
+  std::string last_streamed_;  // the last answer, if it was streamed in full
   std::mutex mu_;
   std::string status_ = "starting";
   std::chrono::steady_clock::time_point retry_until_{};
@@ -131,5 +170,8 @@ int report_outcome(Context& ctx, const RuntimeArgs& args, Runtime& rt, const std
 // What the run and resume commands print for each event: the status line,
 // and the acknowledgement log.
 std::function<void(const Event&)> event_printer(const RuntimeArgs& args, StatusLine& status);
+
+// Prints streamed answers on a terminal (StatusLine::on_delta).
+std::function<void(const StreamDelta&)> delta_printer(StatusLine& status);
 
 }  // namespace carapace::cli

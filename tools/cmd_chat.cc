@@ -29,8 +29,9 @@ int run_chat(Context& ctx, const ChatArgs& args) {
   std::unique_ptr<Runtime> rt;
   if (int rc = open_runtime(ctx, args.runtime, &rt); rc != kExitOk) return rc;
   const bool tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
-  StatusLine status(isatty(STDERR_FILENO));
+  StatusLine status(isatty(STDERR_FILENO), tty, "agent> ");
   auto on_event = [&status](const Event& e) { status.on_event(e); };
+  auto on_delta = delta_printer(status);
   std::string current;
   std::string line;
   if (tty) std::printf("carapace chat: /help for commands\n");
@@ -46,7 +47,7 @@ int run_chat(Context& ctx, const ChatArgs& args) {
     if (!s.ok()) {
       std::printf("! %s\n", s.to_string().c_str());
     } else if (o.status == SessionStatus::kCompleted) {
-      std::printf("agent> %s\n", o.final_answer.c_str());
+      if (!status.streamed(o.final_answer)) std::printf("agent> %s\n", o.final_answer.c_str());
     } else {
       std::printf("! the turn failed: %s (send another message to try again)\n", o.error.c_str());
     }
@@ -80,7 +81,8 @@ int run_chat(Context& ctx, const ChatArgs& args) {
         std::printf("! usage: /resume <id>\n");
         continue;
       }
-      Status s = rt->resume_session(id, Runtime::ResumeOptions{.allow_finished = true, .on_event = on_event});
+      Status s = rt->resume_session(
+          id, Runtime::ResumeOptions{.allow_finished = true, .on_event = on_event, .on_delta = on_delta});
       if (!s.ok()) {
         std::printf("! %s\n", s.to_string().c_str());
         continue;
@@ -103,7 +105,8 @@ int run_chat(Context& ctx, const ChatArgs& args) {
         continue;
       }
       std::string id;
-      Status s = rt->fork_session(current, turn, Runtime::ForkOptions{.on_event = on_event}, &id);
+      Status s = rt->fork_session(current, turn,
+                                  Runtime::ForkOptions{.on_event = on_event, .on_delta = on_delta}, &id);
       if (!s.ok()) {
         std::printf("! %s\n", s.to_string().c_str());
         continue;
@@ -120,9 +123,12 @@ int run_chat(Context& ctx, const ChatArgs& args) {
     }
     Status s;
     if (current.empty()) {
-      s = rt->start_session(
-          SessionOptions{.id = args.session, .task = line, .workspace = args.workspace, .on_event = on_event},
-          &current);
+      s = rt->start_session(SessionOptions{.id = args.session,
+                                           .task = line,
+                                           .workspace = args.workspace,
+                                           .on_event = on_event,
+                                           .on_delta = on_delta},
+                            &current);
       if (s.ok()) std::printf("session %s\n", current.c_str());
     } else {
       s = rt->send_message(current, line);

@@ -7,6 +7,7 @@
 
 #include "events/event_json.h"
 #include "events/event_summary.h"
+#include "storage/body_store.h"
 #include "storage/keys.h"
 #include "storage/synthetic_writer.h"
 #include "tools/cli.h"
@@ -80,7 +81,61 @@ struct ShowArgs {
   uint64_t from = 1;
   uint64_t to = UINT64_MAX;
   std::string type;
+  bool bodies = false;
 };
+
+// The body an event references (llm.requested, llm.responded, llm.failed), or "".
+std::string body_ref_of(const Event& e) {
+  if (const auto* r = get_if<LlmRequested>(e)) return r->body_ref;
+  if (const auto* r = get_if<LlmResponded>(e)) return r->body_ref;
+  if (const auto* f = get_if<LlmFailed>(e)) return f->body_ref;
+  return "";
+}
+
+// Reads referenced bodies from the home's body store (opened on first use).
+class BodyReader {
+ public:
+  explicit BodyReader(std::string path) : path_(std::move(path)) {}
+
+  // The body, or why there is none (*found false).
+  std::string get(const std::string& ref, bool* found) {
+    *found = false;
+    if (!opened_) {
+      opened_ = true;
+      open_status_ = BodyStore::open(path_, BodyStore::Mode::kReader, &store_);
+    }
+    if (!open_status_.ok()) return open_status_.message();
+    std::string body;
+    Status s = store_->get(ref, &body);
+    if (!s.ok()) return s.message();
+    *found = true;
+    return body;
+  }
+
+ private:
+  std::string path_;
+  bool opened_ = false;
+  Status open_status_;
+  std::unique_ptr<BodyStore> store_;
+};
+
+// A body under its event line, each of its lines indented.
+void print_body(const std::string& ref, BodyReader& reader) {
+  bool found = false;
+  std::string body = reader.get(ref, &found);
+  if (!found) {
+    std::printf("        (body %s: %s)\n", ref.c_str(), body.c_str());
+    return;
+  }
+  std::printf("        body %s, %zu bytes:\n", ref.c_str(), body.size());
+  size_t at = 0;
+  while (at < body.size()) {
+    size_t end = body.find('\n', at);
+    if (end == std::string::npos) end = body.size();
+    std::printf("        | %.*s\n", static_cast<int>(end - at), body.data() + at);
+    at = end + 1;
+  }
+}
 
 std::string offset(int64_t ts_us, int64_t base_us) {
   char buf[32];
@@ -106,6 +161,7 @@ int run_show(Context& ctx, const ShowArgs& args) {
   if (!s.ok()) return ctx.fail(s);
 
   nlohmann::json events = nlohmann::json::array();
+  BodyReader bodies(ctx.home() + "/bodies");
   int64_t base_us = 0;
   uint64_t shown = 0;
   Status problem;
@@ -134,12 +190,19 @@ int run_show(Context& ctx, const ShowArgs& args) {
     if (base_us == 0) base_us = e.ts_us;
     if (e.seq < args.from || (!args.type.empty() && e.type_name() != args.type)) continue;
     ++shown;
+    std::string ref = args.bodies ? body_ref_of(e) : "";
     if (ctx.json) {
       events.push_back(event_to_json(e));
+      if (!ref.empty()) {
+        bool found = false;
+        std::string body = bodies.get(ref, &found);
+        events.back()[found ? "body" : "body_error"] = body;
+      }
     } else {
       std::printf("%6llu  %10s  %-18s %s\n", static_cast<unsigned long long>(e.seq),
                   offset(e.ts_us, base_us).c_str(), std::string(e.type_name()).c_str(),
                   event_summary(e).c_str());
+      if (!ref.empty()) print_body(ref, bodies);
     }
   }
   if (problem.ok()) problem = cursor->status();
@@ -208,6 +271,8 @@ void register_log_commands(CLI::App& app, Context& ctx) {
   show->add_option("--from", show_args->from, "First seq to show")->capture_default_str();
   show->add_option("--to", show_args->to, "Last seq to show");
   show->add_option("--type", show_args->type, "Only events of this type (e.g. tool.completed)");
+  show->add_flag("--bodies", show_args->bodies,
+                 "Print the verbatim provider request and response bodies the events reference");
   add_json_flag(show, ctx);
   show->callback([&ctx, show_args] { ctx.run = [&ctx, show_args] { return run_show(ctx, *show_args); }; });
 }

@@ -12,9 +12,10 @@
 
 #include "events/event_summary.h"
 #include "replay/fault_plan.h"
-#include "storage/sync_ledger_fs.h"
-#include "runtime/runtime.h"
 #include "runtime/home.h"
+#include "runtime/provider_factory.h"
+#include "runtime/runtime.h"
+#include "storage/sync_ledger_fs.h"
 #include "tools/cli.h"
 #include "tools/cli_run.h"
 #include "tools/stop_signals.h"
@@ -70,6 +71,10 @@ std::function<void(const Event&)> event_printer(const RuntimeArgs& args, StatusL
   };
 }
 
+std::function<void(const StreamDelta&)> delta_printer(StatusLine& status) {
+  return [&status](const StreamDelta& d) { status.on_delta(d); };
+}
+
 int load_cli_config(Context& ctx, const std::string& config_flag, Config* config) {
   std::vector<std::string> warnings;
   std::string config_path = config_flag;
@@ -92,7 +97,7 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
   Config config;
   std::shared_ptr<Provider> stored_provider;
   bool stored = false;
-  if (!stored_session.empty() && args.config.empty() && args.scenario.empty() && args.provider.empty()) {
+  if (!stored_session.empty() && args.config.empty()) {
     // The session says how it was run; flags given again override it.
     if (Status home = prepare_home(ctx.home(), /*create=*/false); !home.ok()) return ctx.fail(home);
     auto log = ctx.open_log(EventLog::Mode::kReader);
@@ -102,7 +107,10 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
     if (s.ok()) {
       stored = true;
       config = std::move(run.config);
-      if (!run.scenario.empty()) {
+      // The server the session talked to stays its server, whatever the environment says now.
+      config.provider.base_url_is_explicit = !config.provider.base_url.empty();
+      bool same_provider = args.provider.empty() || args.provider == config.provider.name;
+      if (!run.scenario.empty() && args.scenario.empty() && same_provider) {
         Scenario scenario;
         s = parse_scenario(run.scenario, "the scenario stored with session " + stored_session, &scenario);
         if (!s.ok()) return ctx.fail(s, "pass --scenario FILE to run it with another scenario");
@@ -116,15 +124,34 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
     if (int rc = load_cli_config(ctx, args.config, &config); rc != kExitOk) return rc;
   }
   if (!args.provider.empty()) {
-    if (args.provider != "scripted") {
+    if (args.provider != "scripted" && !is_http_provider(args.provider)) {
       return ctx.fail(
-          Status::invalid_argument("--provider " + args.provider + " is not available in this build"),
-          "use --provider scripted with --scenario FILE");
+          Status::invalid_argument("--provider " + args.provider + " is not a provider of this build"),
+          "use --provider openai, anthropic or scripted");
+    }
+    if (args.provider != config.provider.name) {
+      config.provider.model = ProviderConfig{}.model;
+      config.provider.base_url = ProviderConfig{}.base_url;
+      config.provider.api_key_env = ProviderConfig{}.api_key_env;
     }
     config.provider.name = args.provider;
   }
   if (!args.scenario.empty()) config.provider.scenario = args.scenario;
   if (!args.model.empty()) config.provider.model = args.model;
+  if (!args.base_url.empty()) {
+    if (!is_http_provider(config.provider.name)) {
+      return ctx.fail(Status::invalid_argument("--base-url is for the openai and anthropic providers, not " +
+                                               config.provider.name),
+                      "add --provider openai (any OpenAI-compatible server) or --provider anthropic");
+    }
+    config.provider.base_url = args.base_url;
+    config.provider.base_url_is_explicit = true;
+  }
+  if (is_http_provider(config.provider.name) && config.provider.model == ProviderConfig{}.model &&
+      !args.resuming) {
+    return ctx.fail(Status::invalid_argument("the " + config.provider.name + " provider needs a model name"),
+                    "pass --model NAME (e.g. --model gpt-4o-mini) or set provider.model in the config");
+  }
   std::shared_ptr<FaultPlan> faults;
   if (!args.faults.empty()) {
     Status s = FaultPlan::load(args.faults, &faults);
@@ -208,7 +235,7 @@ int report_outcome(Context& ctx, const RuntimeArgs& args, Runtime& rt, const std
                        {"summary", summary}})
               << "\n";
   } else if (completed) {
-    std::cout << outcome.final_answer << "\n";
+    if (!status.streamed(outcome.final_answer)) std::cout << outcome.final_answer << "\n";
     std::fprintf(stderr, "%s (%s)\n  its events: carapace log show %s\n", summary.c_str(),
                  outcome.stop_reason.c_str(), id.c_str());
   } else {
@@ -226,17 +253,19 @@ int resume(Context& ctx, const RunArgs& args, Runtime& rt) {
   if (mode != "step" && mode != "turn") {
     return ctx.fail(Status::invalid_argument("--mode " + mode + " is not step or turn"));
   }
-  StatusLine status(!ctx.json && isatty(STDERR_FILENO));
-  Status s = rt.resume_session(
-      id, Runtime::ResumeOptions{.mode = mode == "turn" ? Runtime::ResumeMode::kTurn : Runtime::ResumeMode::kStep,
-                                 .allow_finished = !args.then.empty(),
-                                 .on_event = event_printer(args.runtime, status)});
+  StatusLine status(!ctx.json && isatty(STDERR_FILENO), !ctx.json && isatty(STDOUT_FILENO));
+  Status s = rt.resume_session(id, Runtime::ResumeOptions{.mode = mode == "turn" ? Runtime::ResumeMode::kTurn
+                                                                                 : Runtime::ResumeMode::kStep,
+                                                          .allow_finished = !args.then.empty(),
+                                                          .on_event = event_printer(args.runtime, status),
+                                                          .on_delta = delta_printer(status)});
   if (s.is_not_found()) return ctx.fail(s, "`carapace sessions` lists the sessions there");
   if (!s.ok()) return ctx.fail(s);
   return report_outcome(ctx, args.runtime, rt, id, status, args.then);
 }
 
-int run_run(Context& ctx, const RunArgs& args) {
+int run_run(Context& ctx, RunArgs& args) {
+  args.runtime.resuming = !args.resume.empty();
   std::unique_ptr<Runtime> rt;
   if (int rc = open_runtime(ctx, args.runtime, &rt, args.resume); rc != kExitOk) return rc;
   if (!args.resume.empty()) return resume(ctx, args, *rt);
@@ -244,13 +273,14 @@ int run_run(Context& ctx, const RunArgs& args) {
     return ctx.fail(Status::invalid_argument("run needs a task (or --resume ID)"),
                     "carapace run \"<task>\" --scenario FILE");
   }
-  StatusLine status(!ctx.json && isatty(STDERR_FILENO));
+  StatusLine status(!ctx.json && isatty(STDERR_FILENO), !ctx.json && isatty(STDOUT_FILENO));
   std::string id;
   Status s = rt->start_session(SessionOptions{.id = args.session,
                                               .task = args.task,
                                               .max_turns = args.max_turns,
                                               .workspace = args.workspace,
-                                              .on_event = event_printer(args.runtime, status)},
+                                              .on_event = event_printer(args.runtime, status),
+                                              .on_delta = delta_printer(status)},
                                &id);
   if (!s.ok()) return ctx.fail(s);
   return report_outcome(ctx, args.runtime, *rt, id, status, args.then);
@@ -267,14 +297,14 @@ struct ForkArgs {
 int run_fork(Context& ctx, const ForkArgs& args) {
   std::unique_ptr<Runtime> rt;
   if (int rc = open_runtime(ctx, args.runtime, &rt, args.source); rc != kExitOk) return rc;
-  StatusLine status(!ctx.json && isatty(STDERR_FILENO));
+  StatusLine status(!ctx.json && isatty(STDERR_FILENO), !ctx.json && isatty(STDOUT_FILENO));
   std::string id;
-  Status s =
-      rt->fork_session(args.source, args.at_turn,
-                       Runtime::ForkOptions{.id = args.session,
-                                            .task = args.task,
-                                            .on_event = event_printer(args.runtime, status)},
-                       &id);
+  Status s = rt->fork_session(args.source, args.at_turn,
+                              Runtime::ForkOptions{.id = args.session,
+                                                   .task = args.task,
+                                                   .on_event = event_printer(args.runtime, status),
+                                                   .on_delta = delta_printer(status)},
+                              &id);
   if (s.is_not_found()) return ctx.fail(s, "`carapace sessions` lists the sessions there");
   if (!s.ok()) return ctx.fail(s);
   if (!ctx.json)
@@ -288,8 +318,13 @@ int run_fork(Context& ctx, const ForkArgs& args) {
 void add_runtime_options(CLI::App* cmd, RuntimeArgs& args) {
   cmd->add_option("--scenario", args.scenario,
                   "Scenario file of the scripted provider (docs/scenario-format.md)");
-  cmd->add_option("--provider", args.provider, "Provider (default: the config's, else scripted)");
+  cmd->add_option("--provider", args.provider,
+                  "Provider: openai (and any OpenAI-compatible server), anthropic or scripted (default: the "
+                  "config's, else scripted)");
   cmd->add_option("--model", args.model, "Model name (default: the config's)");
+  cmd->add_option("--base-url", args.base_url,
+                  "The openai or anthropic provider's API address (wins over the config and "
+                  "$OPENAI_BASE_URL / $ANTHROPIC_BASE_URL)");
   cmd->add_option("--config", args.config, "Config file (default: $CARAPACE_HOME/config.json if it exists)");
   cmd->add_option("--faults", args.faults, "Fault plan to inject (docs/fault-plans.md)");
   cmd->add_option("--exec-log", args.exec_log, "Record every tool execution in this file")->group("");
@@ -345,6 +380,7 @@ void register_run_command(CLI::App& app, Context& ctx) {
       } else {
         return kExitFailed;
       }
+      resume_args->runtime.resuming = true;
       std::unique_ptr<Runtime> rt;
       if (int rc = open_runtime(ctx, resume_args->runtime, &rt, resume_args->resume); rc != kExitOk) return rc;
       return resume(ctx, *resume_args, *rt);

@@ -153,10 +153,6 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
     reply.latency_ms = r.latency_ms;
     reply.answered = r.status != 0;
     scrub(a->raw, o.api_key);
-    if (shared->bodies && !a->raw.empty()) {
-      Status s = shared->bodies->put(a->raw, &reply.body_ref);
-      if (!s.ok()) reply.body_ref.clear();
-    }
     ProviderFailure& f = reply.failure;
     bool is_2xx = r.status >= 200 && r.status < 300;
     if (a->failed) {
@@ -201,7 +197,15 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
     if (reply.ok) reply.failure = {};
     ReplySink done_sink = std::move(a->done);
     a->decoder.reset();
-    done_sink(std::move(reply));
+    if (!shared->bodies || a->raw.empty()) return done_sink(std::move(reply));
+    // The response bytes are durable before the reply (and so any event
+    // referencing them) goes on; the store's writer thread syncs them, so
+    // this thread goes back to the other transfers at once.
+    shared->bodies->put_async(std::move(a->raw), [reply = std::move(reply), done_sink = std::move(done_sink)](
+                                                     Status s, std::string ref) mutable {
+      if (s.ok()) reply.body_ref = std::move(ref);
+      done_sink(std::move(reply));
+    });
   };
   a->id = client_->start(std::move(http), on_body, on_done);
   return a->id;

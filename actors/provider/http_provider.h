@@ -9,8 +9,9 @@
 // transient.
 //
 // Verbatim capture: the response bytes exactly as received (raw SSE, or the
-// error body) are put in the BodyStore before the reply is handed on, and
-// the reply carries their body_ref. The API key goes into a request header
+// error body) are stored durably in the BodyStore (by its writer thread,
+// which batches the syncs) before the reply is handed on, and the reply
+// carries their body_ref. The API key goes into a request header
 // only; it is never in a body, a reply, an error or a log line (a server
 // that echoes it has it replaced by "[redacted]").
 //

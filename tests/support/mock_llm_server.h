@@ -45,6 +45,7 @@ struct MockReply {
   long stall_after = -1;        // stall after this many body bytes ...
   int stall_ms = 0;             // ... this long
   int delay_ms = 0;             // wait this long before the response's head
+  int pace_us = -1;             // wait this long between pieces (-1: 50 us when cut)
 };
 
 struct MockRequest {
@@ -128,8 +129,12 @@ class MockLlmServer {
     return requests_.size();
   }
 
-  // Stalls begun so far (a test waits for one, then kills its client).
+  // Stalls begun so far (a test waits for one, then kills its client), and
+  // stalls under way now.
   int stalls() const { return stalls_.load(); }
+  int stalling() const { return stalling_.load(); }
+  // Ends the stalls under way now (the rest of their replies is sent).
+  void release_stalls() { released_.fetch_add(1); }
   // Connections accepted so far (keep-alive reuses them).
   int connections() const { return connections_.load(); }
 
@@ -162,10 +167,13 @@ class MockLlmServer {
     }
   }
 
-  // Sleeps `ms` unless the server stops first.
+  // Sleeps `ms` unless the server stops first (or, for a stall, it is released).
   void pause(int ms) {
     auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    while (!stop_ && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    int released = released_.load();
+    while (!stop_ && released_.load() == released && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
   }
 
   bool read_some(int c, std::string* buf) {
@@ -261,15 +269,18 @@ class MockLlmServer {
       for (size_t cut : cuts) {
         cut = std::min(cut, reply.body.size());
         if (reply.stall_after >= 0 && at == static_cast<size_t>(reply.stall_after) && reply.stall_ms > 0) {
+          stalling_.fetch_add(1);
           stalls_.fetch_add(1);
           pause(reply.stall_ms);
+          stalling_.fetch_sub(1);
           reply.stall_ms = 0;
         }
         if (reply.drop_after >= 0 && at == static_cast<size_t>(reply.drop_after)) return;
         if (cut <= at) continue;
         if (!send_piece(c, std::string_view(reply.body).substr(at, cut - at), reply.chunked)) return;
         at = cut;
-        if (cuts.size() > 2) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        int gap_us = reply.pace_us >= 0 ? reply.pace_us : cuts.size() > 2 ? 50 : 0;
+        if (gap_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
       }
       if (reply.drop_after >= 0) return;
       if (reply.chunked && !send_all(c, "0\r\n\r\n")) return;
@@ -294,6 +305,8 @@ class MockLlmServer {
   uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> stalls_{0};
+  std::atomic<int> stalling_{0};
+  std::atomic<int> released_{0};
   std::atomic<int> connections_{0};
   std::thread accept_thread_;
   std::mutex mu_;

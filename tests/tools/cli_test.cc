@@ -16,8 +16,16 @@
 #include <sstream>
 #include <thread>
 
+#include <poll.h>
+#include <pty.h>
+
+#include <chrono>
+#include <thread>
+
 #include "base/child_process.h"
 #include "storage/keys.h"
+#include "tests/support/fake_model.h"
+#include "tests/support/mock_llm_server.h"
 #include "tests/support/proc_watch.h"
 #include "tests/support/raw_db.h"
 #include "tests/support/temp_dir.h"
@@ -699,6 +707,301 @@ BOOST_AUTO_TEST_CASE(sigint_stops_a_run_and_kills_its_tools) {
 BOOST_AUTO_TEST_CASE(sigkill_of_a_run_kills_its_tools_through_the_parent_death_signal) {
   int status = stop_a_run_mid_call(*this, SIGKILL, "033");
   BOOST_TEST((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL), status);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- the HTTP providers from the command line --------------------------------
+
+namespace {
+
+const std::string kOpenAiKey = "sk-proj-cli0canary0Zx81Qw7Er4Ty2Ui9Op3As6Df";
+const std::string kAnthropicKey = "sk-ant-api03-cli0canary0Lk5Jh8Gf1Ds4Az7Xc";
+
+// The binary on a pseudo-terminal (stdin, stdout and stderr all on it), as a
+// person runs it.
+struct PtyProcess {
+  pid_t pid = -1;
+  int master = -1;
+  std::string out;
+
+  PtyProcess(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+    std::vector<std::string> argv_s = {CARAPACE_BIN};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv, envp;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_s = env;
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+    if (pid == 0) {
+      ::execve(argv[0], argv.data(), envp.data());
+      ::_exit(127);
+    }
+  }
+  ~PtyProcess() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    if (master >= 0) ::close(master);
+  }
+
+  // Reads until `pred(out)` holds or the timeout passes; whether it held.
+  bool read_until(const std::function<bool(const std::string&)>& pred,
+                  std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+    auto until = std::chrono::steady_clock::now() + timeout;
+    while (!pred(out)) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      pollfd p{master, POLLIN, 0};
+      if (::poll(&p, 1, 10) <= 0) continue;
+      char buf[4096];
+      ssize_t n = ::read(master, buf, sizeof buf);
+      if (n <= 0) return pred(out);  // the child closed the terminal
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+  void write(const std::string& text) {
+    [[maybe_unused]] ssize_t n = ::write(master, text.data(), text.size());
+  }
+
+  int wait() {
+    read_until([](const std::string&) { return false; }, std::chrono::seconds(30));
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+};
+
+// The environment of this process without the providers' variables, plus `set`.
+std::vector<std::string> clean_env(const std::vector<std::string>& set) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string v = *e;
+    bool provider_var = false;
+    for (const char* name : {"OPENAI_", "ANTHROPIC_", "CARAPACE_HOME="}) {
+      if (v.rfind(name, 0) == 0) provider_var = true;
+    }
+    if (!provider_var) env.push_back(v);
+  }
+  env.insert(env.end(), set.begin(), set.end());
+  return env;
+}
+
+std::string env_prefix(const std::vector<std::string>& set) {
+  std::string cmd = "env -u OPENAI_API_KEY -u OPENAI_BASE_URL -u ANTHROPIC_API_KEY -u ANTHROPIC_BASE_URL";
+  for (const auto& v : set) cmd += " '" + v + "'";
+  return cmd + " ";
+}
+
+struct ProviderCliFixture : CliFixture {
+  testing::MockLlmServer server;
+  std::string ws = dir.sub("ws");
+
+  ProviderCliFixture() { std::filesystem::create_directories(ws); }
+
+  void play(const std::string& format) {
+    server.set_handler([format](const testing::MockRequest& r, size_t) {
+      return testing::FakeModel{.format = format}.reply(r);
+    });
+  }
+
+  Result run_env(const std::vector<std::string>& env, const std::string& args,
+                 const std::string& input = "") {
+    std::string out = dir.sub("out.txt"), err = dir.sub("err.txt"), in = dir.sub("in.txt");
+    std::ofstream(in) << input;
+    std::string cmd = env_prefix(env) + std::string(CARAPACE_BIN) + " --home '" + dir.sub("home") + "' " +
+                      args + " >'" + out + "' 2>'" + err + "' <'" + in + "'";
+    int status = std::system(cmd.c_str());
+    Result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(cli_providers, ProviderCliFixture)
+
+BOOST_AUTO_TEST_CASE(run_with_openai_needs_only_the_key) {
+  play("openai");
+  // $OPENAI_BASE_URL points the provider at the server (a compatible one).
+  Result r =
+      run_env({"OPENAI_API_KEY=" + kOpenAiKey, "OPENAI_BASE_URL=" + server.url() + "/v1"},
+              "run 'remember apples' --provider openai --model gpt-4o-mini --session o1 --workspace " + ws);
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(r.out == "Done: remember apples\n");  // not a terminal: the answer once, at the end
+  BOOST_TEST(contains(r.err, "session o1 completed after 3 turns"), r.err);
+  BOOST_TEST(slurp(ws + "/note.txt") == "remember apples");
+  auto requests = server.requests();
+  BOOST_REQUIRE(requests.size() == 3u);
+  for (const auto& q : requests) {
+    BOOST_TEST(q.path == "/v1/chat/completions");
+    BOOST_TEST(q.header("Authorization") == "Bearer " + kOpenAiKey);
+    BOOST_TEST(json::parse(q.body)["model"] == "gpt-4o-mini");
+  }
+  // The bodies: each request as the server got it, each response as it was sent.
+  Result show = run("log show o1 --bodies");
+  BOOST_TEST(show.code == 0, show.err);
+  BOOST_TEST(contains(show.out, "        | " + requests[0].body + "\n"), show.out);
+  BOOST_TEST(contains(show.out, "        | data: [DONE]\n"));
+  json j = run_json("log show o1 --bodies --type llm.requested");
+  BOOST_REQUIRE(j["data"]["events"].size() == 3u);
+  for (size_t i = 0; i < 3; ++i) BOOST_TEST(j["data"]["events"][i]["body"] == requests[i].body);
+  for (const Result* x : {&r, &show}) {
+    BOOST_TEST(!contains(x->out + x->err, kOpenAiKey));
+  }
+  BOOST_TEST(!contains(j.dump(), kOpenAiKey));
+  // Without --bodies, no body.
+  BOOST_TEST(!contains(run("log show o1").out, "data: [DONE]"));
+  // It replays offline, answered from its log: no request is made.
+  Result replayed = run("replay o1");
+  BOOST_TEST(replayed.code == 0, replayed.out << replayed.err);
+  BOOST_TEST(contains(replayed.out, "identical: "), replayed.out);
+  BOOST_TEST(server.request_count() == 3u);
+  // --base-url wins over the environment.
+  Result flag = run_env({"OPENAI_API_KEY=" + kOpenAiKey, "OPENAI_BASE_URL=http://127.0.0.1:1/v1"},
+                        "run 'remember pears' --provider openai --model gpt-4o-mini --workspace " + ws +
+                            " --base-url " + server.url() + "/v1");
+  BOOST_TEST(flag.code == 0, flag.err);
+  BOOST_TEST(flag.out == "Done: remember pears\n");
+}
+
+BOOST_AUTO_TEST_CASE(run_with_anthropic_and_a_base_url) {
+  play("anthropic");
+  Result r =
+      run_env({"ANTHROPIC_API_KEY=" + kAnthropicKey},
+              "run 'remember plums' --provider anthropic --model claude-sonnet-4-5 --session a1 --base-url " +
+                  server.url() + " --workspace " + ws);
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(r.out == "Done: remember plums\n");
+  auto requests = server.requests();
+  BOOST_REQUIRE(requests.size() == 3u);
+  BOOST_TEST(requests[0].path == "/v1/messages");
+  BOOST_TEST(requests[0].header("x-api-key") == kAnthropicKey);
+  BOOST_TEST(json::parse(requests[0].body)["model"] == "claude-sonnet-4-5");
+  BOOST_TEST(!contains(r.out + r.err, kAnthropicKey));
+  // $ANTHROPIC_BASE_URL does the same as --base-url.
+  Result env =
+      run_env({"ANTHROPIC_API_KEY=" + kAnthropicKey, "ANTHROPIC_BASE_URL=" + server.url()},
+              "run 'remember figs' --provider anthropic --model claude-sonnet-4-5 --workspace " + ws);
+  BOOST_TEST(env.code == 0, env.err);
+  BOOST_TEST(env.out == "Done: remember figs\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_key_is_named_before_any_request) {
+  play("openai");
+  for (const std::string provider : {"openai", "anthropic"}) {
+    std::string var = provider == "openai" ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
+    Result r = run_env({}, "run 'x' --provider " + provider + " --model m --workspace " + ws);
+    BOOST_TEST(r.code == 1);
+    BOOST_TEST(contains(r.err, "set the environment variable " + var), r.err);
+    // The other provider's key does not count.
+    Result other = run_env({(provider == "openai" ? "ANTHROPIC_API_KEY=" : "OPENAI_API_KEY=") + kOpenAiKey},
+                           "run 'x' --provider " + provider + " --model m --workspace " + ws);
+    BOOST_TEST(other.code == 1);
+    BOOST_TEST(contains(other.err, var), other.err);
+    BOOST_TEST(!contains(other.err, kOpenAiKey));
+  }
+  // A server whose address is not loopback needs the key even with --base-url.
+  Result remote =
+      run_env({}, "run 'x' --provider openai --model m --base-url http://192.0.2.1/v1 --workspace " + ws);
+  BOOST_TEST(remote.code == 1);
+  BOOST_TEST(contains(remote.err, "OPENAI_API_KEY"), remote.err);
+  BOOST_TEST(server.request_count() == 0u);
+  // A local server (Ollama, llama.cpp, vLLM on loopback) needs none; no key is sent.
+  Result local = run_env({}, "run 'remember kiwis' --provider openai --model llama3 --base-url " +
+                                 server.url() + "/v1 --workspace " + ws);
+  BOOST_TEST(local.code == 0, local.err);
+  BOOST_TEST(local.out == "Done: remember kiwis\n");
+  BOOST_REQUIRE(server.request_count() == 3u);
+  BOOST_TEST(server.requests()[0].header("Authorization") == "");
+  // Other mistakes, named.
+  Result no_model = run_env({"OPENAI_API_KEY=k"}, "run 'x' --provider openai --workspace " + ws);
+  BOOST_TEST(no_model.code == 1);
+  BOOST_TEST(contains(no_model.err, "--model"), no_model.err);
+  Result bad_url =
+      run_env({"OPENAI_API_KEY=k", "OPENAI_BASE_URL=ftp://x"}, "run 'x' --provider openai --model m");
+  BOOST_TEST(bad_url.code == 1);
+  BOOST_TEST(contains(bad_url.err, "OPENAI_BASE_URL: must start with http:// or https://"), bad_url.err);
+  Result bad_provider = run_env({}, "run 'x' --provider gemini --model m");
+  BOOST_TEST(bad_provider.code == 1);
+  BOOST_TEST(contains(bad_provider.err, "--provider gemini is not a provider"), bad_provider.err);
+  Result scripted_url = run_env({}, "run 'x' --base-url " + server.url());
+  BOOST_TEST(scripted_url.code == 1);
+  BOOST_TEST(contains(scripted_url.err, "--base-url is for the openai and anthropic providers"),
+             scripted_url.err);
+  BOOST_TEST(server.request_count() == 3u);
+}
+
+// Where the stream of the final answer is held back: after its first text piece.
+size_t after_first_piece(const std::string& format, const std::string& body) {
+  size_t at = body.find(format == "openai" ? "\"content\":\"Done: r\"" : "\"text\":\"Done: r\"");
+  BOOST_REQUIRE(at != std::string::npos);
+  return body.find("\n\n", at) + 2;
+}
+
+BOOST_AUTO_TEST_CASE(run_and_chat_print_the_answer_as_it_streams_on_a_terminal) {
+  for (const std::string format : {"openai", "anthropic"}) {
+    // The final answer stalls after its first piece: on a terminal that piece
+    // is on the screen while the rest has not been sent.
+    server.set_handler([format](const testing::MockRequest& r, size_t) {
+      testing::MockReply reply = testing::FakeModel{.format = format}.reply(r);
+      if (testing::read_conversation(format, r.body).results >= 3) {
+        reply.stall_after = static_cast<long>(after_first_piece(format, reply.body));
+        reply.stall_ms = 60'000;  // until the test has looked
+      }
+      return reply;
+    });
+    std::string key =
+        format == "openai" ? "OPENAI_API_KEY=" + kOpenAiKey : "ANTHROPIC_API_KEY=" + kAnthropicKey;
+    std::vector<std::string> common = {
+        "--provider",  format, "--model", "m", "--base-url", server.url() + (format == "openai" ? "/v1" : ""),
+        "--workspace", ws};
+    {
+      std::vector<std::string> args = {"--home", dir.sub("home"), "run", "remember apples"};
+      args.insert(args.end(), common.begin(), common.end());
+      int stalls = server.stalls();
+      PtyProcess p(args, clean_env({key}));
+      BOOST_REQUIRE(p.read_until([](const std::string& o) { return contains(o, "Done: r"); }));
+      BOOST_TEST(server.stalling() == 1, format << ": the piece was shown only once the rest came");
+      BOOST_TEST(!contains(p.out, "Done: remember apples"));
+      server.release_stalls();
+      BOOST_TEST(p.wait() == 0, p.out);
+      BOOST_TEST(server.stalls() == stalls + 1);
+      BOOST_TEST(contains(p.out, "I will write the note.\r\n"), p.out);  // a turn's text, then its tools
+      size_t first = p.out.find("Done: remember apples");
+      BOOST_TEST(first != std::string::npos, p.out);
+      BOOST_TEST(p.out.find("Done: remember apples", first + 1) == std::string::npos, p.out);  // not twice
+      BOOST_TEST(!contains(p.out, kOpenAiKey));
+      BOOST_TEST(!contains(p.out, kAnthropicKey));
+    }
+    {
+      std::vector<std::string> args = {"--home", dir.sub("home"), "chat"};
+      args.insert(args.end(), common.begin(), common.end());
+      PtyProcess p(args, clean_env({key}));
+      BOOST_REQUIRE(p.read_until([](const std::string& o) { return contains(o, "you> "); }));
+      p.write("remember pears\n");
+      BOOST_REQUIRE(p.read_until([](const std::string& o) { return contains(o, "agent> Done: r"); }));
+      BOOST_TEST(server.stalling() == 1);
+      server.release_stalls();
+      BOOST_REQUIRE(
+          p.read_until([](const std::string& o) { return contains(o, "Done: remember pears\r\n"); }));
+      BOOST_REQUIRE(p.read_until(
+          [](const std::string& o) { return o.rfind("you> ") > o.find("Done: remember pears"); }));
+      p.write("/exit\n");
+      BOOST_TEST(p.wait() == 0, p.out);
+      size_t first = p.out.find("agent> Done: remember pears");
+      BOOST_TEST(first != std::string::npos, p.out);
+      BOOST_TEST(p.out.find("Done: remember pears", first + 30) == std::string::npos, p.out);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -9,9 +9,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 
 #include "events/fold.h"
+#include "replay/fault_plan.h"
 #include "runtime/runtime.h"
 #include "storage/body_store.h"
 #include "tests/support/fake_model.h"
@@ -59,9 +61,20 @@ struct SessionFixture {
     return c;
   }
 
-  void open(const std::string& format, std::shared_ptr<FaultInjector> faults = nullptr) {
-    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config(format), .faults = faults},
-                           &rt));
+  void open(const std::string& format, std::shared_ptr<FaultInjector> faults = nullptr,
+            uint64_t provider_timeout_ms = 0) {
+    Config c = config(format);
+    if (provider_timeout_ms) c.provider.timeout_ms = provider_timeout_ms;
+    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = c, .faults = faults}, &rt));
+  }
+
+  // Runs the fake model's session under a one-rule fault plan.
+  SessionOutcome run_with_fault(const std::string& format, const std::string& rule, uint64_t provider_timeout_ms = 0) {
+    std::shared_ptr<FaultPlan> plan;
+    CHECK_OK(FaultPlan::parse(R"({"faults": [)" + rule + "]}", "test plan", &plan));
+    server.set_handler([format](const MockRequest& r, size_t) { return FakeModel{.format = format}.reply(r); });
+    open(format, plan, provider_timeout_ms);
+    return run("f", "remember apples");
   }
 
   SessionOutcome run(const std::string& id, const std::string& task) {
@@ -248,6 +261,16 @@ BOOST_DATA_TEST_CASE_F(SessionFixture, every_attempt_and_delay_is_recorded_and_e
 
   rt.reset();
   check_canary(format);
+  // The bodies are compressed with zstd.
+  bool zstd = false;
+  for (const auto& f : std::filesystem::directory_iterator(dir.sub("home") + "/bodies")) {
+    if (f.path().filename().string().rfind("OPTIONS-", 0) == 0) {
+      std::ifstream in(f.path());
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      zstd = zstd || text.find("compression=kZSTD") != std::string::npos;
+    }
+  }
+  BOOST_TEST(zstd);
 }
 
 BOOST_DATA_TEST_CASE_F(SessionFixture, a_rejected_key_ends_the_turn_and_the_session_stays_usable,
@@ -295,6 +318,74 @@ BOOST_DATA_TEST_CASE_F(SessionFixture, invalid_tool_arguments_become_a_tool_erro
   auto received = server.requests();
   BOOST_REQUIRE(received.size() == 2u);
   BOOST_TEST(received[1].body.find("not a JSON object") != std::string::npos);
+}
+
+// Fault plans act on the HTTP providers as on the scripted one: one of each kind.
+
+BOOST_FIXTURE_TEST_CASE(an_injected_error_fails_the_attempt_before_it_is_sent, SessionFixture) {
+  SessionOutcome out = run_with_fault(
+      "openai", R"({"point": "provider.before_request", "action": "error", "status": 503, "retry_after_ms": 30, "nth": 1})");
+  BOOST_REQUIRE_MESSAGE(out.status == SessionStatus::kCompleted, out.error);
+  std::vector<Event> log = events("f");
+  auto failed = all<LlmFailed>(log);
+  BOOST_REQUIRE(failed.size() == 1u);
+  BOOST_TEST(failed[0].http_status == 503u);
+  BOOST_TEST(failed[0].retry_delay_ms == 30u);
+  BOOST_TEST(!failed[0].provider_answered);
+  auto faults = all<FaultInjected>(log);
+  BOOST_REQUIRE(faults.size() == 1u);
+  BOOST_TEST(faults[0].point == "provider.before_request");
+  BOOST_TEST(faults[0].action == "error");
+  BOOST_TEST(all<LlmRequested>(log).size() == 4u);
+  BOOST_TEST(server.request_count() == 3u);  // the failed attempt never reached the server
+}
+
+BOOST_FIXTURE_TEST_CASE(an_injected_delay_holds_the_answer_back, SessionFixture) {
+  auto start = std::chrono::steady_clock::now();
+  SessionOutcome out = run_with_fault(
+      "anthropic", R"({"point": "provider.after_response", "action": "delay", "delay_ms": 600, "nth": 2})");
+  auto took = std::chrono::steady_clock::now() - start;
+  BOOST_REQUIRE_MESSAGE(out.status == SessionStatus::kCompleted, out.error);
+  std::vector<Event> log = events("f");
+  auto responded = all<LlmResponded>(log);
+  BOOST_REQUIRE(responded.size() == 3u);
+  BOOST_TEST(responded[1].latency_ms >= 600u);
+  BOOST_TEST(responded[0].latency_ms < 600u);
+  BOOST_TEST((took >= std::chrono::milliseconds(600)));
+  BOOST_TEST(all<FaultInjected>(log).size() == 1u);
+  BOOST_TEST(all<LlmFailed>(log).empty());
+  BOOST_TEST(server.request_count() == 3u);
+}
+
+BOOST_FIXTURE_TEST_CASE(an_injected_hang_is_ended_by_the_provider_timeout, SessionFixture) {
+  SessionOutcome out = run_with_fault(
+      "openai", R"({"point": "provider.before_request", "action": "hang", "nth": 1})", /*provider_timeout_ms=*/400);
+  BOOST_REQUIRE_MESSAGE(out.status == SessionStatus::kCompleted, out.error);
+  std::vector<Event> log = events("f");
+  auto failed = all<LlmFailed>(log);
+  BOOST_REQUIRE(failed.size() == 1u);
+  BOOST_TEST(failed[0].http_status == 0u);
+  BOOST_TEST(failed[0].error.find("no reply from the provider") != std::string::npos, failed[0].error);
+  BOOST_TEST((failed[0].category == ErrorCategory::kTransient));
+  BOOST_TEST(server.request_count() == 3u);
+}
+
+BOOST_FIXTURE_TEST_CASE(an_injected_malformed_stream_loses_a_real_answer, SessionFixture) {
+  SessionOutcome out = run_with_fault(
+      "anthropic", R"({"point": "provider.after_response", "action": "malformed_stream", "nth": 1})");
+  BOOST_REQUIRE_MESSAGE(out.status == SessionStatus::kCompleted, out.error);
+  std::vector<Event> log = events("f");
+  auto failed = all<LlmFailed>(log);
+  BOOST_REQUIRE(failed.size() == 1u);
+  BOOST_TEST(failed[0].error.find("malformed") != std::string::npos, failed[0].error);
+  BOOST_TEST((failed[0].category == ErrorCategory::kTransient));
+  BOOST_TEST(failed[0].will_retry);
+  auto received = server.requests();
+  BOOST_REQUIRE(received.size() == 4u);  // the answer was received, then spoiled, then asked again
+  BOOST_TEST(received[0].body == received[1].body);
+  auto faults = all<FaultInjected>(log);
+  BOOST_REQUIRE(faults.size() == 1u);
+  BOOST_TEST(faults[0].action == "malformed_stream");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
