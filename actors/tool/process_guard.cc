@@ -182,6 +182,9 @@ bool for_each_process(void (*visit)(const ProcInfo& info, void* context), void* 
   if (::getppid() != plan.runtime_pid) fail_setup(plan.report_fd, kStepParentGone, ESRCH);
   ::setsid();
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  // The guard is a copy of the runtime, its environment included: other
+  // processes of the user (the command) must not read it through /proc.
+  ::prctl(PR_SET_DUMPABLE, 0);
 
   const pid_t guard = ::getpid();
   pid_t worker = ::_Fork();
