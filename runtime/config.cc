@@ -206,7 +206,15 @@ Status read_tools(const Reader& r, Config* c) {
     CARAPACE_RETURN_IF_ERROR(s.get("max_timeout_ms", &c->shell.max_timeout_ms, 1));
     CARAPACE_RETURN_IF_ERROR(s.get("max_output_bytes", &c->shell.max_output_bytes, 256));
     CARAPACE_RETURN_IF_ERROR(s.get("blocked_patterns", &c->shell.blocked_patterns));
-    Status valid = validate_shell_options(c->shell);
+    // Each check names its own key.
+    if (c->shell.timeout_ms > c->shell.max_timeout_ms) {
+      return s.error(s.key("timeout_ms"), "is " + std::to_string(c->shell.timeout_ms) + ", more than " +
+                                              s.key("max_timeout_ms") + " (" +
+                                              std::to_string(c->shell.max_timeout_ms) + ")");
+    }
+    ShellToolOptions patterns_only;
+    patterns_only.blocked_patterns = c->shell.blocked_patterns;
+    Status valid = validate_shell_options(patterns_only);
     if (!valid.ok()) return s.error(s.key("blocked_patterns"), valid.message());
   }
   CARAPACE_RETURN_IF_ERROR(r.get("sandbox", &c->sandbox.mode));

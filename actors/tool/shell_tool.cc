@@ -117,6 +117,11 @@ ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, cons
   }
   const std::string& command = command_it->get_ref<const std::string&>();
   if (command.empty()) return ToolResult::error("\"command\" is empty: give the bash command line to run");
+  if (size_t nul = command.find('\0'); nul != std::string::npos) {
+    return ToolResult::error("\"command\" contains a NUL byte (at byte " + std::to_string(nul) +
+                             "); bash would run only the text before it, so nothing was run. Remove it (in a "
+                             "printf format, write \\0 instead)");
+  }
 
   uint64_t timeout_ms = config.options.timeout_ms;
   if (auto it = args.find("timeout_ms"); it != args.end() && !it->is_null()) {

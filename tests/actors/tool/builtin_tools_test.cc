@@ -609,6 +609,18 @@ BOOST_AUTO_TEST_CASE(invalid_options_are_reported_and_fail_closed) {
   BOOST_TEST(!fs::exists(ws + "/made_it"));
 }
 
+// Issue 9: a NUL in a command silently cut it short ("echo a\0; rm x" ran "echo a").
+BOOST_AUTO_TEST_CASE(a_nul_byte_in_a_command_is_refused) {
+  ToolDefinition shell = make_shell_tool({});
+  ToolResult r = call(shell, {{"command", std::string("echo kept\0; touch cut-off", 25)}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.output ==
+             "\"command\" contains a NUL byte (at byte 9); bash would run only the text before it, so nothing was "
+             "run. Remove it (in a printf format, write \\0 instead)");
+  BOOST_TEST(!contains(r.output, "kept"));
+  BOOST_TEST(!fs::exists(ws + "/cut-off"));
+}
+
 BOOST_AUTO_TEST_CASE(bad_arguments_are_errors_the_model_can_fix) {
   ToolDefinition shell = make_shell_tool({});
   const std::string missing = "missing \"command\": give the bash command line to run, as a string";
@@ -1260,6 +1272,63 @@ BOOST_AUTO_TEST_CASE(list_dir_sorts_marks_directories_and_sizes_files) {
   r = call(list, {{"path", "listing/b.txt"}});
   BOOST_TEST(r.is_error);
   BOOST_TEST(r.output == "'listing/b.txt' is not a directory; use read_file to read a file");
+}
+
+// Issue 9: a file named "x\nfake.txt (999 bytes)" made a second, invented entry.
+BOOST_AUTO_TEST_CASE(list_dir_escapes_names_that_could_be_misread) {
+  ToolDefinition list = make_list_dir_tool({});
+  const std::string d = ws + "/odd";
+  fs::create_directories(d);
+  for (const std::string& name :
+       {std::string("x\nfake.txt (999 bytes)"), std::string("tab\there"), std::string("back\\slash"),
+        std::string("\"quoted"), std::string(" lead"), std::string("arrow -> there"), std::string("bell\a"),
+        std::string("bad\xff utf8"), std::string("plain é.txt")}) {
+    write_text(d + "/" + name, "");
+  }
+  fs::create_symlink("target\nline", d + "/zlink");
+  ToolResult r = call(list, {{"path", "odd"}});
+  BOOST_TEST(!r.is_error);
+  BOOST_TEST(r.output ==
+             "\" lead\" (0 bytes)\n"
+             "\"\\\"quoted\" (0 bytes)\n"
+             "\"arrow -> there\" (0 bytes)\n"
+             "\"back\\\\slash\" (0 bytes)\n"
+             "\"bad\\xff utf8\" (0 bytes)\n"
+             "\"bell\\x07\" (0 bytes)\n"
+             "plain é.txt (0 bytes)\n"
+             "\"tab\\there\" (0 bytes)\n"
+             "\"x\\nfake.txt (999 bytes)\" (0 bytes)\n"
+             "zlink -> \"target\\nline\"\n");
+  // One line per entry: no line of its own for the part after a newline.
+  std::istringstream lines(r.output);
+  size_t count = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++count;
+    BOOST_TEST(line.rfind("fake.txt", 0) != 0u, line);
+  }
+  BOOST_TEST(count == 10u);
+}
+
+// Issue 9: a 6,000-character path was "exists and is not a regular file".
+BOOST_AUTO_TEST_CASE(a_path_that_is_too_long_is_called_too_long) {
+  const std::string long_path = std::string(5996, 'a') + "/b.txt";  // 6,002 bytes
+  const std::string long_name = std::string(300, 'n') + ".txt";
+  ToolDefinition read = make_read_file_tool({});
+  ToolDefinition write = make_write_file_tool({});
+  ToolDefinition list = make_list_dir_tool({});
+  ToolDefinition shell = make_shell_tool({});
+  for (const ToolResult& r : {call(read, {{"path", long_path}}), call(write, {{"path", long_path}, {"content", "x"}}),
+                              call(list, {{"path", long_path}}), call(shell, {{"command", "true"}, {"cwd", long_path}})}) {
+    BOOST_TEST(r.is_error);
+    BOOST_TEST(contains(r.output, "is too long: 6002 bytes, where the limit is 4095"), r.output);
+    BOOST_TEST(!contains(r.output, "regular file"), r.output);
+    BOOST_TEST(r.output.size() < 400u);  // the path is shortened in the message
+  }
+  ToolResult r = call(write, {{"path", "dir/" + long_name}, {"content", "x"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(contains(r.output, "is too long: its name '"), r.output);
+  BOOST_TEST(contains(r.output, "' has 304 bytes, where the limit is 255"), r.output);
+  BOOST_TEST(!fs::exists(ws + "/dir"));
 }
 
 BOOST_AUTO_TEST_CASE(list_dir_caps_the_number_of_entries) {
