@@ -597,6 +597,12 @@ BOOST_AUTO_TEST_CASE(sigterm_stops_a_run_and_kills_its_tools) {
   BOOST_TEST(contains(events, "tool.requested"));
   BOOST_TEST(!contains(events, "tool.completed"));
   BOOST_TEST(run("verify stop-031").code == 0);
+  // Resumed, the model hears that the call was interrupted, not that it ran.
+  Result resumed = run("resume stop-031 --scenario " + dir.sub("stop-031.json"));
+  BOOST_TEST(resumed.code == 0, resumed.err);
+  std::string after = run_json("log show stop-031 --type tool.completed").dump();
+  BOOST_TEST(contains(after, "This call was interrupted"), after);
+  BOOST_TEST(testing::survivors({{"sleep", "1031"}, {"sleep", "2031"}, {"sleep", "3031"}}) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(sigint_stops_a_run_and_kills_its_tools) {
