@@ -291,7 +291,8 @@ Status CallSandbox::create(const SandboxPlan& plan, const SandboxOptions& option
   std::string base = tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp";
   std::string pattern = base + "/carapace-call-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
-    return Status::io_error("cannot make the call's scratch directory in " + base + ": " + errno_text(errno));
+    return Status::io_error("cannot make the call's scratch directory in " + base + ": " + errno_text(errno) +
+                            " (give carapace a writable TMPDIR)");
   }
   sandbox->scratch_ = pattern;
   sandbox->network_namespace_ = plan.network_off && plan.network_namespace;
