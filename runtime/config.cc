@@ -238,7 +238,8 @@ Status read_prompt(const Reader& r, PromptConfig* p) {
 
 Status read_tools(const Reader& r, Config* c) {
   CARAPACE_RETURN_IF_ERROR(r.object());
-  r.warn_unknown({"enabled", "call_timeout_ms", "shell", "files", "env"});
+  r.warn_unknown({"enabled", "call_timeout_ms", "shell", "files", "env", "sandbox", "network", "sandbox_readable",
+                  "sandbox_writable"});
   CARAPACE_RETURN_IF_ERROR(r.get("enabled", &c->tools_enabled));
   static const std::set<std::string> kBuiltins = {"shell", "read_file", "write_file", "list_dir"};
   for (size_t i = 0; i < c->tools_enabled.size(); ++i) {
@@ -257,8 +258,37 @@ Status read_tools(const Reader& r, Config* c) {
     CARAPACE_RETURN_IF_ERROR(s.get("max_timeout_ms", &c->shell.max_timeout_ms, 1));
     CARAPACE_RETURN_IF_ERROR(s.get("max_output_bytes", &c->shell.max_output_bytes, 256));
     CARAPACE_RETURN_IF_ERROR(s.get("blocked_patterns", &c->shell.blocked_patterns));
-    Status valid = validate_shell_options(c->shell);
+    // Each check names its own key.
+    if (c->shell.timeout_ms > c->shell.max_timeout_ms) {
+      return s.error(s.key("timeout_ms"), "is " + std::to_string(c->shell.timeout_ms) + ", more than " +
+                                              s.key("max_timeout_ms") + " (" +
+                                              std::to_string(c->shell.max_timeout_ms) + ")");
+    }
+    ShellToolOptions patterns_only;
+    patterns_only.blocked_patterns = c->shell.blocked_patterns;
+    Status valid = validate_shell_options(patterns_only);
     if (!valid.ok()) return s.error(s.key("blocked_patterns"), valid.message());
+  }
+  CARAPACE_RETURN_IF_ERROR(r.get("sandbox", &c->sandbox.mode));
+  if (c->sandbox.mode != "auto" && c->sandbox.mode != "off" && c->sandbox.mode != "workspace-write" &&
+      c->sandbox.mode != "read-only") {
+    return r.error(r.key("sandbox"), "must be \"auto\", \"off\", \"workspace-write\" or \"read-only\", got \"" +
+                                         c->sandbox.mode + "\"");
+  }
+  CARAPACE_RETURN_IF_ERROR(r.get("network", &c->sandbox.network));
+  if (c->sandbox.network != "on" && c->sandbox.network != "off") {
+    return r.error(r.key("network"), "must be \"on\" or \"off\", got \"" + c->sandbox.network + "\"");
+  }
+  for (const char* key : {"sandbox_readable", "sandbox_writable"}) {
+    std::vector<std::string>* paths =
+        std::string(key) == "sandbox_readable" ? &c->sandbox.readable : &c->sandbox.writable;
+    CARAPACE_RETURN_IF_ERROR(r.get(key, paths));
+    for (size_t i = 0; i < paths->size(); ++i) {
+      if ((*paths)[i].empty() || (*paths)[i][0] != '/') {
+        return r.error(r.key(key) + "[" + std::to_string(i) + "]",
+                       "must be an absolute path, got \"" + (*paths)[i] + "\"");
+      }
+    }
   }
   if (r.has("env")) {
     Reader e = r.child("env");
@@ -480,6 +510,10 @@ json config_to_json(const Config& c) {
           {"max_output_bytes", c.shell.max_output_bytes},
           {"blocked_patterns", c.shell.blocked_patterns}}},
         {"env", {{"inherit", c.tool_env.inherit}, {"include", c.tool_env.include}, {"exclude", c.tool_env.exclude}}},
+        {"sandbox", c.sandbox.mode},
+        {"network", c.sandbox.network},
+        {"sandbox_readable", c.sandbox.readable},
+        {"sandbox_writable", c.sandbox.writable},
         {"files",
          {{"max_read_bytes", c.files.max_read_bytes},
           {"max_write_bytes", c.files.max_write_bytes},

@@ -76,6 +76,7 @@ struct Config {
   ShellToolOptions shell;
   FileToolOptions files;
   ToolEnvOptions tool_env;  // tools.env: the environment of every tool process
+  SandboxOptions sandbox;   // tools.sandbox, tools.network, tools.sandbox_readable/_writable
 
   std::vector<HookConfig> hooks;
   PriceTable prices = default_prices();

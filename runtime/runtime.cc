@@ -12,6 +12,7 @@
 #include <thread>
 
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "actors/caf_types.h"
@@ -26,6 +27,7 @@
 #include "actors/tool/shell_tool.h"
 #include "actors/tool/tool_actor.h"
 #include "actors/tool/workspace.h"
+#include "base/text.h"
 #include "events/fold.h"
 #include "replay/recovery.h"
 #include "replay/replayer.h"
@@ -237,6 +239,9 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
   if (options.home.empty()) return Status::invalid_argument("the runtime needs a home directory");
   impl->provider = options.provider;
   CARAPACE_RETURN_IF_ERROR(prepare_home(options.home, /*create=*/true));
+  if (options.non_dumpable && ::prctl(PR_SET_DUMPABLE, 0) != 0) {
+    spdlog::warn("cannot make the runtime non-dumpable: {}", errno_text(errno));
+  }
   if (options.child_subreaper) {
     std::string error;
     if (!become_child_subreaper(&error)) spdlog::warn("{}; orphans of a tool's killed guard go to init", error);

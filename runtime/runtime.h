@@ -99,6 +99,12 @@ class Runtime {
     // runtime finds and kills it (actors/tool/process.h). Turn off if the
     // program reaps orphans its own way.
     bool child_subreaper = true;
+    // Make this process non-dumpable (PR_SET_DUMPABLE 0, as ssh-agent does):
+    // other processes of the same user, the tools' commands among them,
+    // cannot read its memory or its environment (API keys) through /proc or
+    // ptrace, and it leaves no core dump. A sandboxed command has no
+    // CAP_SYS_PTRACE to get past this even as root (docs/sandbox.md).
+    bool non_dumpable = true;
     // A deliberate defect in every session's loop, for tests that prove
     // the torture runner catches it (actors/session/session_actor.h).
     LoopMutation mutation = LoopMutation::kNone;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 namespace carapace {
 
@@ -19,6 +20,13 @@ Status add_builtin_tools(const Config& config, const std::function<ToolDefinitio
       shell.env = config.tool_env;
       shell.env.secret_names = provider_key_env_names(config.provider);
       shell.processes = processes;
+      shell.sandbox = config.sandbox;
+      // What the kernel cannot enforce stops the runtime here, with the
+      // reason, instead of failing every call.
+      SandboxPlan plan;
+      std::vector<std::string> warnings;
+      if (Status s = plan_sandbox(shell.sandbox, sandbox_support(), &plan, &warnings); !s.ok()) return s;
+      for (const std::string& w : warnings) spdlog::warn("{}", w);
       tool = make_shell_tool(shell);
     } else if (name == "read_file")
       tool = make_read_file_tool(config.files);

@@ -212,6 +212,57 @@ ToolResult replace(int dir, const std::string& name, const std::string& path, co
   return result;
 }
 
+bool valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+// A name (or link target) as list_dir shows it: as it is, unless it could be
+// misread — a control character (a newline would fake a line), a
+// backslash, a leading double quote, a leading or trailing space, " -> "
+// (the link marker), or bytes that are not UTF-8. Then it is shown in double
+// quotes with C escapes (\n, \t, \\, \", \xNN), so each entry stays on one
+// line and every name reads back exactly.
+std::string display_name(std::string_view name) {
+  bool plain = !name.empty() && name.front() != '"' && name.front() != ' ' && name.back() != ' ' &&
+               name.find(" -> ") == std::string_view::npos && valid_utf8(name) &&
+               std::none_of(name.begin(), name.end(), [](char c) {
+                 unsigned char u = static_cast<unsigned char>(c);
+                 return u < 0x20 || u == 0x7F || c == '\\';
+               });
+  if (plain) return std::string(name);
+  std::string out = "\"";
+  const bool utf8 = valid_utf8(name);
+  for (char c : name) {
+    unsigned char u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      default:
+        if (u < 0x20 || u == 0x7F || (u >= 0x80 && !utf8)) {
+          static const char* hex = "0123456789abcdef";
+          out += "\\x";
+          out += hex[u >> 4];
+          out += hex[u & 0xF];
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
 ToolResult read_file(const FileToolOptions& options, const nlohmann::json& args, const ToolContext& context) {
   std::string path, error;
   uint64_t offset = 0;
@@ -391,25 +442,26 @@ ToolResult list_dir(const FileToolOptions& options, const nlohmann::json& args, 
     if (name == "." || name == "..") continue;
     struct stat st;
     bool stat_ok = ::fstatat(::dirfd(listing), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    const std::string shown = display_name(name);
     std::string line;
     if (!stat_ok) {
-      line = name;
+      line = shown;
     } else if (S_ISDIR(st.st_mode)) {
-      line = name + "/";
+      line = shown + "/";
     } else if (S_ISREG(st.st_mode)) {
-      line = name + " (" + std::to_string(st.st_size) + " bytes)";
+      line = shown + " (" + std::to_string(st.st_size) + " bytes)";
     } else if (S_ISLNK(st.st_mode)) {
       char target[4096];
       ssize_t n = ::readlinkat(::dirfd(listing), entry->d_name, target, sizeof target);
-      line = name + " -> " + (n >= 0 ? std::string(target, static_cast<size_t>(n)) : std::string("?"));
+      line = shown + " -> " + (n >= 0 ? display_name(std::string_view(target, static_cast<size_t>(n))) : "?");
     } else if (S_ISFIFO(st.st_mode)) {
-      line = name + " (fifo)";
+      line = shown + " (fifo)";
     } else if (S_ISSOCK(st.st_mode)) {
-      line = name + " (socket)";
+      line = shown + " (socket)";
     } else if (S_ISBLK(st.st_mode) || S_ISCHR(st.st_mode)) {
-      line = name + " (device)";
+      line = shown + " (device)";
     } else {
-      line = name;
+      line = shown;
     }
     entries.emplace_back(std::move(name), std::move(line));
   }
@@ -499,7 +551,9 @@ ToolDefinition make_list_dir_tool(const FileToolOptions& options) {
   return file_tool(
       "list_dir",
       "Lists a directory in the workspace, one entry a line, sorted by name: directories end with '/', "
-      "files show their size in bytes, symbolic links show their target. At most " +
+      "files show their size in bytes, symbolic links show their target. A name that could be misread (a "
+      "newline or other control character, a backslash, a leading quote, leading or trailing spaces, ' -> ', "
+      "bytes that are not UTF-8) is shown in double quotes with C escapes (\\n, \\t, \\\\, \\\", \\xNN). At most " +
           std::to_string(options.max_list_entries) + " entries are shown.",
       schema_of({{"path",
                   {{"type", "string"},

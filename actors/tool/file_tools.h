@@ -23,7 +23,9 @@
 //   list_dir   {"path"? = "."}               idempotent. One entry a line,
 //              sorted by name: "name/" for a directory, "name (N bytes)" for a
 //              file, "name -> target" for a symbolic link; at most
-//              max_list_entries lines, then a line counting the rest.
+//              max_list_entries lines, then a line counting the rest. A name
+//              or target that could be misread (a newline would fake an
+//              entry) is shown in double quotes with C escapes.
 //
 // Thread safety: the tool functions hold only immutable options and may be
 // called from several threads at once; they block on file I/O.

@@ -500,7 +500,9 @@ ProcessResult run_process(const ProcessOptions& options) {
       guard_killed = true;
       ::kill(guard, SIGKILL);
     }
-    if (!guard_exited) guard_exited = child_exited(guard, /*block=*/false);
+    // The report pipe closes when the guard exits (the worker's copy is
+    // close-on-exec): then the exit is a moment away, so wait for it.
+    if (!guard_exited) guard_exited = child_exited(guard, /*block=*/!report_read);
     if (guard_exited) {
       if (ended_at == Clock::time_point{}) ended_at = now;
       // A guard that died without its report left its processes unswept.

@@ -79,29 +79,33 @@ void kill_if_child(const ProcInfo& info, void* context) {
 
 // SIGKILLs every child (own or adopted) until none is left, reaping each.
 // Killing a child re-parents its children here, so the scan repeats until
-// wait says there are no children at all. Returns the number of processes
-// other than the worker that ended by SIGKILL; *worker_status gets the
-// worker's wait status.
+// wait says there are no children at all. /proc is scanned only while live
+// children remain: a command that left nothing behind costs no scan.
+// Returns the number of processes other than the worker that ended by
+// SIGKILL; *worker_status gets the worker's wait status.
 int sweep(pid_t worker, int* worker_status) {
   int killed = 0;
   SweepState state{::getpid(), 0};
+  auto record = [&](pid_t pid, int status) {
+    if (pid == worker) {
+      *worker_status = status;
+    } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
+      ++killed;
+    }
+  };
   for (;;) {
-    for_each_process(kill_if_child, &state);
     int status = 0;
-    pid_t pid = ::waitpid(-1, &status, __WALL);  // blocks until one of them is gone
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      break;  // ECHILD: nothing left
+    pid_t pid = ::waitpid(-1, &status, __WALL | WNOHANG);
+    if (pid > 0) {
+      record(pid, status);
+      continue;
     }
-    for (;;) {
-      if (pid == worker) {
-        *worker_status = status;
-      } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
-        ++killed;
-      }
-      pid = ::waitpid(-1, &status, __WALL | WNOHANG);
-      if (pid <= 0) break;
-    }
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid < 0) break;  // ECHILD: nothing left
+    // Live children: kill them, then wait for one to go (it will: SIGKILL).
+    for_each_process(kill_if_child, &state);
+    pid = ::waitpid(-1, &status, __WALL);
+    if (pid > 0) record(pid, status);
   }
   return killed;
 }
@@ -182,6 +186,9 @@ bool for_each_process(void (*visit)(const ProcInfo& info, void* context), void* 
   if (::getppid() != plan.runtime_pid) fail_setup(plan.report_fd, kStepParentGone, ESRCH);
   ::setsid();
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  // The guard is a copy of the runtime, its environment included: other
+  // processes of the user (the command) must not read it through /proc.
+  ::prctl(PR_SET_DUMPABLE, 0);
 
   const pid_t guard = ::getpid();
   pid_t worker = ::_Fork();

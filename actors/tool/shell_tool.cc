@@ -24,7 +24,8 @@ struct BlockedPattern {
 struct ShellConfig {
   ShellToolOptions options;
   std::vector<BlockedPattern> blocked;
-  std::vector<std::string> environment;  // what every command gets
+  std::vector<std::string> environment;  // what every command gets (TMPDIR is the call's scratch when sandboxed)
+  SandboxPlan sandbox;
   Status invalid;  // not OK: every call fails with it
 };
 
@@ -61,7 +62,8 @@ bool parse_timeout(const nlohmann::json& value, uint64_t* timeout_ms) {
   return *timeout_ms > 0;
 }
 
-std::string describe(const ShellToolOptions& options) {
+std::string describe(const ShellToolOptions& options, const SandboxPlan& sandbox) {
+  std::string confinement = describe_sandbox(sandbox);
   return "Runs a command line with `bash -c` and returns its output (stdout and stderr merged, in order). "
          "Use it to build, test, search and inspect. The command starts in the session's workspace "
          "directory, or in `cwd` (a directory inside the workspace); stdin is empty, so interactive "
@@ -75,7 +77,8 @@ std::string describe(const ShellToolOptions& options) {
          std::to_string(options.max_output_bytes) +
          " bytes keeps its beginning and its end with a marker between them; send large output to a "
          "file and read the parts you need. A non-zero exit, a signal "
-         "or a timeout makes the result an error whose last line says which, e.g. [exit status 1].";
+         "or a timeout makes the result an error whose last line says which, e.g. [exit status 1]." +
+         (confinement.empty() ? "" : " " + confinement);
 }
 
 JsonText schema(const ShellToolOptions& options) {
@@ -114,6 +117,11 @@ ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, cons
   }
   const std::string& command = command_it->get_ref<const std::string&>();
   if (command.empty()) return ToolResult::error("\"command\" is empty: give the bash command line to run");
+  if (size_t nul = command.find('\0'); nul != std::string::npos) {
+    return ToolResult::error("\"command\" contains a NUL byte (at byte " + std::to_string(nul) +
+                             "); bash would run only the text before it, so nothing was run. Remove it (in a "
+                             "printf format, write \\0 instead)");
+  }
 
   uint64_t timeout_ms = config.options.timeout_ms;
   if (auto it = args.find("timeout_ms"); it != args.end() && !it->is_null()) {
@@ -164,13 +172,27 @@ ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, cons
     ~CloseFd() { ::close(fd); }
   } close_cwd{cwd_fd};
 
+  // The call's sandbox: its scratch directory (removed when it goes, after
+  // every process of the call is gone) and its Landlock ruleset.
+  std::unique_ptr<CallSandbox> sandbox;
+  std::vector<std::string> environment = config.environment;
+  if (config.sandbox.mode != "off" || config.sandbox.network_off) {
+    if (Status s = CallSandbox::create(config.sandbox, config.options.sandbox, root, &sandbox); !s.ok()) {
+      return ToolResult::error("the command was not run: its sandbox could not be prepared: " + s.message());
+    }
+    std::erase_if(environment, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
+    environment.push_back("TMPDIR=" + sandbox->scratch_dir());
+  }
+
   ProcessResult process = run_process(ProcessOptions{.argv = {"bash", "-c", command},
                                                      .cwd = cwd,
                                                      .cwd_fd = cwd_fd,
-                                                     .env = config.environment,
+                                                     .env = environment,
                                                      .timeout_ms = timeout_ms,
                                                      .max_output_bytes = config.options.max_output_bytes,
-                                                     .processes = config.options.processes.get()});
+                                                     .processes = config.options.processes.get(),
+                                                     .confinement = sandbox ? sandbox->confinement()
+                                                                            : ProcessConfinement{}});
   if (!process.started) return ToolResult::error(process.error);
 
   ToolResult result;
@@ -225,11 +247,14 @@ ToolDefinition make_shell_tool(const ShellToolOptions& options) {
   config->invalid = validate_shell_options(options);
   if (config->invalid.ok()) config->invalid = compile_patterns(options.blocked_patterns, &config->blocked);
   if (config->invalid.ok()) config->environment = tool_environment(options.env, environ);
+  if (config->invalid.ok()) {
+    config->invalid = plan_sandbox(options.sandbox, sandbox_support(), &config->sandbox, nullptr);
+  }
   std::shared_ptr<const ShellConfig> shared = std::move(config);
 
   ToolDefinition tool;
   tool.spec = ToolSpec{
-      .name = "shell", .description = describe(options), .schema = schema(options), .idempotent = false};
+      .name = "shell", .description = describe(options, shared->sandbox), .schema = schema(options), .idempotent = false};
   tool.blocking = true;
   tool.run = [shared](const nlohmann::json& args, const ToolContext& context) {
     return run_shell(*shared, args, context);

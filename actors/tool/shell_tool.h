@@ -15,8 +15,10 @@
 // with a marker between them; truncated is set and original_bytes is the
 // number of bytes the command wrote (0 when not truncated).
 //
-// Blocked patterns catch a model's obvious mistakes, not a determined one:
-// they are a courtesy check, not a boundary.
+// Each command runs in the sandbox `sandbox` describes (Landlock: writes only
+// in the workspace and a per-call scratch directory, which is its TMPDIR;
+// optionally no network). Blocked patterns catch a model's obvious mistakes,
+// not a determined one: they are a courtesy check, not a boundary.
 //
 // Thread safety: the tool function holds only immutable state and may be
 // called from several threads at once; each call blocks its thread.
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "actors/tool/process.h"
+#include "actors/tool/sandbox.h"
 #include "actors/tool/tool.h"
 #include "actors/tool/tool_env.h"
 #include "base/status.h"
@@ -42,6 +45,8 @@ struct ShellToolOptions {
   // Which of the runtime's environment variables a command sees (secrets
   // removed by default), taken from the environment when the tool is made.
   ToolEnvOptions env;
+  // The confinement of each command (actors/tool/sandbox.h).
+  SandboxOptions sandbox;
   // The runtime's running calls, so that it can stop them (may be null).
   std::shared_ptr<ProcessSet> processes;
 };
@@ -52,8 +57,9 @@ struct ShellToolOptions {
 Status validate_shell_options(const ShellToolOptions& options);
 
 // The "shell" tool (blocking, not idempotent). With options that
-// validate_shell_options rejects, every call fails with the reason, so a bad
-// blocked pattern never silently lets commands through.
+// validate_shell_options or plan_sandbox (on this kernel) rejects, every call
+// fails with the reason, so a bad blocked pattern or an unenforceable sandbox
+// never silently lets commands through.
 ToolDefinition make_shell_tool(const ShellToolOptions& options);
 
 }  // namespace carapace

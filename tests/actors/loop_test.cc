@@ -533,7 +533,9 @@ BOOST_AUTO_TEST_CASE(values_are_read_and_unknown_keys_warned) {
       "session": {"max_turns": 7, "context_max_chars": 5000, "instructions": "be nice", "snapshot_every_turns": 3},
       "prompt": {"identity": "I am", "workflows": [{"name": "w", "description": "d"}]},
       "tools": {"enabled": ["shell"], "shell": {"timeout_ms": 99, "blocked_patterns": ["rm\\s+-rf"]}, "files": {"max_read_bytes": 10},
-                "env": {"inherit": "core", "include": ["GH_TOKEN"], "exclude": ["AWS_*"]}},
+                "env": {"inherit": "core", "include": ["GH_TOKEN"], "exclude": ["AWS_*"]},
+                "sandbox": "read-only", "network": "off", "sandbox_readable": ["/usr", "/etc"],
+                "sandbox_writable": ["/var/cache/x"]},
       "hooks": [{"name": "h", "event": "TurnEnd", "command": "echo '{}'", "timeout_ms": 50}],
       "prices": {"m2": {"input_per_mtok": 1, "output_per_mtok": 2}},
       "mystery": 1,
@@ -553,6 +555,10 @@ BOOST_AUTO_TEST_CASE(values_are_read_and_unknown_keys_warned) {
   BOOST_TEST(c.tool_env.inherit == "core");
   BOOST_TEST((c.tool_env.include == std::vector<std::string>{"GH_TOKEN"}));
   BOOST_TEST((c.tool_env.exclude == std::vector<std::string>{"AWS_*"}));
+  BOOST_TEST(c.sandbox.mode == "read-only");
+  BOOST_TEST(c.sandbox.network == "off");
+  BOOST_TEST((c.sandbox.readable == std::vector<std::string>{"/usr", "/etc"}));
+  BOOST_TEST((c.sandbox.writable == std::vector<std::string>{"/var/cache/x"}));
   BOOST_REQUIRE(c.hooks.size() == 1u);
   BOOST_TEST((c.hooks[0].command == std::vector<std::string>{"/bin/sh", "-c", "echo '{}'"}));
   BOOST_TEST(c.prices.at("m2").output_per_mtok == 2.0);
@@ -588,6 +594,10 @@ BOOST_AUTO_TEST_CASE(bad_values_are_rejected_with_their_key_path) {
       {R"({"session": {"instructions": 5}})", "c.json: session.instructions: must be a string"},
       {R"({"tools": {"enabled": ["shel"]}})", "c.json: tools.enabled[0]: \"shel\" is not a built-in tool"},
       {R"({"tools": {"shell": {"blocked_patterns": ["("]}}})", "c.json: tools.shell.blocked_patterns:"},
+      {R"({"tools": {"shell": {"timeout_ms": 5000, "max_timeout_ms": 1000}}})",
+       "c.json: tools.shell.timeout_ms: is 5000, more than tools.shell.max_timeout_ms (1000)"},
+      {R"({"tools": {"shell": {"timeout_ms": 700000}}})",
+       "c.json: tools.shell.timeout_ms: is 700000, more than tools.shell.max_timeout_ms (600000)"},
       {R"({"tools": {"env": {"inherit": "some"}}})",
        "c.json: tools.env: inherit \"some\" must be \"all\", \"core\" or \"none\""},
       {R"({"tools": {"env": {"include": ["GH_TOKEN", ""]}}})", "c.json: tools.env: include[1] is empty"},
@@ -596,6 +606,12 @@ BOOST_AUTO_TEST_CASE(bad_values_are_rejected_with_their_key_path) {
        "c.json: tools.env: \"X\" is in both include and exclude"},
       {R"({"tools": {"env": {"include": "GH_TOKEN"}}})", "c.json: tools.env.include: must be an array of strings"},
       {R"({"tools": {"env": []}})", "c.json: tools.env: must be an object"},
+      {R"({"tools": {"sandbox": "strict"}})",
+       "c.json: tools.sandbox: must be \"auto\", \"off\", \"workspace-write\" or \"read-only\", got \"strict\""},
+      {R"({"tools": {"network": false}})", "c.json: tools.network: must be a string"},
+      {R"({"tools": {"network": "offline"}})", "c.json: tools.network: must be \"on\" or \"off\", got \"offline\""},
+      {R"({"tools": {"sandbox_writable": ["/ok", "rel"]}})",
+       "c.json: tools.sandbox_writable[1]: must be an absolute path, got \"rel\""},
       {R"({"hooks": [{"name": "h", "event": "BeforeLunch", "command": "x"}]})",
        "c.json: hooks[0].event: \"BeforeLunch\" is not a hook event"},
       {R"({"hooks": [{"name": "h", "event": "TurnEnd", "matcher": "(", "command": "x"}]})",

@@ -612,13 +612,14 @@ BOOST_AUTO_TEST_CASE(replay_reenacts_crashes_and_resumes_in_both_modes) {
 }
 
 // A provider key in carapace's environment: a model that runs `env` through
-// the shell tool sees no key, and neither do the output and the log.
+// the shell tool sees no key, nor does one that reads the runtime's (or its
+// guard's) environment in /proc; and neither do the output and the log.
 BOOST_AUTO_TEST_CASE(provider_keys_and_secrets_stay_out_of_tool_output_and_the_log) {
   const std::string canary = "sk-canary-4b1d9e7a0c2f";
   std::string ws = dir.sub("ws");
   std::filesystem::create_directories(ws);
   std::ofstream(dir.sub("env.json")) << R"({"replies": [
-      {"text": "Looking.", "tool_calls": [{"name": "shell", "args": {"command": "env; echo keys:$OPENAI_API_KEY:$DEPLOY_TOKEN"}}]},
+      {"text": "Looking.", "tool_calls": [{"name": "shell", "args": {"command": "env; echo keys:$OPENAI_API_KEY:$DEPLOY_TOKEN; rt=$(awk '/^PPid/ {print $2}' /proc/$PPID/status); echo runtime:$rt; tr '\\0' '\\n' < /proc/$PPID/environ; tr '\\0' '\\n' < /proc/$rt/environ"}}]},
       {"text": "done"}]})";
   ::setenv("OPENAI_API_KEY", canary.c_str(), 1);
   ::setenv("DEPLOY_TOKEN", (canary + "-deploy").c_str(), 1);
@@ -632,6 +633,7 @@ BOOST_AUTO_TEST_CASE(provider_keys_and_secrets_stay_out_of_tool_output_and_the_l
   std::string text = log.dump();
   BOOST_TEST(contains(text, "CARAPACE_TEST_PLAIN=visible"), text);  // the command did run `env`
   BOOST_TEST(contains(text, "keys::"), text);
+  BOOST_TEST(contains(text, "runtime:"), text);  // it looked for the runtime's environment in /proc
   BOOST_TEST(!contains(text, canary), text);
   BOOST_TEST(!contains(r.out + r.err, canary));
   // Nor anywhere on disk under the home (log files, WAL, bodies).
@@ -696,6 +698,12 @@ BOOST_AUTO_TEST_CASE(sigterm_stops_a_run_and_kills_its_tools) {
   BOOST_TEST(contains(events, "tool.requested"));
   BOOST_TEST(!contains(events, "tool.completed"));
   BOOST_TEST(run("verify stop-031").code == 0);
+  // Resumed, the model hears that the call was interrupted, not that it ran.
+  Result resumed = run("resume stop-031 --scenario " + dir.sub("stop-031.json"));
+  BOOST_TEST(resumed.code == 0, resumed.err);
+  std::string after = run_json("log show stop-031 --type tool.completed").dump();
+  BOOST_TEST(contains(after, "This call was interrupted"), after);
+  BOOST_TEST(testing::survivors({{"sleep", "1031"}, {"sleep", "2031"}, {"sleep", "3031"}}) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(sigint_stops_a_run_and_kills_its_tools) {

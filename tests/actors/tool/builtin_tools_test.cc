@@ -1,9 +1,13 @@
 #define BOOST_TEST_MODULE builtin_tools_test
 #include <boost/test/unit_test.hpp>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/prctl.h>
@@ -22,6 +26,7 @@
 
 #include "actors/tool/file_tools.h"
 #include "actors/tool/process.h"
+#include "actors/tool/sandbox.h"
 #include "actors/tool/shell_tool.h"
 #include "actors/tool/tool_env.h"
 #include "actors/tool/workspace.h"
@@ -604,6 +609,18 @@ BOOST_AUTO_TEST_CASE(invalid_options_are_reported_and_fail_closed) {
   BOOST_TEST(!fs::exists(ws + "/made_it"));
 }
 
+// Issue 9: a NUL in a command silently cut it short ("echo a\0; rm x" ran "echo a").
+BOOST_AUTO_TEST_CASE(a_nul_byte_in_a_command_is_refused) {
+  ToolDefinition shell = make_shell_tool({});
+  ToolResult r = call(shell, {{"command", std::string("echo kept\0; touch cut-off", 25)}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(r.output ==
+             "\"command\" contains a NUL byte (at byte 9); bash would run only the text before it, so nothing was "
+             "run. Remove it (in a printf format, write \\0 instead)");
+  BOOST_TEST(!contains(r.output, "kept"));
+  BOOST_TEST(!fs::exists(ws + "/cut-off"));
+}
+
 BOOST_AUTO_TEST_CASE(bad_arguments_are_errors_the_model_can_fix) {
   ToolDefinition shell = make_shell_tool({});
   const std::string missing = "missing \"command\": give the bash command line to run, as a string";
@@ -645,6 +662,236 @@ BOOST_AUTO_TEST_CASE(cwd_is_confined_to_the_workspace) {
 BOOST_AUTO_TEST_SUITE_END()
 
 // ---------------------------------------------------------------------------
+// The shell tool's sandbox (actors/tool/sandbox.h). These run on kernels
+// with Landlock; elsewhere they say so and check the refusal instead.
+BOOST_FIXTURE_TEST_SUITE(sandbox_tests, WorkspaceFixture)
+
+bool have_landlock() {
+  if (sandbox_support().landlock_abi > 0) return true;
+  BOOST_TEST_MESSAGE("Landlock is not available here: " << sandbox_support().landlock_note);
+  return false;
+}
+
+BOOST_AUTO_TEST_CASE(plans_follow_the_kernel_and_refuse_what_it_cannot_enforce) {
+  SandboxSupport none{.landlock_abi = 0, .landlock_note = "this kernel has no Landlock", .network_namespace = false,
+                      .network_note = "no namespaces"};
+  SandboxSupport full{.landlock_abi = 6, .network_namespace = true};
+  SandboxSupport tcp_only{.landlock_abi = 4, .network_namespace = false, .network_note = "no namespaces"};
+  SandboxPlan plan;
+  std::vector<std::string> warnings;
+  CHECK_OK(plan_sandbox({}, full, &plan, &warnings));
+  BOOST_TEST(plan.mode == "workspace-write");
+  BOOST_TEST(!plan.network_off);
+  BOOST_TEST(warnings.empty());
+
+  CHECK_OK(plan_sandbox({}, none, &plan, &warnings));
+  BOOST_TEST(plan.mode == "off");
+  BOOST_REQUIRE(warnings.size() == 1u);
+  BOOST_TEST(contains(warnings[0], "tools.sandbox: this kernel has no Landlock; shell commands run without a "
+                                   "file-system sandbox"), warnings[0]);
+
+  Status s = plan_sandbox({.mode = "workspace-write"}, none, &plan, nullptr);
+  BOOST_TEST(s.is_unsupported());
+  BOOST_TEST(s.message() == "tools.sandbox is \"workspace-write\" but this kernel has no Landlock; set "
+                            "tools.sandbox to \"off\" to run shell commands unconfined (docs/sandbox.md)");
+  s = plan_sandbox({.mode = "off", .network = "off"}, none, &plan, nullptr);
+  BOOST_TEST(s.is_unsupported());
+  BOOST_TEST(contains(s.message(), "tools.network is \"off\" but no namespaces"), s.message());
+
+  warnings.clear();
+  CHECK_OK(plan_sandbox({.network = "off"}, tcp_only, &plan, &warnings));
+  BOOST_TEST(plan.network_off);
+  BOOST_TEST(!plan.network_namespace);
+  BOOST_REQUIRE(warnings.size() == 1u);
+  BOOST_TEST(contains(warnings[0], "UDP and Unix sockets still work"));
+
+  BOOST_TEST(plan_sandbox({.mode = "strict"}, full, &plan, nullptr).message() ==
+             "tools.sandbox \"strict\" must be \"auto\", \"off\", \"workspace-write\" or \"read-only\"");
+  BOOST_TEST(plan_sandbox({.network = "none"}, full, &plan, nullptr).message() ==
+             "tools.network \"none\" must be \"on\" or \"off\"");
+  BOOST_TEST(plan_sandbox({.readable = {"usr"}}, full, &plan, nullptr).message() ==
+             "tools.sandbox_readable[0] \"usr\" must be an absolute path");
+  BOOST_TEST(contains(plan_sandbox({.writable = {"/nonexistent-carapace"}}, full, &plan, nullptr).message(),
+                      "tools.sandbox_writable[0] \"/nonexistent-carapace\" cannot be used"));
+}
+
+BOOST_AUTO_TEST_CASE(workspace_write_allows_the_workspace_and_tmpdir_only) {
+  if (!have_landlock()) return;
+  fs::create_directories(dir.sub("home"));
+  const std::string tmp_target = "/tmp/carapace-sandbox-test-" + std::to_string(::getpid());
+  ToolDefinition shell = make_shell_tool({.sandbox = {.mode = "workspace-write"}});
+  ToolResult r = call(shell, {{"command", "echo x > " + tmp_target}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(contains(r.output, "Permission denied"), r.output);
+  BOOST_TEST(!fs::exists(tmp_target));
+  r = call(shell, {{"command", "echo x > " + dir.sub("home") + "/.bashrc; mkdir " + dir.sub("home") + "/.ssh"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(!fs::exists(dir.sub("home") + "/.bashrc"));
+  BOOST_TEST(!fs::exists(dir.sub("home") + "/.ssh"));
+
+  r = call(shell, {{"command", "echo inside > made.txt && mkdir -p deep/er && mv made.txt deep/er/ && "
+                               "cat deep/er/made.txt && f=$(mktemp) && echo scratch > $f && cat $f && "
+                               "echo $TMPDIR > tmpdir.txt && cat /etc/hostname > /dev/null && echo ok"}});
+  BOOST_TEST(!r.is_error, r.output);
+  BOOST_TEST(r.output == "inside\nscratch\nok\n");
+  std::string scratch = read_text(ws + "/tmpdir.txt");
+  BOOST_TEST(contains(scratch, "carapace-call-"));
+  scratch.pop_back();
+  BOOST_TEST(!fs::exists(scratch));  // removed after the call
+
+  // Without the sandbox the same write lands: the check above can fail.
+  r = call(make_shell_tool({.sandbox = {.mode = "off"}}), {{"command", "echo x > " + tmp_target}});
+  BOOST_TEST(!r.is_error, r.output);
+  BOOST_TEST(fs::exists(tmp_target));
+  fs::remove(tmp_target);
+}
+
+BOOST_AUTO_TEST_CASE(read_only_refuses_workspace_writes) {
+  if (!have_landlock()) return;
+  ToolDefinition shell = make_shell_tool({.sandbox = {.mode = "read-only"}});
+  ToolResult r = call(shell, {{"command", "echo x > new.txt"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(contains(r.output, "Permission denied"), r.output);
+  BOOST_TEST(!fs::exists(ws + "/new.txt"));
+  r = call(shell, {{"command", "rm sub/f.txt"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(fs::exists(ws + "/sub/f.txt"));
+  r = call(shell, {{"command", "cat sub/f.txt; f=$(mktemp) && echo scratch > $f && cat $f"}});
+  BOOST_TEST(!r.is_error, r.output);
+  BOOST_TEST(r.output == "inside\nscratch\n");
+}
+
+// The bypasses of issue 9: blocked patterns are text, the sandbox is not.
+BOOST_AUTO_TEST_CASE(pattern_bypasses_cannot_touch_files_outside) {
+  if (!have_landlock()) return;
+  const std::vector<std::string> commands = {
+      "rm  -rf " + outside + "/v0",
+      "r''m -rf " + outside + "/v1",
+      "X=rm; $X -rf " + outside + "/v2",
+      "/bin/rm -f " + outside + "/v3",
+      "env rm -f " + outside + "/v4",
+      "find " + outside + "/v5 -delete",
+      "mv " + outside + "/v6 .",
+      "echo overwritten > " + outside + "/v7",
+      "truncate -s 0 " + outside + "/v8",
+      "cp /dev/null " + outside + "/v9",
+      "ln " + outside + "/v10 hardlink10",
+      "cd " + outside + " && echo new > v11.new",
+  };
+  ToolDefinition shell = make_shell_tool({.blocked_patterns = {"rm -rf"}, .sandbox = {.mode = "workspace-write"}});
+  for (size_t i = 0; i < commands.size(); ++i) write_text(outside + "/v" + std::to_string(i), "keep\n");
+  for (size_t i = 0; i < commands.size(); ++i) {
+    ToolResult r = call(shell, {{"command", commands[i]}});
+    BOOST_TEST(r.is_error, commands[i] << ": " << r.output);
+    BOOST_TEST(!contains(r.output, "blocked pattern"), commands[i]);  // the pattern did not catch it
+    BOOST_TEST(read_text(outside + "/v" + std::to_string(i)) == "keep\n", commands[i]);
+  }
+  BOOST_TEST(!fs::exists(outside + "/v11.new"));
+  BOOST_TEST(!fs::exists(ws + "/hardlink10"));
+  // The courtesy check still catches the plain spelling.
+  ToolResult plain = call(shell, {{"command", "rm -rf " + outside + "/v0"}});
+  BOOST_TEST(contains(plain.output, "blocked pattern 'rm -rf'"));
+}
+
+BOOST_AUTO_TEST_CASE(a_sandboxed_command_cannot_signal_or_inspect_processes_outside) {
+  if (!have_landlock() || sandbox_support().landlock_abi < 6) {
+    BOOST_TEST_MESSAGE("skipped: signal scoping needs Landlock ABI 6");
+    return;
+  }
+  pid_t victim = ::fork();
+  BOOST_REQUIRE(victim >= 0);
+  if (victim == 0) {
+    ::execlp("sleep", "sleep", "1051", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ToolDefinition shell = make_shell_tool({.sandbox = {.mode = "workspace-write"}});
+  ToolResult r = call(shell, {{"command", "kill -9 " + std::to_string(victim)}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(contains(r.output, "Operation not permitted"), r.output);
+  BOOST_TEST(::kill(victim, 0) == 0);  // still alive
+  // The guard's (and so the runtime's) environment is not readable either.
+  r = call(shell, {{"command", "cat /proc/$PPID/environ > /dev/null && echo readable"}});
+  BOOST_TEST(r.is_error, r.output);
+  ::kill(victim, SIGKILL);
+  ::waitpid(victim, nullptr, 0);
+}
+
+BOOST_AUTO_TEST_CASE(network_off_cuts_tcp) {
+  if (!sandbox_support().network_namespace && sandbox_support().landlock_abi < 4) {
+    BOOST_TEST_MESSAGE("skipped: no network namespace and no Landlock ABI 4 here");
+    return;
+  }
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  BOOST_REQUIRE(listener >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  BOOST_REQUIRE(::listen(listener, 8) == 0);
+  socklen_t len = sizeof addr;
+  BOOST_REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  const std::string connect =
+      "exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(ntohs(addr.sin_port)) + " && echo connected";
+  ToolResult on = call(make_shell_tool({.sandbox = {.mode = "off", .network = "on"}}), {{"command", connect}});
+  BOOST_TEST(on.output == "connected\n");
+  ToolResult off = call(make_shell_tool({.sandbox = {.mode = "auto", .network = "off"}}), {{"command", connect}});
+  BOOST_TEST(off.is_error, off.output);
+  BOOST_TEST(!contains(off.output, "connected\n"));
+  ::close(listener);
+}
+
+// Without root, the network namespace is entered inside a user namespace
+// that maps the user to itself. Run as root, this test becomes nobody.
+BOOST_AUTO_TEST_CASE(an_unprivileged_user_gets_the_same_sandbox) {
+  if (!have_landlock() || !sandbox_support().network_namespace) return;
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("not root: the other sandbox tests already run unprivileged");
+    return;
+  }
+  const std::string own = ws + "/nobody";
+  const std::string own_tmp = dir.sub("nobody-tmp");  // /tmp may not be writable to all here
+  fs::create_directories(own);
+  fs::create_directories(own_tmp);
+  BOOST_REQUIRE(::chown(own.c_str(), 65534, 65534) == 0);
+  BOOST_REQUIRE(::chown(own_tmp.c_str(), 65534, 65534) == 0);
+  for (std::string p = own; p != "/" && !p.empty(); p = fs::path(p).parent_path().string()) {
+    ::chmod(p.c_str(), 0755);
+  }
+  pid_t child = ::fork();
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+        ::setresuid(65534, 65534, 65534) != 0) {
+      ::_exit(10);
+    }
+    ::setenv("OPENAI_API_KEY", "sk-unprivileged-canary", 1);
+    ::setenv("TMPDIR", own_tmp.c_str(), 1);
+    ToolDefinition shell = make_shell_tool({.sandbox = {.mode = "workspace-write", .network = "off"}});
+    ToolResult r = shell.run(
+        {{"command", "id -u; echo hi > f && cat f; echo x > " + outside + "/nobody.txt; "
+                     "cat /proc/$PPID/environ; exec 3<>/dev/tcp/127.0.0.1/9 && echo reached"}},
+        ToolContext{.workspace = own});
+    std::ofstream(own + "/result.txt") << r.output;
+    ::_exit(0);
+  }
+  BOOST_TEST(reap_within_5s(child) == 0);
+  std::string out = read_text(own + "/result.txt");
+  BOOST_TEST(contains(out, "65534\nhi\n"), out);
+  BOOST_TEST(!fs::exists(outside + "/nobody.txt"));
+  BOOST_TEST(!contains(out, "canary"), out);
+  BOOST_TEST(!contains(out, "reached"), out);
+  BOOST_TEST(contains(out, "Permission denied"), out);
+}
+
+BOOST_AUTO_TEST_CASE(the_description_tells_the_model_what_it_may_do) {
+  if (!have_landlock()) return;
+  ToolDefinition shell = make_shell_tool({.sandbox = {.mode = "workspace-write", .network = "off"}});
+  BOOST_TEST(contains(shell.spec.description, "write only inside the workspace and $TMPDIR"));
+  BOOST_TEST(contains(shell.spec.description, "There is no network."));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 // The environment a tool process sees: secrets out by default.
 BOOST_FIXTURE_TEST_SUITE(tool_env_tests, WorkspaceFixture)
 
@@ -757,7 +1004,8 @@ BOOST_AUTO_TEST_CASE(include_exclude_and_inherit_choose_the_variables) {
   BOOST_TEST(core.count("CARAPACE_TEST_PLAIN") == 0u);
 
   std::set<std::string> none = names({.inherit = "none", .include = {"CARAPACE_TEST_PLAIN"}});
-  none.erase("PWD");  // bash sets these itself
+  none.erase("TMPDIR");  // the call's scratch directory, set by the sandbox
+  none.erase("PWD");     // bash sets these itself
   none.erase("SHLVL");
   none.erase("_");
   BOOST_TEST((none == std::set<std::string>{"CARAPACE_TEST_PLAIN"}));
@@ -1024,6 +1272,63 @@ BOOST_AUTO_TEST_CASE(list_dir_sorts_marks_directories_and_sizes_files) {
   r = call(list, {{"path", "listing/b.txt"}});
   BOOST_TEST(r.is_error);
   BOOST_TEST(r.output == "'listing/b.txt' is not a directory; use read_file to read a file");
+}
+
+// Issue 9: a file named "x\nfake.txt (999 bytes)" made a second, invented entry.
+BOOST_AUTO_TEST_CASE(list_dir_escapes_names_that_could_be_misread) {
+  ToolDefinition list = make_list_dir_tool({});
+  const std::string d = ws + "/odd";
+  fs::create_directories(d);
+  for (const std::string& name :
+       {std::string("x\nfake.txt (999 bytes)"), std::string("tab\there"), std::string("back\\slash"),
+        std::string("\"quoted"), std::string(" lead"), std::string("arrow -> there"), std::string("bell\a"),
+        std::string("bad\xff utf8"), std::string("plain é.txt")}) {
+    write_text(d + "/" + name, "");
+  }
+  fs::create_symlink("target\nline", d + "/zlink");
+  ToolResult r = call(list, {{"path", "odd"}});
+  BOOST_TEST(!r.is_error);
+  BOOST_TEST(r.output ==
+             "\" lead\" (0 bytes)\n"
+             "\"\\\"quoted\" (0 bytes)\n"
+             "\"arrow -> there\" (0 bytes)\n"
+             "\"back\\\\slash\" (0 bytes)\n"
+             "\"bad\\xff utf8\" (0 bytes)\n"
+             "\"bell\\x07\" (0 bytes)\n"
+             "plain é.txt (0 bytes)\n"
+             "\"tab\\there\" (0 bytes)\n"
+             "\"x\\nfake.txt (999 bytes)\" (0 bytes)\n"
+             "zlink -> \"target\\nline\"\n");
+  // One line per entry: no line of its own for the part after a newline.
+  std::istringstream lines(r.output);
+  size_t count = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++count;
+    BOOST_TEST(line.rfind("fake.txt", 0) != 0u, line);
+  }
+  BOOST_TEST(count == 10u);
+}
+
+// Issue 9: a 6,000-character path was "exists and is not a regular file".
+BOOST_AUTO_TEST_CASE(a_path_that_is_too_long_is_called_too_long) {
+  const std::string long_path = std::string(5996, 'a') + "/b.txt";  // 6,002 bytes
+  const std::string long_name = std::string(300, 'n') + ".txt";
+  ToolDefinition read = make_read_file_tool({});
+  ToolDefinition write = make_write_file_tool({});
+  ToolDefinition list = make_list_dir_tool({});
+  ToolDefinition shell = make_shell_tool({});
+  for (const ToolResult& r : {call(read, {{"path", long_path}}), call(write, {{"path", long_path}, {"content", "x"}}),
+                              call(list, {{"path", long_path}}), call(shell, {{"command", "true"}, {"cwd", long_path}})}) {
+    BOOST_TEST(r.is_error);
+    BOOST_TEST(contains(r.output, "is too long: 6002 bytes, where the limit is 4095"), r.output);
+    BOOST_TEST(!contains(r.output, "regular file"), r.output);
+    BOOST_TEST(r.output.size() < 400u);  // the path is shortened in the message
+  }
+  ToolResult r = call(write, {{"path", "dir/" + long_name}, {"content", "x"}});
+  BOOST_TEST(r.is_error);
+  BOOST_TEST(contains(r.output, "is too long: its name '"), r.output);
+  BOOST_TEST(contains(r.output, "' has 304 bytes, where the limit is 255"), r.output);
+  BOOST_TEST(!fs::exists(ws + "/dir"));
 }
 
 BOOST_AUTO_TEST_CASE(list_dir_caps_the_number_of_entries) {
