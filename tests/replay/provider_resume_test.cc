@@ -67,12 +67,13 @@ struct Agent {
   std::string exec_log() const { return dir.sub("exec.log"); }
   std::string base_url() const { return format == "openai" ? server.url() + "/v1" : server.url(); }
 
-  std::vector<std::string> args(std::vector<std::string> command) const {
+  // `bare`: no provider flags; the session's stored configuration says which server it talks to.
+  std::vector<std::string> args(std::vector<std::string> command, bool bare = false) const {
     std::vector<std::string> a = {"--home", home()};
     a.insert(a.end(), command.begin(), command.end());
     std::vector<std::string> common = {"--provider", format,     "--model", "test-model", "--base-url",
                                        base_url(),   "--exec-log", exec_log(), "--then",     "remember pears"};
-    a.insert(a.end(), common.begin(), common.end());
+    a.insert(a.end(), common.begin() + (bare ? 6 : 0), common.end());
     if (a[2] == "run") a.insert(a.end(), {"--workspace", dir.sub("ws")});  // a resume keeps the recorded one
     return a;
   }
@@ -144,7 +145,7 @@ void kill_twice_and_resume(const std::string& format) {
 
   // 3. Resumed again: the shell call's outcome is unknown (it is not run
   // again), the model is told, and the session finishes, then takes the next message.
-  ChildResult r3 = run_child(CARAPACE_BIN, a.args({"resume", "s"}), a.out());
+  ChildResult r3 = run_child(CARAPACE_BIN, a.args({"resume", "s"}, /*bare=*/true), a.out());
   std::string output = read_text(a.out());
   BOOST_REQUIRE_MESSAGE(r3.succeeded(), output);
   BOOST_TEST(output.find("Done: remember pears") != std::string::npos, output);
