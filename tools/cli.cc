@@ -63,6 +63,16 @@ void add_json_flag(CLI::App* cmd, Context& ctx) {
   cmd->add_flag("--json", ctx.json, "Print JSON: {\"success\", \"data\", \"summary\"}");
 }
 
+CLI::Validator whole_number_from(uint64_t min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        if (digits && text.size() <= 19 && std::stoull(text) >= min) return "";
+        return "\"" + text + "\" is not a whole number from " + std::to_string(min);
+      },
+      "INT>=" + std::to_string(min));
+}
+
 std::string dump(const nlohmann::json& j, int indent) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -42,6 +42,10 @@ struct Context {
 // Adds --json to a subcommand.
 void add_json_flag(CLI::App* cmd, Context& ctx);
 
+// A check for a whole-number option: "must be a whole number from MIN" (CLI11's
+// own range checks print the bounds of a double).
+CLI::Validator whole_number_from(uint64_t min);
+
 // Dumps JSON, replacing invalid UTF-8 rather than failing.
 std::string dump(const nlohmann::json& j, int indent = -1);
 

@@ -272,11 +272,11 @@ void register_replay_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--config", args->config,
                   "Replay against this config (default: the one stored with each session)");
   auto* until = cmd->add_option("--until-turn", args->until_turn, "Stop after the checkpoint of turn N")
-                    ->check(CLI::PositiveNumber);
+                    ->check(whole_number_from(1));
   auto* live = cmd->add_option("--live-after", args->live_after,
                                "Replay up to turn N, then go on live from there as a new session forked at N, "
                                "with the configured provider")
-                   ->check(CLI::PositiveNumber)
+                   ->check(whole_number_from(1))
                    ->excludes(until)
                    ->excludes("--all");
   cmd->add_option("--task", args->task, "With --live-after: a new user message for the live session")->needs(live);

@@ -394,7 +394,7 @@ void register_run_command(CLI::App& app, Context& ctx) {
   fork->add_option("session", fork_args->source, "The session to fork")->required();
   fork->add_option("--at-turn", fork_args->at_turn, "The checkpoint: the end of this turn (0: just the task)")
       ->required()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number_from(0));
   fork->add_option("--task", fork_args->task,
                    "A new user message for the fork (default: go on from the checkpoint)");
   fork->add_option("--session", fork_args->session, "The fork's id (default: generated)");

@@ -119,6 +119,9 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
   Result negative = run("fork s --at-turn -1");
   BOOST_TEST(negative.code == 2);
   BOOST_TEST(!contains(negative.err, "18446744073709551615"), negative.err);
+  BOOST_TEST(contains(negative.err, "--at-turn: \"-1\" is not a whole number from 0"), negative.err);
+  Result zero = run("replay s --until-turn 0");
+  BOOST_TEST(contains(zero.err, "--until-turn: \"0\" is not a whole number from 1"), zero.err);
 }
 
 BOOST_AUTO_TEST_CASE(an_empty_home_says_what_to_do) {
