@@ -29,6 +29,14 @@ bool is_within(const fs::path& path, const fs::path& root) {
   return std::mismatch(root.begin(), root.end(), path.begin(), path.end()).first == root.end();
 }
 
+// A path for a message: relative to the workspace when inside it, so that
+// the same call says the same thing wherever the workspace is.
+std::string shown_in(const fs::path& path, const fs::path& root) {
+  if (!is_within(path, root)) return path.string();
+  fs::path rel = path.lexically_relative(root);
+  return rel.empty() || rel == "." ? std::string(".") : rel.string();
+}
+
 // resolve_in_workspace for `requested_text`, with messages that name
 // `requested` as the path.
 Status resolve_text(const std::string& workspace, const std::string& requested_text, const std::string& requested,
@@ -66,8 +74,8 @@ Status resolve_text(const std::string& workspace, const std::string& requested_t
   const std::string inside_hint = "; use a path inside it";
 
   if (requested_text.empty()) {
-    return Status::invalid_argument("the path is empty; give a path inside the workspace " + root_text +
-                                    " ('.' is the workspace itself)");
+    return Status::invalid_argument("the path is empty; give a path inside the workspace ('.' is the workspace "
+                                    "itself)");
   }
   if (requested_text.find('\0') != std::string::npos) {
     return Status::invalid_argument("path '" + requested + "' contains a NUL byte");
@@ -82,8 +90,7 @@ Status resolve_text(const std::string& workspace, const std::string& requested_t
     std::error_code ec;
     fs::path alias = without_trailing_separator(fs::absolute(workspace, ec).lexically_normal());
     if (ec || !is_within(lexical, alias)) {
-      return Status::invalid_argument("path '" + requested + "' is outside the workspace " + root_text +
-                                      inside_hint);
+      return Status::invalid_argument("path '" + requested + "' is outside the workspace" + inside_hint);
     }
     lexical = without_trailing_separator((root / lexical.lexically_relative(alias)).lexically_normal());
   }
@@ -105,7 +112,7 @@ Status resolve_text(const std::string& workspace, const std::string& requested_t
       continue;
     }
     if (ec) {
-      return Status::invalid_argument("path '" + requested + "' cannot be checked: '" + next.string() +
+      return Status::invalid_argument("path '" + requested + "' cannot be checked: '" + shown_in(next, root) +
                                       "': " + ec.message());
     }
     existing = std::move(next);
@@ -116,22 +123,21 @@ Status resolve_text(const std::string& workspace, const std::string& requested_t
   if (ec) {
     std::error_code link_ec;
     if (fs::is_symlink(fs::symlink_status(existing, link_ec))) {
-      std::string link = existing.string();
+      std::string link = shown_in(existing, root);
       return Status::invalid_argument(
           "path '" + requested + "' goes through the symbolic link '" + link +
-          "', whose target does not exist or loops; use a path inside the workspace " + root_text +
-          " that does not go through it");
+          "', whose target does not exist or loops; use a path inside the workspace that does not go "
+          "through it");
     }
     return Status::invalid_argument("path '" + requested + "' cannot be resolved: " + ec.message());
   }
   fs::path full = missing.empty() ? real : real / missing;
   if (!is_within(real, root)) {
     return Status::invalid_argument("path '" + requested + "' leads through a symbolic link to '" +
-                                    full.string() + "', which is outside the workspace " + root_text +
-                                    inside_hint);
+                                    full.string() + "', which is outside the workspace" + inside_hint);
   }
   if (must_exist && !missing.empty()) {
-    return Status::not_found("path '" + requested + "' does not exist in the workspace " + root_text);
+    return Status::not_found("path '" + requested + "' does not exist in the workspace");
   }
   *resolved = full.string();
   return Status::ok_status();
@@ -223,8 +229,8 @@ Status WorkspaceRoot::open(const std::string& workspace, WorkspaceRoot* out) {
 Status WorkspaceRoot::relative(const std::string& requested, std::string* rel) const {
   const std::string inside_hint = "; use a path inside it";
   if (requested.empty()) {
-    return Status::invalid_argument("the path is empty; give a path inside the workspace " + path_ +
-                                    " ('.' is the workspace itself)");
+    return Status::invalid_argument("the path is empty; give a path inside the workspace ('.' is the workspace "
+                                    "itself)");
   }
   if (requested.find('\0') != std::string::npos) {
     return Status::invalid_argument("path '" + shown_path(requested) + "' contains a NUL byte");
@@ -252,7 +258,7 @@ Status WorkspaceRoot::relative(const std::string& requested, std::string* rel) c
   if (!is_within(lexical, root)) {
     // An absolute path under the workspace's other spelling (/tmp/ws when /tmp is a link).
     if (alias_.empty() || !is_within(lexical, fs::path(alias_))) {
-      return Status::invalid_argument("path '" + shown_path(requested) + "' is outside the workspace " + path_ +
+      return Status::invalid_argument("path '" + shown_path(requested) + "' is outside the workspace" +
                                       inside_hint);
     }
     lexical = without_trailing_separator((root / lexical.lexically_relative(alias_)).lexically_normal());
