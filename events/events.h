@@ -442,4 +442,14 @@ const T* get_if(const Event& e) {
   return std::get_if<T>(&e.body);
 }
 
+// The verbatim body an event references in the body store (llm.requested,
+// llm.responded, llm.failed), or "".
+inline const std::string& body_ref_of(const Event& e) {
+  static const std::string kNone;
+  if (const auto* r = get_if<LlmRequested>(e)) return r->body_ref;
+  if (const auto* r = get_if<LlmResponded>(e)) return r->body_ref;
+  if (const auto* f = get_if<LlmFailed>(e)) return f->body_ref;
+  return kNone;
+}
+
 }  // namespace carapace

@@ -8,11 +8,13 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <set>
 
 #include "base/digest.h"
 #include "events/fold.h"
 #include "events/payload.h"
 #include "replay/recovery.h"
+#include "storage/body_store.h"
 #include "storage/keys.h"
 #include "storage/session_meta.h"
 
@@ -80,7 +82,8 @@ Status write_synced(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-Status write_bundle(const EventLog& log, const std::string& id, const std::string& path) {
+Status write_bundle(const EventLog& log, const std::string& id, const std::string& path, bool with_bodies,
+                    const BodyStore* bodies, BundleWritten* written) {
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
   Status intact = check_records(log, id);
   if (!intact.ok()) {
@@ -91,10 +94,28 @@ Status write_bundle(const EventLog& log, const std::string& id, const std::strin
   std::vector<Event> events;
   CARAPACE_RETURN_IF_ERROR(log.read(id, 1, UINT64_MAX, &events));
   if (events.empty()) return Status::not_found("no session '" + id + "'");
-  std::string text = json{{"format", kFormat}, {"version", kBundleVersion}, {"session", id},
-                          {"events", events.size()}}
-                         .dump() +
-                     "\n";
+  BundleWritten w{.events = events.size()};
+  std::vector<BundleBody> carried;
+  if (with_bodies) {
+    std::set<std::string> seen;
+    for (const Event& e : events) {
+      const std::string& ref = body_ref_of(e);
+      if (ref.empty() || !seen.insert(ref).second) continue;
+      BundleBody body{.ref = ref};
+      Status s = bodies != nullptr ? bodies->get(ref, &body.bytes) : Status::not_found(ref);
+      if (s.is_not_found()) {
+        ++w.missing_bodies;
+        continue;
+      }
+      if (!s.ok()) return s.with_context("reading body " + ref + " for the bundle");
+      carried.push_back(std::move(body));
+    }
+  }
+  w.bodies = carried.size();
+  json header{{"format", kFormat}, {"version", carried.empty() ? 1u : kBundleVersion}, {"session", id},
+              {"events", events.size()}};
+  if (!carried.empty()) header["bodies"] = carried.size();
+  std::string text = header.dump() + "\n";
   Digest128Builder digest;
   std::string payload;
   for (const Event& e : events) {
@@ -106,8 +127,18 @@ Status write_bundle(const EventLog& log, const std::string& id, const std::strin
     digest.update(line);
     text += line;
   }
-  text += json{{"end", true}, {"events", events.size()}, {"digest", digest.finish().hex()}}.dump() + "\n";
-  return write_synced(path, text);
+  for (const BundleBody& body : carried) {
+    std::string line = json{{"body", body.ref}, {"bytes", to_hex(body.bytes)}}.dump() + "\n";
+    digest.update(line);
+    text += line;
+  }
+  json end{{"end", true}, {"events", events.size()}, {"digest", digest.finish().hex()}};
+  if (!carried.empty()) end["bodies"] = carried.size();
+  text += end.dump() + "\n";
+  w.bytes = text.size();
+  CARAPACE_RETURN_IF_ERROR(write_synced(path, text));
+  if (written != nullptr) *written = w;
+  return Status();
 }
 
 Status read_bundle(const std::string& path, Bundle* out) {
@@ -145,11 +176,29 @@ Status read_bundle(const std::string& path, Bundle* out) {
         return bad("says it holds " + std::to_string(count) + " events but holds " +
                    std::to_string(b.events.size()));
       }
+      if (j.value("bodies", uint64_t{0}) != b.bodies.size()) {
+        return bad("says it holds " + std::to_string(j.value("bodies", uint64_t{0})) + " bodies but holds " +
+                   std::to_string(b.bodies.size()));
+      }
       if (j.value("digest", "") != digest.finish().hex()) return bad("was changed after it was written (digest mismatch)");
       ended = true;
       break;
     }
     digest.update(line + "\n");
+    if (j.contains("body")) {
+      BundleBody body;
+      if (version < 2 || !j["body"].is_string() || !j.contains("bytes") || !j["bytes"].is_string() ||
+          !from_hex(j["bytes"].get<std::string>(), &body.bytes)) {
+        return bad("has a malformed body line after body " + std::to_string(b.bodies.size()));
+      }
+      body.ref = j["body"].get<std::string>();
+      if (BodyStore::ref_of(body.bytes) != body.ref) {
+        return bad("holds a body whose bytes do not match its key " + body.ref);
+      }
+      b.bodies.push_back(std::move(body));
+      continue;
+    }
+    if (!b.bodies.empty()) return bad("has an event line after its bodies");
     Event e;
     std::string payload;
     if (!j.contains("seq") || !j["seq"].is_number_unsigned() || !j.contains("type") ||
@@ -172,7 +221,7 @@ Status read_bundle(const std::string& path, Bundle* out) {
   return Status();
 }
 
-Status import_bundle(EventLog* log, const Bundle& bundle, const std::string& as_id) {
+Status import_bundle(EventLog* log, const Bundle& bundle, const std::string& as_id, BodyStore* bodies) {
   const std::string id = as_id.empty() ? bundle.session : as_id;
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
   uint64_t last = 0;
@@ -188,6 +237,14 @@ Status import_bundle(EventLog* log, const Bundle& bundle, const std::string& as_
     if (!s.ok()) return s.with_context("the bundle's session does not verify; nothing was imported");
     if (const auto* c = get_if<TurnCommitted>(e)) {
       checkpoints.push_back(CheckpointEntry{.seq = e.seq, .turn = c->turn, .state_hash = c->state_hash});
+    }
+  }
+  if (!bundle.bodies.empty()) {
+    if (bodies == nullptr) return Status::invalid_argument("the bundle carries bodies but no body store was given");
+    for (const BundleBody& body : bundle.bodies) {
+      std::string ref;
+      Status s = bodies->put(body.bytes, &ref);
+      if (!s.ok()) return s.with_context("storing the bundle's body " + body.ref + "; nothing was imported");
     }
   }
   SessionMeta meta = meta_from_state(id, folder.committed(), bundle.events.back().ts_us, nullptr);

@@ -79,6 +79,10 @@ std::string dump(const nlohmann::json& j, int indent) {
 
 std::string count(uint64_t n, const std::string& noun) {
   if (n == 1) return "1 " + noun;
+  if (noun.size() > 1 && noun.ends_with("y") && std::string_view("aeiou").find(noun[noun.size() - 2]) ==
+                                                    std::string_view::npos) {
+    return std::to_string(n) + " " + noun.substr(0, noun.size() - 1) + "ies";  // bodies, retries
+  }
   bool es = noun.ends_with("s") || noun.ends_with("sh") || noun.ends_with("ch") || noun.ends_with("x");
   return std::to_string(n) + " " + noun + (es ? "es" : "s");
 }

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "replay/bundle.h"
+#include "storage/body_store.h"
 #include "storage/keys.h"
 #include "tools/cli.h"
 
@@ -13,6 +14,7 @@ struct BundleArgs {
   std::string output;
   std::string input;
   std::string as;
+  bool with_bodies = false;
 };
 
 int run_bundle(Context& ctx, const BundleArgs& args) {
@@ -25,14 +27,30 @@ int run_bundle(Context& ctx, const BundleArgs& args) {
   }
   auto log = ctx.open_log(EventLog::Mode::kReader);
   if (!log) return kExitFailed;
-  Status s = write_bundle(*log, args.session, args.output);
+  std::unique_ptr<BodyStore> bodies;
+  if (args.with_bodies) {
+    Status opened = BodyStore::open(ctx.home() + "/bodies", BodyStore::Mode::kReader, &bodies);
+    if (!opened.ok() && !opened.is_not_found()) return ctx.fail(opened);
+  }
+  // No body store (no HTTP session ever ran here): every referenced body is missing.
+  BundleWritten written;
+  Status s = write_bundle(*log, args.session, args.output, args.with_bodies, bodies.get(), &written);
   if (s.is_not_found()) return ctx.fail(s, "`carapace sessions` lists the sessions there");
   if (!s.ok()) return ctx.fail(s);
-  uint64_t last = 0;
-  (void)log->last_seq(args.session, &last);
-  std::string summary = "wrote " + count(last, "event") + " of " + args.session + " to " + args.output;
+  std::string summary = "wrote " + count(written.events, "event");
+  if (args.with_bodies) summary += " and " + count(written.bodies, "body");
+  summary += " of " + args.session + " to " + args.output + " (" + std::to_string(written.bytes) + " bytes)";
+  if (written.missing_bodies > 0) {
+    summary += "; " + count(written.missing_bodies, "referenced body") + " not in this home's body store";
+  }
   if (ctx.json) {
-    ctx.print_success({{"session", args.session}, {"events", last}, {"file", args.output}}, summary);
+    nlohmann::json data{{"session", args.session}, {"events", written.events}, {"file", args.output},
+                        {"bytes", written.bytes}};
+    if (args.with_bodies) {
+      data["bodies"] = written.bodies;
+      data["missing_bodies"] = written.missing_bodies;
+    }
+    ctx.print_success(data, summary);
   } else {
     std::printf("%s\n", summary.c_str());
   }
@@ -45,10 +63,19 @@ int run_import(Context& ctx, const BundleArgs& args) {
   auto log = ctx.open_log(EventLog::Mode::kWriter);
   if (!log) return kExitFailed;
   const std::string id = args.as.empty() ? bundle.session : args.as;
-  if (Status s = import_bundle(log.get(), bundle, args.as); !s.ok()) return ctx.fail(s);
-  std::string summary = "imported " + id + " (" + count(bundle.events.size(), "event") + ") from " + args.input;
+  std::unique_ptr<BodyStore> bodies;
+  if (!bundle.bodies.empty()) {
+    if (Status s = BodyStore::open(ctx.home() + "/bodies", BodyStore::Mode::kWriter, &bodies); !s.ok()) {
+      return ctx.fail(s);
+    }
+  }
+  if (Status s = import_bundle(log.get(), bundle, args.as, bodies.get()); !s.ok()) return ctx.fail(s);
+  std::string summary = "imported " + id + " (" + count(bundle.events.size(), "event");
+  if (!bundle.bodies.empty()) summary += ", " + count(bundle.bodies.size(), "body");
+  summary += ") from " + args.input;
   if (ctx.json) {
-    ctx.print_success({{"session", id}, {"events", bundle.events.size()}}, summary);
+    ctx.print_success({{"session", id}, {"events", bundle.events.size()}, {"bodies", bundle.bodies.size()}},
+                      summary);
   } else {
     std::printf("%s\n", summary.c_str());
   }
@@ -65,6 +92,8 @@ void register_bundle_command(CLI::App& app, Context& ctx) {
       "or import elsewhere");
   cmd->add_option("session", args->session, "Session id");
   cmd->add_option("-o,--output", args->output, "The bundle file to write");
+  cmd->add_flag("--with-bodies", args->with_bodies,
+                "Also carry the verbatim provider request and response bodies the session references");
   add_json_flag(cmd, ctx);
   cmd->callback([&ctx, args, cmd] {
     if (cmd->got_subcommand("import")) return;

@@ -85,13 +85,6 @@ struct ShowArgs {
 };
 
 // The body an event references (llm.requested, llm.responded, llm.failed), or "".
-std::string body_ref_of(const Event& e) {
-  if (const auto* r = get_if<LlmRequested>(e)) return r->body_ref;
-  if (const auto* r = get_if<LlmResponded>(e)) return r->body_ref;
-  if (const auto* f = get_if<LlmFailed>(e)) return f->body_ref;
-  return "";
-}
-
 // Reads referenced bodies from the home's body store (opened on first use).
 class BodyReader {
  public:

@@ -884,6 +884,54 @@ BOOST_AUTO_TEST_CASE(run_with_openai_needs_only_the_key) {
   BOOST_TEST(flag.out == "Done: remember pears\n");
 }
 
+BOOST_AUTO_TEST_CASE(a_bundle_with_bodies_carries_them_to_a_fresh_home) {
+  play("openai");
+  Result r = run_env({"OPENAI_API_KEY=" + kOpenAiKey},
+                     "run 'remember figs' --provider openai --model gpt-4o-mini --session w1 --base-url " +
+                         server.url() + "/v1 --workspace " + ws);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  auto requests = server.requests();
+  BOOST_REQUIRE(requests.size() == 3u);
+  // Without --with-bodies: events only, a version 1 bundle as before.
+  std::string plain = dir.sub("plain.bundle");
+  BOOST_TEST(run("bundle w1 -o " + plain).code == 0);
+  BOOST_TEST(contains(slurp(plain), "\"version\":1"));
+  BOOST_TEST(!contains(slurp(plain), "\"body\""));
+  std::string file = dir.sub("w1.bundle");
+  json written = run_json("bundle w1 -o " + file + " --with-bodies");
+  BOOST_TEST(written["data"]["bodies"] == 6);  // 3 requests, 3 responses
+  BOOST_TEST(written["data"]["missing_bodies"] == 0);
+  BOOST_TEST(!contains(slurp(file), kOpenAiKey));
+  std::string fresh = dir.sub("fresh");
+  Result imported = run_in(fresh, "bundle import " + file);
+  BOOST_TEST(imported.code == 0, imported.err);
+  BOOST_TEST(contains(imported.out, "imported w1 (" ), imported.out);
+  BOOST_TEST(contains(imported.out, "6 bodies"), imported.out);
+  json shown = json::parse(run_in(fresh, "log show w1 --bodies --type llm.requested --json").out);
+  BOOST_REQUIRE(shown["data"]["events"].size() == 3u);
+  for (size_t i = 0; i < 3; ++i) BOOST_TEST(shown["data"]["events"][i]["body"] == requests[i].body);
+  BOOST_TEST(contains(run_in(fresh, "log show w1 --bodies").out, "        | data: [DONE]\n"));
+  BOOST_TEST(run_in(fresh, "verify w1").code == 0);
+  // A body changed in the file is refused (with the digest recomputed too, its key would not match).
+  std::string text = slurp(file);
+  size_t at = text.find("{\"body\":");
+  BOOST_REQUIRE(at != std::string::npos);
+  size_t bytes = text.find("\"bytes\":\"", at) + 9;
+  text[bytes] = text[bytes] == '7' ? '6' : '7';
+  std::string edited = dir.sub("edited.bundle");
+  std::ofstream(edited) << text;
+  Result refused = run_in(dir.sub("fresh2"), "bundle import " + edited);
+  BOOST_TEST(refused.code != 0);
+  BOOST_TEST(contains(refused.err, "holds a body whose bytes do not match its key"), refused.err);
+  // A home that has the events but not the bodies (the plain bundle imported):
+  // the bundle is written and the missing bodies counted.
+  std::string bare = dir.sub("bare");
+  BOOST_TEST(run_in(bare, "bundle import " + plain).code == 0);
+  Result partial = run_in(bare, "bundle w1 -o " + dir.sub("partial.bundle") + " --with-bodies");
+  BOOST_TEST(partial.code == 0, partial.err);
+  BOOST_TEST(contains(partial.out, "6 referenced bodies not in this home's body store"), partial.out);
+}
+
 BOOST_AUTO_TEST_CASE(run_with_anthropic_and_a_base_url) {
   play("anthropic");
   Result r =
