@@ -3,6 +3,7 @@
 #include "runtime/home.h"
 
 #include <cstdlib>
+#include <set>
 #include <ctime>
 #include <iostream>
 
@@ -61,6 +62,27 @@ void Context::print_success(const nlohmann::json& data, const std::string& summa
 
 void add_json_flag(CLI::App* cmd, Context& ctx) {
   cmd->add_flag("--json", ctx.json, "Print JSON: {\"success\", \"data\", \"summary\"}");
+}
+
+const Redactor& Context::redactor() const {
+  if (!redactor_) redactor_ = std::make_shared<Redactor>();
+  return *redactor_;
+}
+
+void redact_json(nlohmann::json& j, const Redactor& redactor) {
+  static const std::set<std::string, std::less<>> kOurs = {"state_hash", "digest",   "request_digest",
+                                                           "config_digest", "body_ref", "ref"};
+  if (j.is_string()) {
+    std::string out;
+    if (redactor.redact(j.get_ref<const std::string&>(), &out)) j = std::move(out);
+  } else if (j.is_array()) {
+    for (auto& v : j) redact_json(v, redactor);
+  } else if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.value().is_string() && kOurs.count(it.key()) > 0) continue;
+      redact_json(it.value(), redactor);
+    }
+  }
 }
 
 CLI::Validator whole_number_from(uint64_t min) {

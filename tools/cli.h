@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "base/redactor.h"
 #include "storage/event_log.h"
 
 namespace carapace::cli {
@@ -37,7 +38,18 @@ struct Context {
 
   // Prints {"success": true, "data": data, "summary": summary}.
   void print_success(const nlohmann::json& data, const std::string& summary) const;
+
+  // What every output that shows recorded content passes through
+  // (base/redactor.h): the known secret patterns, the home directory as ~.
+  const Redactor& redactor() const;
+
+ private:
+  mutable std::shared_ptr<Redactor> redactor_;
 };
+
+// Masks secrets in every string of `j` (recursively), except the values of
+// keys that hold our own digests and references (state_hash, body_ref, ...).
+void redact_json(nlohmann::json& j, const Redactor& redactor);
 
 // Adds --json to a subcommand.
 void add_json_flag(CLI::App* cmd, Context& ctx);

@@ -113,9 +113,10 @@ class BodyReader {
 };
 
 // A body under its event line, each of its lines indented.
-void print_body(const std::string& ref, BodyReader& reader) {
+void print_body(const std::string& ref, BodyReader& reader, const Redactor& redactor) {
   bool found = false;
   std::string body = reader.get(ref, &found);
+  if (found) body = redactor(std::move(body));
   if (!found) {
     std::printf("        (body %s: %s)\n", ref.c_str(), body.c_str());
     return;
@@ -191,11 +192,12 @@ int run_show(Context& ctx, const ShowArgs& args) {
         std::string body = bodies.get(ref, &found);
         events.back()[found ? "body" : "body_error"] = body;
       }
+      redact_json(events.back(), ctx.redactor());
     } else {
       std::printf("%6llu  %10s  %-18s %s\n", static_cast<unsigned long long>(e.seq),
                   offset(e.ts_us, base_us).c_str(), std::string(e.type_name()).c_str(),
-                  event_summary(e).c_str());
-      if (!ref.empty()) print_body(ref, bodies);
+                  ctx.redactor()(event_summary(e)).c_str());
+      if (!ref.empty()) print_body(ref, bodies, ctx.redactor());
     }
   }
   if (problem.ok()) problem = cursor->status();

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/redactor.h"
 #include "base/child_process.h"
 #include "storage/keys.h"
 #include "tests/support/fake_model.h"
@@ -539,6 +540,33 @@ BOOST_AUTO_TEST_CASE(a_session_remembers_how_it_was_run) {
   BOOST_TEST(sessions["data"].size() == 3u);
   BOOST_TEST(run("replay r1 --live-after 7").code == 1);  // past its end
   BOOST_TEST(run("replay --all --live-after 1").code == 2);
+}
+
+BOOST_AUTO_TEST_CASE(log_show_masks_secrets_in_what_it_shows) {
+  const std::string key = "sk-proj-Canary7Qw2Er4Ty6Ui8Op0As";
+  std::string ws = dir.sub("ws");
+  std::filesystem::create_directories(ws);
+  std::ofstream(dir.sub("leak.json")) << R"({"replies": [
+      {"tool_calls": [{"name": "shell", "args": {"command": "echo token=)" << key << R"("}}]},
+      {"text": "The key is )" << key << R"(."}]})";
+  Result r = run("run 'remember " + key + "' --session leak --scenario " + dir.sub("leak.json") +
+                 " --workspace " + ws);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  Result shown = run("log show leak");
+  BOOST_TEST(shown.code == 0, shown.err);
+  BOOST_TEST(!contains(shown.out, key), shown.out);
+  BOOST_TEST(contains(shown.out, "sk-" + std::string(Redactor::kMarker) + "0As"), shown.out);
+  json j = run_json("log show leak");
+  BOOST_TEST(!contains(j.dump(), key));
+  BOOST_TEST(contains(j.dump(), "token=sk-"));
+  // Our own digests are not taken for secrets.
+  bool hashed = false;
+  for (const auto& e : j["data"]["events"]) {
+    if (e["type"] == "turn.committed") hashed = e["data"]["state_hash"].get<std::string>().size() == 32;
+  }
+  BOOST_TEST(hashed);
+  // The log itself keeps what the model saw.
+  BOOST_TEST(run("replay leak").code == 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_bundle_replays_and_imports_on_a_fresh_home_and_refuses_damage) {

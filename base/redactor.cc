@@ -1,0 +1,261 @@
+#include "base/redactor.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <regex>
+
+namespace carapace {
+namespace {
+
+struct Span {
+  size_t begin;
+  size_t end;
+};
+
+constexpr std::array<bool, 256> word_table() {
+  std::array<bool, 256> t{};
+  for (int c = 'a'; c <= 'z'; ++c) t[c] = true;
+  for (int c = 'A'; c <= 'Z'; ++c) t[c] = true;
+  for (int c = '0'; c <= '9'; ++c) t[c] = true;
+  for (char c : std::string_view("_-+/=.~")) t[static_cast<unsigned char>(c)] = true;
+  return t;
+}
+constexpr std::array<bool, 256> kWord = word_table();
+
+bool is_word(char c) { return kWord[static_cast<unsigned char>(c)]; }
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_upper_alnum(char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+bool ends_with_ci(std::string_view s, std::string_view suffix) {
+  if (s.size() < suffix.size()) return false;
+  s = s.substr(s.size() - suffix.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (lower(s[i]) != suffix[i]) return false;
+  }
+  return true;
+}
+
+bool equals_ci(std::string_view s, std::string_view word) {
+  return s.size() == word.size() && ends_with_ci(s, word);
+}
+
+// A name whose value is a secret: OPENAI_API_KEY, "password", AccountKey, ...
+bool secret_name(std::string_view name) {
+  // Trailing quote or punctuation of a JSON key is not part of the word.
+  static constexpr std::string_view kNames[] = {"api_key",    "apikey",      "api-key",      "secret",
+                                                "secret_key", "token",       "password",     "passwd",
+                                                "accountkey", "access_key",  "private_key",  "credential",
+                                                "credentials", "client_secret", "auth"};
+  for (std::string_view n : kNames) {
+    if (ends_with_ci(name, n)) return true;
+  }
+  return false;
+}
+
+// Whether the word as a whole is a known kind of secret.
+bool secret_word(std::string_view w, bool hex_runs) {
+  const size_t n = w.size();
+  if (n < 16) return false;
+  switch (w[0]) {
+    case 's':
+      if (starts_with(w, "sk-") && n >= 20) return true;
+      break;
+    case 'A':
+      if (n == 20 && (starts_with(w, "AKIA") || starts_with(w, "ASIA") || starts_with(w, "ABIA") ||
+                      starts_with(w, "ACCA")) &&
+          std::all_of(w.begin() + 4, w.end(), is_upper_alnum)) {
+        return true;
+      }
+      if (n == 39 && starts_with(w, "AIza")) return true;
+      break;
+    case 'g':
+      if (n >= 40 && w[3] == '_' &&
+          (starts_with(w, "ghp_") || starts_with(w, "gho_") || starts_with(w, "ghu_") || starts_with(w, "ghs_") ||
+           starts_with(w, "ghr_"))) {
+        return true;
+      }
+      if (n >= 30 && starts_with(w, "github_pat_")) return true;
+      break;
+    case 'x':
+      if (n >= 15 && starts_with(w, "xox") && w[4] == '-' && std::string_view("abeoprs").find(w[3]) != w.npos) {
+        return true;
+      }
+      break;
+    case 'e':
+      if (starts_with(w, "eyJ") && n >= 20) {
+        size_t first = w.find('.');
+        size_t second = first == w.npos ? w.npos : w.find('.', first + 1);
+        if (second != w.npos && second > first + 1 && second + 1 < n && w.find('.', second + 1) == w.npos) {
+          return true;
+        }
+      }
+      break;
+    default:
+      break;
+  }
+  return hex_runs && n >= 32 && std::all_of(w.begin(), w.end(), is_hex);
+}
+
+// PEM private key blocks: from the end of the BEGIN line to the END line.
+void find_pem(std::string_view text, std::vector<Span>* spans) {
+  for (size_t at = text.find("-----BEGIN "); at != text.npos; at = text.find("-----BEGIN ", at + 1)) {
+    size_t header_end = text.find("-----", at + 11);
+    if (header_end == text.npos || header_end - at > 64) continue;
+    std::string_view header = text.substr(at + 11, header_end - at - 11);
+    if (!header.ends_with("PRIVATE KEY")) continue;
+    size_t body = header_end + 5;
+    size_t end = text.find("-----END", body);
+    if (end == text.npos) end = text.size();
+    if (end > body) spans->push_back({body, end});
+    at = end;
+  }
+}
+
+}  // namespace
+
+struct Redactor::Impl {
+  std::vector<std::regex> patterns;
+  std::vector<std::pair<std::string, std::string>> paths;
+  bool hex_runs = true;
+
+  void find(std::string_view text, std::vector<Span>* spans) const {
+    if (text.find("-----BEGIN ") != text.npos) find_pem(text, spans);
+    const size_t n = text.size();
+    size_t i = 0;
+    while (i < n) {
+      while (i < n && !is_word(text[i])) ++i;
+      const size_t start = i;
+      while (i < n && is_word(text[i])) ++i;
+      if (i == start) break;
+      std::string_view w = text.substr(start, i - start);
+      while (w.size() > 1 && w.back() == '.') w.remove_suffix(1);  // the end of a sentence
+      if (secret_word(w, hex_runs)) {
+        spans->push_back({start, start + w.size()});
+        continue;
+      }
+      // NAME=value inside one word (an environment line, a connection
+      // string, a query parameter): the value is a secret by its name or by its form.
+      if (size_t eq = w.find('='); eq != w.npos && eq > 0 && eq + 1 < w.size()) {
+        const size_t value = start + eq + 1;
+        const size_t value_end = start + w.size();
+        if (secret_name(w.substr(0, eq)) ? value_end - value >= 6
+                                         : secret_word(w.substr(eq + 1), hex_runs)) {
+          spans->push_back({value, value_end});
+        }
+        continue;
+      }
+      // "Bearer TOKEN", and NAME: value / "NAME": "value" / NAME = value.
+      const bool bearer = equals_ci(w, "bearer");
+      if (!bearer && !secret_name(w)) continue;
+      size_t j = i;
+      size_t limit = std::min(n, i + 6);
+      bool separated = bearer;
+      while (j < limit && (text[j] == ' ' || text[j] == '"' || text[j] == '\'' || text[j] == ':' ||
+                           (text[j] == '=' && !bearer) || text[j] == '\t')) {
+        if (text[j] == ':' || text[j] == '=') separated = true;
+        ++j;
+      }
+      if (!separated || j == i) continue;
+      size_t value_end = j;
+      while (value_end < n && is_word(text[value_end])) ++value_end;
+      if (value_end - j >= (bearer ? 8u : 6u)) {
+        spans->push_back({j, value_end});
+        i = value_end;
+      }
+    }
+    for (const std::regex& re : patterns) {
+      for (std::cregex_iterator it(text.data(), text.data() + n, re), end; it != end; ++it) {
+        const auto& m = *it;
+        size_t group = m.size() > 1 && m[1].matched ? 1 : 0;
+        size_t b = static_cast<size_t>(m.position(group));
+        size_t len = static_cast<size_t>(m.length(group));
+        if (len > 0) spans->push_back({b, b + len});
+      }
+    }
+  }
+};
+
+Redactor::Redactor() : impl_(std::make_unique<Impl>()) {
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && home[0] == '/' && home[1] != '\0') impl_->paths.emplace_back(home, "~");
+}
+
+Redactor::~Redactor() = default;
+Redactor::Redactor(Redactor&&) noexcept = default;
+Redactor& Redactor::operator=(Redactor&&) noexcept = default;
+
+Status Redactor::make(Options options, std::unique_ptr<Redactor>* out) {
+  auto r = std::make_unique<Redactor>();
+  for (const std::string& p : options.patterns) {
+    try {
+      r->impl_->patterns.emplace_back(p, std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& e) {
+      return Status::invalid_argument("redaction pattern \"" + p + "\" is not a valid regular expression: " +
+                                      e.what());
+    }
+  }
+  for (auto& path : options.paths) {
+    if (path.first.empty()) return Status::invalid_argument("a redaction path replacement has an empty path");
+    r->impl_->paths.push_back(std::move(path));
+  }
+  // The longest prefix first, so /home/ann/work wins over /home/ann.
+  std::stable_sort(r->impl_->paths.begin(), r->impl_->paths.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  r->impl_->hex_runs = options.hex_runs;
+  *out = std::move(r);
+  return Status();
+}
+
+std::string Redactor::mask(std::string_view secret) {
+  const size_t n = secret.size();
+  const size_t keep = n >= 13 ? 3 : n >= 11 ? 2 : n >= 8 ? 1 : 0;
+  std::string out;
+  out.reserve(2 * keep + kMarker.size());
+  out.append(secret.substr(0, keep));
+  out.append(kMarker);
+  out.append(secret.substr(n - keep));
+  return out;
+}
+
+bool Redactor::redact(std::string_view text, std::string* out) const {
+  std::vector<Span> spans;
+  impl_->find(text, &spans);
+  bool has_path = false;
+  for (const auto& [from, to] : impl_->paths) has_path = has_path || text.find(from) != text.npos;
+  if (spans.empty() && !has_path) return false;
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  std::string result;
+  result.reserve(text.size());
+  size_t at = 0;
+  for (size_t k = 0; k < spans.size();) {
+    Span s = spans[k++];
+    while (k < spans.size() && spans[k].begin < s.end) s.end = std::max(s.end, spans[k++].end);  // merge overlaps
+    result.append(text.substr(at, s.begin - at));
+    result.append(mask(text.substr(s.begin, s.end - s.begin)));
+    at = s.end;
+  }
+  result.append(text.substr(at));
+  for (const auto& [from, to] : impl_->paths) {
+    for (size_t p = result.find(from); p != std::string::npos; p = result.find(from, p + to.size())) {
+      // Only a whole path component: /home/ann, not /home/anna.
+      size_t after = p + from.size();
+      if (after < result.size() && result[after] != '/' && is_word(result[after]) && result[after] != '.') continue;
+      result.replace(p, from.size(), to);
+    }
+  }
+  if (result == text) return false;
+  *out = std::move(result);
+  return true;
+}
+
+std::string Redactor::operator()(std::string text) const {
+  std::string out;
+  if (redact(text, &out)) return out;
+  return text;
+}
+
+}  // namespace carapace

@@ -1,0 +1,117 @@
+// The redactor: each known kind of secret masked, graduated masking, the
+// configured patterns and paths, and text with nothing to mask left alone.
+#include "base/redactor.h"
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+
+using namespace carapace;
+
+namespace {
+
+const std::string M(Redactor::kMarker);
+
+std::string redacted(const std::string& text) {
+  std::unique_ptr<Redactor> r;
+  BOOST_REQUIRE(Redactor::make(Redactor::Options{}, &r).ok());
+  return (*r)(text);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(redactor)
+
+BOOST_AUTO_TEST_CASE(masking_is_graduated_by_length) {
+  BOOST_TEST(Redactor::mask("abcdefghijklm") == "abc" + M + "klm");  // 13
+  BOOST_TEST(Redactor::mask("abcdefghijkl") == "ab" + M + "kl");     // 12
+  BOOST_TEST(Redactor::mask("abcdefghijk") == "ab" + M + "jk");      // 11
+  BOOST_TEST(Redactor::mask("abcdefghij") == "a" + M + "j");         // 10
+  BOOST_TEST(Redactor::mask("abcdefgh") == "a" + M + "h");           // 8
+  BOOST_TEST(Redactor::mask("abcdefg") == M);                        // 7
+  BOOST_TEST(Redactor::mask("") == M);
+}
+
+BOOST_AUTO_TEST_CASE(known_secrets_are_masked) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"key sk-proj-Ab3dEf6hIj9kLm2nOp5q done", "key sk-" + M + "p5q done"},
+      {"sk-ant-api03-Xy7Zw2Vu5Ts8Rq1Po4Nm", "sk-" + M + "4Nm"},
+      {"id AKIAIOSFODNN7EXAMPLE.", "id AKI" + M + "PLE."},
+      {"aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_access_key = wJa" + M + "KEY"},
+      {"export OPENAI_API_KEY=sk-live-1234567890abcdefghij", "export OPENAI_API_KEY=sk-" + M + "hij"},
+      {"ghp_0123456789abcdefghijABCDEFGHIJ012345", "ghp" + M + "345"},
+      {"github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "git" + M + "nop"},
+      {"xoxb-1234567890-abcdefghij", "xox" + M + "hij"},
+      {"Authorization: Bearer abc.def-ghi_jkl", "Authorization: Bearer abc" + M + "jkl"},
+      {"?t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", "?t=eyJ" + M + "XJl"},
+      {"{\"password\": \"hunter22\"}", "{\"password\": \"h" + M + "2\"}"},
+      {"DefaultEndpointsProtocol=https;AccountKey=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA==;",
+       "DefaultEndpointsProtocol=https;AccountKey=Zm9" + M + "A==;"},
+      {"digest 0123456789abcdef0123456789ABCDEF end", "digest 012" + M + "DEF end"},
+      {"AIzaSyA-0123456789abcdefghijklmnopqrstu", "AIz" + M + "stu"},
+  };
+  for (const auto& [text, expected] : cases) {
+    std::string got = redacted(text);
+    BOOST_TEST(got == expected, text << " -> " << got);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_jwt_on_its_own_is_masked) {
+  BOOST_TEST(redacted("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl") == "eyJ" + M + "XJl");
+}
+
+BOOST_AUTO_TEST_CASE(pem_private_keys_are_masked_also_escaped_in_json) {
+  std::string pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----\n";
+  std::string got = redacted(pem);
+  BOOST_TEST(got.find("MIIEvQ") == std::string::npos, got);
+  BOOST_TEST(got.starts_with("-----BEGIN PRIVATE KEY-----"));
+  BOOST_TEST(got.ends_with("-----END PRIVATE KEY-----\n"));
+  std::string json = R"({"type": "service_account", "private_key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END RSA PRIVATE KEY-----\n"})";
+  got = redacted(json);
+  BOOST_TEST(got.find("MIIEvQ") == std::string::npos, got);
+  // A public key or certificate is not a secret.
+  std::string cert = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ\n-----END CERTIFICATE-----";
+  BOOST_TEST(redacted(cert) == cert);
+}
+
+BOOST_AUTO_TEST_CASE(text_without_secrets_is_left_alone) {
+  const std::vector<std::string> clean = {
+      "",
+      "The model read notes/summary.txt and wrote 19 bytes.",
+      "max_tokens: 4096, input_tokens: 1200, tokens: 5",
+      "\"api_key_env\": \"OPENAI_API_KEY\"",  // a name, not a value
+      "skip-this-word is-not-a-secret-at-all",
+      "state 3f2a9c81b7de (12 hex digits)",
+      "password: hi",  // too short to be one
+      "Bearer",
+  };
+  std::unique_ptr<Redactor> r;
+  BOOST_REQUIRE(Redactor::make(Redactor::Options{}, &r).ok());
+  for (const auto& text : clean) {
+    std::string out = "untouched";
+    BOOST_TEST(!r->redact(text, &out), text);
+    BOOST_TEST(out == "untouched");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(configured_patterns_and_paths) {
+  std::unique_ptr<Redactor> r;
+  Redactor::Options options{.patterns = {"acct-([0-9]{6,})", "internal\\.example\\.com"},
+                            .paths = {{"/srv/projects/acme", "<project>"}}};
+  BOOST_REQUIRE(Redactor::make(options, &r).ok());
+  BOOST_TEST((*r)("account acct-12345678 at internal.example.com") ==
+             "account acct-1" + M + "8 at int" + M + "com");
+  BOOST_TEST((*r)("wrote /srv/projects/acme/src/a.cc") == "wrote <project>/src/a.cc");
+  BOOST_TEST((*r)("wrote /srv/projects/acmes/x") == "wrote /srv/projects/acmes/x");  // not a component
+  Status bad = Redactor::make(Redactor::Options{.patterns = {"(unclosed"}}, &r);
+  BOOST_TEST(bad.is_invalid_argument());
+  BOOST_TEST(bad.message().find("(unclosed") != std::string::npos, bad.message());
+}
+
+BOOST_AUTO_TEST_CASE(the_home_directory_becomes_a_tilde) {
+  const char* home = std::getenv("HOME");
+  if (home == nullptr || home[0] != '/' || home[1] == '\0') return;
+  BOOST_TEST(redacted(std::string("see ") + home + "/notes.txt") == "see ~/notes.txt");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
