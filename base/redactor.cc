@@ -45,6 +45,11 @@ bool equals_ci(std::string_view s, std::string_view word) {
 
 // A name whose value is a secret: OPENAI_API_KEY, "password", AccountKey, ...
 bool secret_name(std::string_view name) {
+  if (name.size() < 4) return false;
+  switch (lower(name.back())) {
+    case 'y': case 't': case 'n': case 'd': case 'l': case 's': case 'h': break;
+    default: return false;
+  }
   // Trailing quote or punctuation of a JSON key is not part of the word.
   static constexpr std::string_view kNames[] = {"api_key",    "apikey",      "api-key",      "secret",
                                                 "secret_key", "token",       "password",     "passwd",
@@ -149,8 +154,11 @@ struct Redactor::Impl {
         continue;
       }
       // "Bearer TOKEN", and NAME: value / "NAME": "value" / NAME = value.
-      const bool bearer = equals_ci(w, "bearer");
-      if (!bearer && !secret_name(w)) continue;
+      // The separator is looked for first: most words have none.
+      if (i == n) break;
+      const char next = text[i];
+      if (next != ' ' && next != '"' && next != '\'' && next != ':' && next != '\t') continue;
+      const bool bearer = next == ' ' && w.size() == 6 && equals_ci(w, "bearer");
       size_t j = i;
       size_t limit = std::min(n, i + 6);
       bool separated = bearer;
@@ -159,7 +167,7 @@ struct Redactor::Impl {
         if (text[j] == ':' || text[j] == '=') separated = true;
         ++j;
       }
-      if (!separated || j == i) continue;
+      if (!separated || j == i || (!bearer && !secret_name(w))) continue;
       size_t value_end = j;
       while (value_end < n && is_word(text[value_end])) ++value_end;
       if (value_end - j >= (bearer ? 8u : 6u)) {
