@@ -1,4 +1,5 @@
 #include "runtime/runtime.h"
+#include "runtime/logging.h"
 
 #include "runtime/home.h"
 #include "runtime/session_setup.h"
@@ -337,7 +338,9 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
       .hook_host = impl_->hook_actor,
       .faults = impl_->options.faults,
       .on_settled = [impl = impl_.get(), id](const SessionOutcome& o) { impl->settled(id, o); },
+      .on_durable = log_session_event,
   });
+
   if (impl_->bodies) {
     context->capture_request = [provider = impl_->provider, bodies = impl_->bodies](const ProviderRequest& r) {
       std::string body = provider->render_request(r);
@@ -413,9 +416,11 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
     created = SessionJournal::create(impl_->log.get(), id, opening, impl_->journal_options(), &journal);
   }
   CARAPACE_RETURN_IF_ERROR(created);
-  // The opening (written before the actor runs) reaches on_event first.
+  // The opening (written before the actor runs) is logged and reaches on_event first.
   std::vector<Event> opening_events;
-  if (options.on_event) CARAPACE_RETURN_IF_ERROR(impl_->log->read(id, 1, UINT64_MAX, &opening_events));
+  CARAPACE_RETURN_IF_ERROR(impl_->log->read(id, 1, UINT64_MAX, &opening_events));
+  for (const auto& e : opening_events) log_session_event(id, e);
+  if (!options.on_event) opening_events.clear();
   CARAPACE_RETURN_IF_ERROR(launch(id, std::move(journal),
                                   impl_->settings_for(canonical, max_turns, options.instructions),
                                   options.on_event, options.on_delta, "", opening_events));
@@ -465,6 +470,8 @@ Status Runtime::resume(const std::string& id, const ResumeOptions& options, cons
                                                        .host = host,
                                                        .verified_seq = checked},
                                           impl_->journal_options(), &journal));
+  spdlog::info("session {}: resumed in {} mode at seq {}", id, options.mode == ResumeMode::kStep ? "step" : "turn",
+               journal->last_seq());
   return launch(id, std::move(journal), std::move(settings), options.on_event, options.on_delta, first_input);
 }
 
@@ -533,6 +540,7 @@ Status Runtime::fork_session(const std::string& source, uint64_t at_turn, const 
   std::string workspace;
   CARAPACE_RETURN_IF_ERROR(canonical_workspace(forked.workspace, &workspace));
   SessionSettings settings = impl_->settings_for(workspace, forked.max_turns, forked.instructions);
+  spdlog::info("session {}: forked from {} at turn {} (seq {})", id, source, at_turn, at->seq);
   CARAPACE_RETURN_IF_ERROR(launch(id, std::shared_ptr<SessionJournal>(std::move(journal)), std::move(settings),
                                   options.on_event, options.on_delta, options.task));
   if (id_out != nullptr) *id_out = id;

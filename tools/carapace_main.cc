@@ -1,24 +1,33 @@
 // carapace: the command-line front end. Each subcommand is a thin layer over
 // the library (tools/cmd_*.cc); this file only wires them up.
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <iostream>
+
+#include "runtime/logging.h"
 
 #include "tools/cli.h"
 #include "tools/stop_signals.h"
 
 int main(int argc, char** argv) {
   using namespace carapace::cli;
+  using carapace::configure_logging;
+  using carapace::LogOptions;
   install_stop_signals();  // before any thread starts
-  // Logs go to stderr; stdout carries answers and --json output only.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("carapace"));
-  spdlog::set_level(spdlog::level::warn);
+  // Logs go to stderr (and the home's logs/); stdout carries answers and --json output only.
+  (void)configure_logging(LogOptions{});
   CLI::App app{"carapace: a durable, observable runtime for LLM agents"};
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
   app.require_subcommand(1);
   Context ctx;
   app.add_option("--home", ctx.home_flag, "Data directory (default: $CARAPACE_HOME, else ~/.carapace)");
+  std::string log_level;
+  int verbose = 0;
+  app.add_option("--log-level", log_level,
+                 "Log lines on stderr from this level: trace, debug, info, warn (the default), error, off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "off"}));
+  app.add_flag("-v,--verbose", verbose, "More log lines on stderr: -v info, -vv debug, -vvv trace");
   register_log_commands(app, ctx);
   register_sessions_command(app, ctx);
   register_verify_command(app, ctx);
@@ -57,6 +66,21 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (!ctx.run) return kExitUsage;
+  if (log_level.empty()) log_level = verbose >= 3 ? "trace" : verbose == 2 ? "debug" : verbose == 1 ? "info" : "warn";
+  // JSON lines go to the home's logs/ when the home is there and ours
+  // (commands check it fully before trusting anything in it).
+  LogOptions logs{.stderr_level = log_level};
+  struct stat home_stat {};
+  const std::string home = ctx.home();
+  if (::stat(home.c_str(), &home_stat) == 0 && S_ISDIR(home_stat.st_mode) && home_stat.st_uid == ::geteuid() &&
+      (home_stat.st_mode & 077) == 0) {
+    logs.dir = home + "/logs";
+  }
+  if (carapace::Status s = configure_logging(logs); !s.ok()) {
+    std::cerr << "carapace: warning: " << s.message() << "; logging to stderr only\n";
+    logs.dir.clear();
+    (void)configure_logging(logs);
+  }
   // No exception escapes a command: whatever a library throws becomes an
   // error message and exit status 1.
   try {

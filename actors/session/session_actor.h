@@ -77,6 +77,9 @@ struct SessionContext {
   // which quit after everything it sent them, and quits, releasing its state.
   // Null: the actor stays until it is stopped (tests that inspect it).
   std::function<void(const SessionOutcome&)> on_settled;
+  // Told of each event once it is durable, before the subscribers (the
+  // runtime logs them; null in a replay).
+  std::function<void(const std::string& id, const Event&)> on_durable;
   // Stores the body the provider will send for a request (durably) and
   // returns its body_ref; unset or "": nothing to capture (scripted).
   std::function<std::string(const ProviderRequest&)> capture_request;

@@ -138,6 +138,9 @@ void SessionLoop::write_durable(std::vector<EventBody> step, bool checkpoint, st
 }
 
 void SessionLoop::publish(const std::vector<Event>& events) {
+  if (ctx_->on_durable) {
+    for (const auto& e : events) ctx_->on_durable(ctx_->id, e);
+  }
   if (subscribers_.empty()) return;
   for (const auto& e : events) {
     for (const auto& s : subscribers_) self_->send(s, EventNotice{ctx_->id, e});

@@ -569,6 +569,29 @@ BOOST_AUTO_TEST_CASE(log_show_masks_secrets_in_what_it_shows) {
   BOOST_TEST(run("replay leak").code == 0);
 }
 
+BOOST_AUTO_TEST_CASE(log_lines_go_to_the_home_and_with_v_to_stderr_masked) {
+  const std::string key = "sk-proj-Canary7Qw2Er4Ty6Ui8Op0As";
+  std::string ws = dir.sub("ws");
+  std::filesystem::create_directories(ws);
+  std::string scenario = std::string(PROJECT_DIR) + "/examples/scenarios/quickstart.json";
+  BOOST_REQUIRE(run("log synth --session first --turns 1").code == 0);  // the home exists
+  Result quiet = run("run 'remember " + key + "' --session q1 --scenario " + scenario + " --workspace " + ws);
+  BOOST_TEST(quiet.code == 0, quiet.err);
+  BOOST_TEST(!contains(quiet.err, "turn.committed"), quiet.err);  // warn and above by default
+  Result verbose = run("-vv run 'remember " + key + "' --session q2 --scenario " + scenario + " --workspace " + ws);
+  BOOST_TEST(verbose.code == 0, verbose.err);
+  BOOST_TEST(contains(verbose.err, "session q2: turn.committed turn 1"), verbose.err);
+  BOOST_TEST(contains(verbose.err, "session q2: llm.failed turn 2 attempt 1: HTTP 429"), verbose.err);
+  BOOST_TEST(contains(verbose.err, "session q2: user.message"), verbose.err);  // -vv: debug, every event
+  BOOST_TEST(!contains(verbose.err, key));
+  std::string files;
+  for (const auto& f : std::filesystem::directory_iterator(dir.sub("home") + "/logs")) files += slurp(f.path());
+  BOOST_TEST(contains(files, "session q1: session.started"), files);
+  BOOST_TEST(contains(files, "session q2: session.completed"), files);
+  BOOST_TEST(!contains(files, key));
+  BOOST_TEST(run("--log-level loud sessions").code == 2);
+}
+
 BOOST_AUTO_TEST_CASE(a_bundle_replays_and_imports_on_a_fresh_home_and_refuses_damage) {
   std::string ws = dir.sub("ws");
   std::filesystem::create_directories(ws);
