@@ -261,6 +261,26 @@ BOOST_AUTO_TEST_CASE(a_finished_session_releases_its_actor_and_a_message_wakes_i
   BOOST_TEST(rt->wait("nobody", 100ms, &none).is_not_found());
 }
 
+BOOST_AUTO_TEST_CASE(read_events_reads_a_session_from_a_seq_and_refuses_an_unknown_one) {
+  open(R"({"replies": [{"text": "done"}]})");
+  SessionOutcome out = run("go", "reader");
+  BOOST_TEST(out.final_answer == "done");
+  std::vector<Event> all;
+  CHECK_OK(rt->read_events("reader", 1, &all));
+  BOOST_REQUIRE(all.size() == out.last_seq);
+  for (size_t i = 0; i < all.size(); ++i) BOOST_TEST(all[i].seq == i + 1);
+  BOOST_TEST(all.front().type_name() == "session.started");
+  std::vector<Event> tail;
+  CHECK_OK(rt->read_events("reader", 3, &tail));
+  BOOST_REQUIRE(tail.size() == all.size() - 2);
+  BOOST_TEST((tail.front() == all[2]));
+  std::vector<Event> none;
+  CHECK_OK(rt->read_events("reader", out.last_seq + 1, &none));
+  BOOST_TEST(none.empty());
+  BOOST_TEST(rt->read_events("nobody", 1, &none).is_not_found());
+  BOOST_TEST(none.empty());
+}
+
 BOOST_AUTO_TEST_CASE(many_sessions_in_one_runtime_leave_no_actor_behind) {
   std::string replies;
   open(R"({"replies": [{"text": "ok"}]})");
