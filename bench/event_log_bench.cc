@@ -35,6 +35,7 @@
 #include "events/synthetic.h"
 #include "replay/recovery.h"
 #include "runtime/runtime.h"
+#include "runtime/runtime_internal.h"
 #include "storage/db_options.h"
 #include "storage/event_log.h"
 #include "storage/keys.h"
@@ -551,7 +552,7 @@ double e2e_turns_per_s(const fs::path& root, int sessions, uint64_t turns,
     // Every record as written: one batch per step (each of this session's
     // steps is one event), synced at each checkpoint.
     stored->clear();
-    auto c = rt->log().cursor(ids[0], 1);
+    auto c = runtime_log(*rt).cursor(ids[0], 1);
     for (; c->valid(); c->next()) stored->push_back({Kv{std::string(c->key()), std::string(c->value())}});
   }
   return rate;

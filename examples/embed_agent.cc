@@ -7,6 +7,8 @@
 // appended, and prints the final answer. Exit status 0 if the session
 // completed. Every event stays in <home-dir>: `carapace --home <home-dir>
 // log show <id>` shows them again.
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <iostream>
 

@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/hook/hooks.h"
+#include "actors/hook/hook_registry.h"
 #include "actors/session/session_actor.h"
 #include "actors/tool/tool_registry.h"
 #include "replay/event_diff.h"

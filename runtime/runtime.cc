@@ -2,6 +2,7 @@
 #include "runtime/logging.h"
 
 #include "runtime/home.h"
+#include "runtime/runtime_internal.h"
 #include "runtime/session_setup.h"
 
 #include <deque>
@@ -19,6 +20,7 @@
 #include "actors/caf_types.h"
 #include "actors/tool/file_tools.h"
 #include "actors/hook/hook_actor.h"
+#include "actors/hook/hook_registry.h"
 #include "actors/provider/provider_actor.h"
 #include "actors/provider/scripted_provider.h"
 #include "runtime/provider_factory.h"
@@ -33,7 +35,9 @@
 #include "replay/recovery.h"
 #include "replay/replayer.h"
 #include "replay/resume_journal.h"
+#include "storage/event_log.h"
 #include "storage/keys.h"
+#include "storage/session_journal.h"
 
 namespace carapace {
 
@@ -726,7 +730,14 @@ size_t Runtime::live_sessions() const {
   return impl_->sessions.size();
 }
 
-EventLog& Runtime::log() { return *impl_->log; }
+Status Runtime::read_events(const std::string& id, uint64_t from_seq, std::vector<Event>* out) const {
+  SessionMeta meta;
+  Status s = impl_->log->get_meta(id, &meta);
+  if (!s.ok()) return s;
+  return impl_->log->read(id, std::max<uint64_t>(from_seq, 1), UINT64_MAX, out);
+}
+
+EventLog& RuntimeInternals::log(Runtime& runtime) { return *runtime.impl_->log; }
 const Config& Runtime::config() const { return impl_->options.config; }
 caf::actor_system& Runtime::system() { return *impl_->system; }
 const std::string& Runtime::home() const { return impl_->options.home; }

@@ -32,14 +32,13 @@
 #include "actors/hook/hooks.h"
 #include "actors/messages.h"
 #include "actors/provider/provider.h"
-#include "actors/session/session_actor.h"
+#include "actors/session/loop_mutation.h"
 #include "actors/tool/tool.h"
 #include "base/fault_injection.h"
 #include "base/status.h"
 #include "events/events.h"
 #include "runtime/config.h"
-#include "storage/event_log.h"
-#include "storage/session_journal.h"
+#include "runtime/session_options.h"
 
 namespace caf {
 class actor_system;
@@ -51,22 +50,9 @@ class FileSystem;
 namespace carapace {
 
 class BodyStore;
-
-struct SessionOptions {
-  std::string id;            // empty: generated
-  std::string task;          // the first user message
-  std::string model;         // empty: the configured model
-  uint64_t max_turns = 0;    // 0: the configured value
-  std::string workspace;     // empty: the configured one, else the current directory
-  std::string instructions;  // appended to the configured session instructions
-  // The model, turn budget, workspace and instructions are recorded in
-  // session.started: resumes and forks of the session keep them.
-  // Called for every event the session appends, and for every streamed
-  // delta, from the start (subscribed before the session runs). Called on an
-  // actor thread: keep them quick.
-  std::function<void(const Event&)> on_event;
-  std::function<void(const StreamDelta&)> on_delta;
-};
+class SessionJournal;
+struct SessionSettings;
+struct ReplayReport;
 
 class Runtime {
  public:
@@ -182,7 +168,7 @@ class Runtime {
   // configuration, every answer from the log, every event compared with the
   // recorded one. *report says identical or where it diverged. Writes
   // nothing into the session; safe beside running sessions.
-  Status replay(const std::string& id, uint64_t until_turn, struct ReplayReport* report);
+  Status replay(const std::string& id, uint64_t until_turn, ReplayReport* report);
 
   // Subscribes to a running session's events from now on; returns an id for unsubscribe().
   Status subscribe(const std::string& id, std::function<void(const Event&)> on_event,
@@ -192,13 +178,19 @@ class Runtime {
   // Session actors alive in this runtime (running, or idle and not yet closed).
   size_t live_sessions() const;
 
-  EventLog& log();
+  // Appends to *out the events of session `id` from seq `from_seq` (1: all)
+  // to the last one written, read back from the log and checksum-checked.
+  // Safe beside the running session (what it appends meanwhile may or may
+  // not be included); not_found for an unknown id.
+  Status read_events(const std::string& id, uint64_t from_seq, std::vector<Event>* out) const;
+
   const Config& config() const;
   caf::actor_system& system();
   const std::string& home() const;
 
  private:
   struct Impl;
+  friend struct RuntimeInternals;  // runtime/runtime_internal.h: the project's own code only
   explicit Runtime(std::unique_ptr<Impl> impl);
   // launch()'s first_input for an actor that waits for a message instead of starting.
   static const std::string kNoStart;
@@ -209,7 +201,7 @@ class Runtime {
   // Spawns the session's actor over `journal`, subscribes, and starts it
   // (or hands it `first_input` as a user message).
   Status launch(const std::string& id, std::shared_ptr<SessionJournal> journal,
-                struct SessionSettings settings, const std::function<void(const Event&)>& on_event,
+                SessionSettings settings, const std::function<void(const Event&)>& on_event,
                 const std::function<void(const StreamDelta&)>& on_delta, const std::string& first_input,
                 const std::vector<Event>& backlog = {});
   // subscribe(), with `backlog` delivered before anything the session sends.

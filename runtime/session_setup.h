@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "actors/hook/hooks.h"
+#include "actors/hook/hook_registry.h"
 #include "actors/session/session_actor.h"
 #include "actors/tool/process.h"
 #include "actors/tool/tool_registry.h"

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "runtime/runtime.h"
+#include "runtime/runtime_internal.h"
 #include "tools/cli.h"
 #include "tools/cli_run.h"
 
@@ -65,7 +66,7 @@ int run_chat(Context& ctx, const ChatArgs& args) {
     if (line == "/sessions") {
       std::vector<SessionMeta> sessions;
       std::vector<std::string> unreadable;
-      Status s = rt->log().list_sessions(&sessions, &unreadable);
+      Status s = runtime_log(*rt).list_sessions(&sessions, &unreadable);
       if (!s.ok()) std::printf("! %s\n", s.to_string().c_str());
       for (const auto& entry : unreadable) std::printf("! skipped the session index entry %s\n", entry.c_str());
       for (const auto& m : sessions) {

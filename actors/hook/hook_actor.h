@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "actors/caf_types.h"
-#include "actors/hook/hooks.h"
+#include "actors/hook/hook_registry.h"
 
 namespace carapace {
 

@@ -1,4 +1,4 @@
-#include "actors/hook/hooks.h"
+#include "actors/hook/hook_registry.h"
 
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>

@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "actors/caf_types.h"
-#include "actors/hook/hooks.h"
+#include "actors/hook/hook_registry.h"
 #include "actors/replay_tape.h"
 
 namespace carapace {

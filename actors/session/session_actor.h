@@ -30,6 +30,8 @@
 #include <string_view>
 
 #include "actors/caf_types.h"
+#include "actors/hook/hook_registry.h"
+#include "actors/session/loop_mutation.h"
 #include "actors/session/pricing.h"
 #include "actors/session/prompt.h"
 #include "actors/provider/retry_policy.h"
@@ -37,16 +39,6 @@
 #include "storage/session_journal.h"
 
 namespace carapace {
-
-// Deliberate defects, for tests that prove the torture runner's invariants
-// catch a broken loop. Never set outside tests.
-enum class LoopMutation : uint8_t {
-  kNone = 0,
-  kIgnoreRecordedStop,  // a resumed session ignores a stop decision recorded before the crash
-  kBufferedToolIntent,  // a side-effecting tool runs before its tool.requested is durable
-};
-std::string_view loop_mutation_name(LoopMutation m);
-std::optional<LoopMutation> loop_mutation_from_name(std::string_view name);
 
 // What a session takes from the configuration.
 struct SessionSettings {

@@ -1,5 +1,7 @@
 #include "actors/tool/file_tools.h"
 
+#include <nlohmann/json.hpp>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>

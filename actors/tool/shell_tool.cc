@@ -1,5 +1,7 @@
 #include "actors/tool/shell_tool.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fcntl.h>
 #include <unistd.h>
 

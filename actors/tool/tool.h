@@ -12,7 +12,7 @@
 // threads of their own, never on the actor scheduler's workers.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <functional>

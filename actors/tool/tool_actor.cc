@@ -1,5 +1,7 @@
 #include "actors/tool/tool_actor.h"
 
+#include <nlohmann/json.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <chrono>

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "actors/session/context_trim.h"
-#include "actors/hook/hooks.h"
+#include "actors/hook/hook_registry.h"
 #include "actors/session/pricing.h"
 #include "actors/session/prompt.h"
 #include "actors/provider/retry_policy.h"

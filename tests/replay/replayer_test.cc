@@ -9,6 +9,7 @@
 
 #include "replay/replayer.h"
 #include "runtime/runtime.h"
+#include "runtime/runtime_internal.h"
 #include "runtime/session_setup.h"
 #include "tests/support/printing.h"
 #include "tests/support/temp_dir.h"
@@ -73,19 +74,19 @@ struct ReplayFixture {
     for (auto& h : extra_hooks) CHECK_OK(options.hooks->add(std::move(h)));
     if (edit_tools) edit_tools(*options.tools);
     ReplayReport report;
-    CHECK_OK(replay_session(rt->log(), id, options, &report));
+    CHECK_OK(replay_session(runtime_log(*rt), id, options, &report));
     return report;
   }
 
   uint64_t last_seq(const std::string& id) {
     uint64_t last = 0;
-    CHECK_OK(rt->log().last_seq(id, &last));
+    CHECK_OK(runtime_log(*rt).last_seq(id, &last));
     return last;
   }
 
   Event recorded(const std::string& id, uint64_t seq) {
     std::vector<Event> events;
-    CHECK_OK(rt->log().read(id, seq, seq, &events));
+    CHECK_OK(runtime_log(*rt).read(id, seq, seq, &events));
     BOOST_REQUIRE(events.size() == 1u);
     return events[0];
   }
@@ -94,7 +95,7 @@ struct ReplayFixture {
   template <class T>
   uint64_t first_seq(const std::string& id) {
     std::vector<Event> events;
-    CHECK_OK(rt->log().read(id, 1, UINT64_MAX, &events));
+    CHECK_OK(rt->read_events(id, 1, &events));
     for (const auto& e : events) {
       if (std::holds_alternative<T>(e.body)) return e.seq;
     }
@@ -285,7 +286,7 @@ BOOST_AUTO_TEST_CASE(an_unknown_session_is_not_found) {
                           return session_settings(config, s.workspace, s.max_turns, s.instructions);
                         }};
   ReplayReport report;
-  BOOST_TEST(replay_session(rt->log(), "nobody", options, &report).is_not_found());
+  BOOST_TEST(replay_session(runtime_log(*rt), "nobody", options, &report).is_not_found());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,6 +1,8 @@
 // The runtime on the real, multi-threaded scheduler: many sessions at once,
 // the built-in tools in a workspace, command hooks, supervision under load.
 #define BOOST_TEST_MODULE runtime_test
+#include <nlohmann/json.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
@@ -16,6 +18,7 @@
 #include "replay/fault_plan.h"
 #include "replay/verify.h"
 #include "runtime/runtime.h"
+#include "runtime/runtime_internal.h"
 #include "tests/support/printing.h"
 #include "tests/support/proc_watch.h"
 #include "tests/support/temp_dir.h"
@@ -92,12 +95,12 @@ BOOST_AUTO_TEST_CASE(fifty_sessions_at_once_complete_with_separate_logs) {
   }
   BOOST_TEST(tallies.load() == kSessions * 3);
   VerifyReport report;
-  CHECK_OK(verify_all(rt->log(), &report));
+  CHECK_OK(verify_all(runtime_log(*rt), &report));
   BOOST_TEST(report.ok());
   BOOST_TEST(report.sessions.size() == static_cast<size_t>(kSessions));
   for (const auto& id : ids) {
     std::vector<Event> events;
-    CHECK_OK(rt->log().read(id, 1, UINT64_MAX, &events));
+    CHECK_OK(rt->read_events(id, 1, &events));
     SessionState state;
     CHECK_OK(fold(events, &state));
     // Each log holds its own session only: its task, its tool outputs.
@@ -123,7 +126,7 @@ BOOST_AUTO_TEST_CASE(built_in_tools_work_in_the_workspace_and_refuse_to_leave_it
   SessionOutcome o = run("use the tools", "tools");
   BOOST_TEST((o.status == SessionStatus::kCompleted));
   std::vector<Event> events;
-  CHECK_OK(rt->log().read("tools", 1, UINT64_MAX, &events));
+  CHECK_OK(rt->read_events("tools", 1, &events));
   std::vector<ToolCompleted> done;
   for (const auto& e : events) {
     if (const auto* c = get_if<ToolCompleted>(e)) done.push_back(*c);
@@ -158,7 +161,7 @@ BOOST_AUTO_TEST_CASE(a_command_hook_from_the_config_denies_a_call) {
   BOOST_TEST((o.status == SessionStatus::kCompleted));
   BOOST_TEST(std::filesystem::exists(dir.sub("important")));  // the hook stopped it
   std::vector<Event> events;
-  CHECK_OK(rt->log().read("hooked", 1, UINT64_MAX, &events));
+  CHECK_OK(rt->read_events("hooked", 1, &events));
   std::vector<std::string> decisions;
   std::vector<ToolCompleted> done;
   for (const auto& e : events) {
@@ -233,7 +236,7 @@ BOOST_AUTO_TEST_CASE(a_finished_session_releases_its_actor_and_a_message_wakes_i
   for (int i = 0; i < 400 && (rt->live_sessions() > 0 || heard.load() == 0); ++i) std::this_thread::sleep_for(5ms);
   BOOST_TEST(rt->live_sessions() == 0u);
   std::vector<Event> logged;
-  CHECK_OK(rt->log().read(id, 1, UINT64_MAX, &logged));
+  CHECK_OK(rt->read_events(id, 1, &logged));
   BOOST_TEST(heard.load() == static_cast<int>(logged.size()));
   SessionOutcome first;
   CHECK_OK(rt->wait(id, 60s, &first));  // after it closed: from memory
@@ -250,12 +253,32 @@ BOOST_AUTO_TEST_CASE(a_finished_session_releases_its_actor_and_a_message_wakes_i
   for (int i = 0; i < 400 && rt->live_sessions() > 0; ++i) std::this_thread::sleep_for(5ms);
   BOOST_TEST(rt->live_sessions() == 0u);
   VerifyReport report;
-  CHECK_OK(verify_session(rt->log(), id, &report));
+  CHECK_OK(verify_session(runtime_log(*rt), id, &report));
   BOOST_TEST(report.ok());
   // An unknown session is still unknown.
   BOOST_TEST(rt->send_message("nobody", "hello?").is_not_found());
   SessionOutcome none;
   BOOST_TEST(rt->wait("nobody", 100ms, &none).is_not_found());
+}
+
+BOOST_AUTO_TEST_CASE(read_events_reads_a_session_from_a_seq_and_refuses_an_unknown_one) {
+  open(R"({"replies": [{"text": "done"}]})");
+  SessionOutcome out = run("go", "reader");
+  BOOST_TEST(out.final_answer == "done");
+  std::vector<Event> all;
+  CHECK_OK(rt->read_events("reader", 1, &all));
+  BOOST_REQUIRE(all.size() == out.last_seq);
+  for (size_t i = 0; i < all.size(); ++i) BOOST_TEST(all[i].seq == i + 1);
+  BOOST_TEST(all.front().type_name() == "session.started");
+  std::vector<Event> tail;
+  CHECK_OK(rt->read_events("reader", 3, &tail));
+  BOOST_REQUIRE(tail.size() == all.size() - 2);
+  BOOST_TEST((tail.front() == all[2]));
+  std::vector<Event> none;
+  CHECK_OK(rt->read_events("reader", out.last_seq + 1, &none));
+  BOOST_TEST(none.empty());
+  BOOST_TEST(rt->read_events("nobody", 1, &none).is_not_found());
+  BOOST_TEST(none.empty());
 }
 
 BOOST_AUTO_TEST_CASE(many_sessions_in_one_runtime_leave_no_actor_behind) {
@@ -307,7 +330,7 @@ BOOST_AUTO_TEST_CASE(every_method_may_be_called_from_several_threads_at_once) {
   for (auto& t : threads) t.join();
   BOOST_TEST(failures.load() == 0);
   VerifyReport report;
-  CHECK_OK(verify_all(rt->log(), &report));
+  CHECK_OK(verify_all(runtime_log(*rt), &report));
   BOOST_TEST(report.ok());
   BOOST_TEST(report.sessions.size() == 60u);
 }
@@ -486,7 +509,7 @@ BOOST_AUTO_TEST_CASE(a_blocking_provider_waits_out_an_injected_delay) {
   BOOST_TEST(o.final_answer == "hello");
   BOOST_TEST((elapsed >= 300ms));  // a lower bound: the delay was carried out, not only recorded
   std::vector<Event> events;
-  CHECK_OK(rt->log().read(id, 1, UINT64_MAX, &events));
+  CHECK_OK(rt->read_events(id, 1, &events));
   std::vector<FaultInjected> faults;
   const LlmResponded* responded = nullptr;
   for (const auto& e : events) {
@@ -536,7 +559,7 @@ BOOST_AUTO_TEST_CASE(a_resumed_session_keeps_its_own_turn_budget_and_instruction
   BOOST_TEST(o.stop_reason == "max_turns");  // not the configuration's 20 turns
   BOOST_TEST(o.turns == 2u);
   std::vector<Event> events;
-  CHECK_OK(rt->log().read(id, 1, UINT64_MAX, &events));
+  CHECK_OK(rt->read_events(id, 1, &events));
   std::vector<PromptAssembled> prompts;
   std::vector<LlmRequested> requests;
   for (const auto& e : events) {
@@ -592,13 +615,13 @@ BOOST_AUTO_TEST_CASE(a_session_actor_that_fails_is_recovered_from_its_log_and_it
   BOOST_TEST(o.final_answer == "done");
   BOOST_TEST((o.status == SessionStatus::kCompleted));
   std::vector<Event> events;
-  CHECK_OK(rt->log().read(id, 1, UINT64_MAX, &events));
+  CHECK_OK(rt->read_events(id, 1, &events));
   size_t resumed = 0;
   for (const auto& e : events) resumed += get_if<SessionResumed>(e) != nullptr;
   BOOST_TEST(resumed == 1u);
   BOOST_TEST(notes.load() == 2);  // nothing ran twice
   VerifyReport report;
-  CHECK_OK(verify_session(rt->log(), id, &report));
+  CHECK_OK(verify_session(runtime_log(*rt), id, &report));
   BOOST_TEST(report.ok());
   // The subscriber heard the recovered actor's events too, to the end.
   std::lock_guard lock(mu);

@@ -5,6 +5,8 @@
 // non-blocking.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <boost/test/unit_test.hpp>
 #include <caf/all.hpp>
 

@@ -94,7 +94,7 @@ struct SessionFixture {
 
   std::vector<Event> events(const std::string& id) {
     std::vector<Event> out;
-    CHECK_OK(rt->log().read(id, 1, UINT64_MAX, &out));
+    CHECK_OK(rt->read_events(id, 1, &out));
     return out;
   }
 

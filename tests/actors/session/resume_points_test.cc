@@ -10,6 +10,8 @@
 // documented exception is a side-effecting call that was requested and never
 // completed: the model is told its outcome is unknown, and it does not run
 // again.
+#include <nlohmann/json.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <functional>

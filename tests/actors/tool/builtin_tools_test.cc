@@ -1,4 +1,6 @@
 #define BOOST_TEST_MODULE builtin_tools_test
+#include <nlohmann/json.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <arpa/inet.h>

@@ -1,0 +1,65 @@
+# The public header tree: include/carapace/*.h and every project header they
+# include, copied to <out_dir>/carapace/ with their project includes rewritten
+# under the carapace/ prefix ("base/status.h" -> "carapace/base/status.h"),
+# so that a consumer's include path holds nothing but carapace/ and a folder
+# of its own named base/ or events/ cannot shadow ours. The project's own code
+# keeps including by the repository root. Runs at configure time; editing a
+# copied header re-runs it. A header of the tree that includes RocksDB, CAF,
+# <regex> or the full nlohmann/json.hpp is an error: the public surface must
+# stay free of them.
+function(carapace_stage_public_headers source_dir out_dir out_var)
+  file(GLOB queue RELATIVE "${source_dir}" "${source_dir}/include/carapace/*.h")
+  set(done "")
+  set(staged "")
+  while(queue)
+    list(POP_FRONT queue rel)
+    if(rel IN_LIST done)
+      continue()
+    endif()
+    list(APPEND done "${rel}")
+    set(src "${source_dir}/${rel}")
+    if(NOT EXISTS "${src}")
+      message(FATAL_ERROR "public header tree: ${rel} is included but does not exist")
+    endif()
+    set_property(DIRECTORY "${source_dir}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${src}")
+    file(READ "${src}" text)
+    string(REGEX MATCH "#include[ \t]*<(rocksdb/[^>]*|caf/[^>]*|regex|nlohmann/json\\.hpp)>" forbidden "${text}")
+    if(forbidden)
+      message(FATAL_ERROR "public header tree: ${rel} has `${forbidden}`; the public headers must not "
+                          "include RocksDB, CAF, <regex> or nlohmann/json.hpp (json_fwd.hpp is fine)")
+    endif()
+    string(REGEX MATCHALL "#include[ \t]*\"[^\"]+\"" includes "${text}")
+    foreach(inc IN LISTS includes)
+      string(REGEX REPLACE "#include[ \t]*\"([^\"]+)\"" "\\1" path "${inc}")
+      if(path MATCHES "^carapace/")
+        list(APPEND queue "include/${path}")
+      else()
+        list(APPEND queue "${path}")
+      endif()
+    endforeach()
+    if(rel MATCHES "^include/carapace/")
+      string(REGEX REPLACE "^include/" "" dest "${rel}")
+    else()
+      set(dest "carapace/${rel}")
+    endif()
+    # "x/y.h" -> "carapace/x/y.h", leaving "carapace/..." alone.
+    string(REGEX REPLACE "#include([ \t]*)\"([^\"]+)\"" "#include\\1\"carapace/\\2\"" text "${text}")
+    string(REPLACE "\"carapace/carapace/" "\"carapace/" text "${text}")
+    set(old "")
+    if(EXISTS "${out_dir}/${dest}")
+      file(READ "${out_dir}/${dest}" old)
+    endif()
+    if(NOT old STREQUAL text)
+      file(WRITE "${out_dir}/${dest}" "${text}")
+    endif()
+    list(APPEND staged "${out_dir}/${dest}")
+  endwhile()
+  # Leftovers of an earlier configure (a header that left the tree).
+  file(GLOB_RECURSE existing "${out_dir}/carapace/*")
+  foreach(f IN LISTS existing)
+    if(NOT f IN_LIST staged)
+      file(REMOVE "${f}")
+    endif()
+  endforeach()
+  set(${out_var} "${staged}" PARENT_SCOPE)
+endfunction()

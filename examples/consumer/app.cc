@@ -1,0 +1,99 @@
+// A program outside the Carapace tree that embeds it: only <carapace/...>
+// headers, the carapace::carapace target (see CMakeLists.txt).
+//
+//   app <home-dir> <scenario.json>
+//
+// Registers a C++ tool ("multiply") and a C++ hook that refuses a zero, runs
+// one session on the scripted provider (the scenario plays the model), prints
+// its events as they are appended, reads them back, and prints the answer.
+// Exit status 0 if the session completed.
+#include <carapace/runtime.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+int fail(const carapace::Status& s) {
+  std::fprintf(stderr, "app: %s\n", s.to_string().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: app <home-dir> <scenario.json>\n");
+    return 2;
+  }
+
+  // The runtime: its data directory (the event log) and its configuration.
+  carapace::Runtime::Options options;
+  options.home = argv[1];
+  options.config.provider.name = "scripted";
+  options.config.provider.scenario = argv[2];
+  options.config.tools_enabled = {};  // no built-in tools: only the one registered below
+  std::unique_ptr<carapace::Runtime> runtime;
+  if (carapace::Status s = carapace::Runtime::open(options, &runtime); !s.ok()) return fail(s);
+
+  // A tool: what the model sees (name, description, JSON schema) and a
+  // function of the arguments. An error result goes back to the model.
+  carapace::Status s = runtime->register_tool(carapace::ToolDefinition{
+      .spec = {.name = "multiply",
+               .description = "Multiplies two integers a and b.",
+               .schema = carapace::JsonText{R"({"type":"object","properties":{"a":{"type":"integer"},)"
+                                            R"("b":{"type":"integer"}},"required":["a","b"]})"},
+               .idempotent = true},
+      .blocking = false,  // quick: runs on the tool actor, not a thread of its own
+      .run = [](const nlohmann::json& args, const carapace::ToolContext&) {
+        if (!args.contains("a") || !args.contains("b"))
+          return carapace::ToolResult::error("a and b are required");
+        return carapace::ToolResult{.output = std::to_string(args["a"].get<long>() * args["b"].get<long>())};
+      }});
+  if (!s.ok()) return fail(s);
+
+  // A hook: consulted before each call of a tool its matcher names; its
+  // decision is recorded in the log.
+  s = runtime->register_hook(carapace::HookDefinition{
+      .name = "no-zero",
+      .event = carapace::HookEvent::kPreToolUse,
+      .matcher = "^multiply$",
+      .function = [](const carapace::HookInput& in) {
+        auto args = nlohmann::json::parse(in.args.text, nullptr, false);
+        bool zero = args.is_object() && (args.value("a", 1) == 0 || args.value("b", 1) == 0);
+        return carapace::HookDecision{.decision = zero ? carapace::Decision::kDeny : carapace::Decision::kAllow,
+                                      .reason = zero ? "a zero is not allowed" : ""};
+      }});
+  if (!s.ok()) return fail(s);
+
+  // A session: its events arrive on an actor thread as they are appended.
+  std::string id;
+  s = runtime->start_session(
+      carapace::SessionOptions{.task = "Multiply 6 by 7, then 5 by 0.",
+                               .on_event =
+                                   [](const carapace::Event& e) {
+                                     std::printf("  %3llu %s\n", static_cast<unsigned long long>(e.seq),
+                                                 std::string(e.type_name()).c_str());
+                                   }},
+      &id);
+  if (!s.ok()) return fail(s);
+  carapace::SessionOutcome outcome;
+  if (s = runtime->wait(id, std::chrono::minutes(1), &outcome); !s.ok()) return fail(s);
+
+  // The session's events, read back from its log.
+  std::vector<carapace::Event> events;
+  if (s = runtime->read_events(id, 1, &events); !s.ok()) return fail(s);
+  for (const carapace::Event& e : events) {
+    if (const auto* hook = carapace::get_if<carapace::HookDecided>(e))
+      std::printf("hook %s: %s %s\n", hook->hook_name.c_str(), hook->decision.c_str(), hook->reason.c_str());
+  }
+  std::printf("session %s: %s after %zu events\nanswer: %s\n", id.c_str(),
+              std::string(carapace::status_name(outcome.status)).c_str(), events.size(),
+              outcome.final_answer.c_str());
+  return outcome.status == carapace::SessionStatus::kCompleted ? 0 : 1;
+}
