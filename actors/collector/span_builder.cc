@@ -141,6 +141,7 @@ void SpanBuilder::add(const Event& e) {
       }
     }
     spans_[root_].attrs["tools_offered"] = names;
+    spans_[root_].attrs["tools_offered_seq"] = e.seq;
     touch(root_);
   } else if (const auto* ev_user_message = get_if<UserMessage>(e)) {
     span_event(root_, e, "user_message",
