@@ -35,7 +35,7 @@ std::string cut(const std::string& text, size_t max) {
 std::string tokens(const nlohmann::json& a) {
   std::string t = format_count(u(a, "tokens_in")) + " in / " + format_count(u(a, "tokens_out")) + " out tok";
   if (u(a, "cache_read") || u(a, "cache_write")) {
-    t += " (cache " + format_count(u(a, "cache_read")) + " read, " + format_count(u(a, "cache_write")) + " written)";
+    t += " (cache " + format_count(u(a, "cache_read")) + "r/" + format_count(u(a, "cache_write")) + "w)";
   }
   return t;
 }
@@ -157,12 +157,18 @@ bool notable(const Tree& tree, size_t i) {
 // What a turn did, to spot runs of turns doing the same: "llm → shell, read_file".
 std::string steps(const Tree& tree, size_t i) {
   std::string out;
+  std::string_view previous;
   for (size_t k : tree.kids(i)) {
     const Span& c = tree.spans[k];
-    if (!out.empty()) out += c.kind == kSpanTool && out.back() != '>' ? ", " : " → ";
+    if (!out.empty()) out += c.kind == kSpanTool && previous == kSpanTool ? ", " : " → ";
     out += c.kind == kSpanTool ? c.name.substr(5) : c.kind;
+    previous = c.kind;
   }
   return out;
+}
+
+std::string plural(uint64_t n, const std::string& noun, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? noun : many);
 }
 
 struct Renderer {
@@ -183,7 +189,11 @@ struct Renderer {
       if (e.name == "user_message") continue;
       line(std::to_string(e.seq), depth + 1, "· " + event_line(e));
     }
-    for (size_t k : tree.kids(i)) span(k, depth + 1);
+    for (size_t k : tree.kids(i)) {
+      // A hook that let the call go on says nothing the tool line does not (--full shows it).
+      if (!options.full && tree.spans[k].kind == kSpanHook && tree.spans[k].status == "ok") continue;
+      span(k, depth + 1);
+    }
   }
 
   void compact_turn(size_t i, int depth) {
@@ -216,30 +226,45 @@ struct Renderer {
         ++n;
         continue;
       }
-      // A run of clean turns doing the same steps: the first, then one line for the rest.
+      // A run of clean turns: the first and the last, and one line for those between.
       std::string what = steps(tree, k);
+      bool same = true;
       size_t m = n + 1;
       while (m < kids.size() && tree.spans[kids[m]].kind == kSpanTurn && !notable(tree, kids[m]) &&
-             !b(tree.spans[kids[m]].attrs, "copied_from_parent") && steps(tree, kids[m]) == what) {
+             !b(tree.spans[kids[m]].attrs, "copied_from_parent")) {
+        same = same && steps(tree, kids[m]) == what;
         ++m;
       }
       compact_turn(k, 1);
-      if (m - n >= 3) {
+      if (m - n >= 4) {
         nlohmann::json sum = nlohmann::json::object();
         int64_t us = 0;
-        for (size_t r = n + 1; r < m; ++r) {
+        std::map<std::string, uint64_t> tools;
+        for (size_t r = n + 1; r + 1 < m; ++r) {
           const auto& a = tree.spans[kids[r]].attrs;
           for (const char* key : {"tokens_in", "tokens_out", "cache_read", "cache_write"}) {
             sum[key] = u(sum, key) + u(a, key);
           }
           sum["cost_usd"] = f(sum, "cost_usd") + f(a, "cost_usd");
           us += tree.spans[kids[r]].end_us - tree.spans[kids[r]].start_us;
+          for (size_t c : tree.kids(kids[r])) {
+            if (tree.spans[c].kind == kSpanTool) ++tools[tree.spans[c].name.substr(5)];
+          }
         }
         std::string text = "turns " + std::to_string(u(tree.spans[kids[n + 1]].attrs, "turn")) + "-" +
-                           std::to_string(u(tree.spans[kids[m - 1]].attrs, "turn")) + ": " +
-                           std::to_string(m - n - 1) + " more like it  " + format_duration_us(us) + "  " + tokens(sum);
+                           std::to_string(u(tree.spans[kids[m - 2]].attrs, "turn")) + ": " +
+                           std::to_string(m - n - 2) + " more turns, all ok";
+        if (same) {
+          text += ", each " + what;
+        } else {
+          std::string list;
+          for (const auto& [name, calls] : tools) list += (list.empty() ? "" : ", ") + name + " ×" + std::to_string(calls);
+          if (!list.empty()) text += ", tools " + list;
+        }
+        text += "  " + format_duration_us(us) + "  " + tokens(sum);
         if (f(sum, "cost_usd") > 0) text += "  " + format_cost(f(sum, "cost_usd"));
         line(tree.handle(kids[n + 1]), 1, text + "  (--full expands)");
+        compact_turn(kids[m - 1], 1);
         n = m;
       } else {
         ++n;
@@ -295,13 +320,13 @@ std::string render_skeleton(const std::vector<Span>& spans, const SkeletonOption
     head += "OPEN: running, or its process died after seq " + std::to_string(u(a, "last_seq"));
   }
   int64_t end = root.open() ? static_cast<int64_t>(u(a, "last_ts_us")) : root.end_us;
-  head += "\n        " + std::to_string(u(a, "turns")) + " turns, " + format_duration_us(end - root.start_us) + ", " +
-          tokens(a) + ", " + format_cost(f(a, "cost_usd")) + ", " + std::to_string(u(a, "llm_attempts")) +
-          " model calls, " + std::to_string(u(a, "retries")) + " retries, " + std::to_string(u(a, "tool_calls")) +
-          " tool calls (" + std::to_string(u(a, "tool_errors")) + " failed)";
-  if (u(a, "resumes")) head += ", " + std::to_string(u(a, "resumes")) + " resumes";
-  if (u(a, "faults")) head += ", " + std::to_string(u(a, "faults")) + " faults";
-  if (u(a, "context_trims")) head += ", " + std::to_string(u(a, "context_trims")) + " context trims";
+  head += "\n        " + plural(u(a, "turns"), "turn", "turns") + ", " + format_duration_us(end - root.start_us) + ", " +
+          tokens(a) + ", " + format_cost(f(a, "cost_usd")) + ", " + plural(u(a, "llm_attempts"), "model call", "model calls") + ", " +
+          plural(u(a, "retries"), "retry", "retries") + ", " + plural(u(a, "tool_calls"), "tool call", "tool calls") +
+          " (" + std::to_string(u(a, "tool_errors")) + " failed)";
+  if (u(a, "resumes")) head += ", " + plural(u(a, "resumes"), "resume", "resumes");
+  if (u(a, "faults")) head += ", " + plural(u(a, "faults"), "fault", "faults");
+  if (u(a, "context_trims")) head += ", " + plural(u(a, "context_trims"), "context trim", "context trims");
   for (const auto& l : root.links) {
     head += "\n        forked from " + l.session + " at turn " + std::to_string(u(a, "parent_turn")) + " (its span #" +
             std::to_string(l.seq) + ", id " + l.span_id + ")";
