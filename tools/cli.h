@@ -13,6 +13,10 @@
 #include "base/status.h"
 #include "storage/event_log.h"
 
+namespace carapace {
+class Collector;
+}
+
 namespace carapace::cli {
 
 // Exit codes.
@@ -24,6 +28,9 @@ struct Context {
   std::string home_flag;  // --home
   bool json = false;      // --json of the running subcommand
   std::function<int()> run;
+  // Builds spans from the events of the runtimes this command opens
+  // (open_runtime starts it); outlives them, flushed when the command ends.
+  std::shared_ptr<Collector> collector;
 
   // --home, else $CARAPACE_HOME, else ~/.carapace.
   std::string home() const;
