@@ -57,6 +57,11 @@ struct Collector::Impl {
     caf::anon_send(actor, EventNotice{session, event});
   }
 
+  std::map<std::string, uint64_t> dropped_sessions() {
+    std::lock_guard lock(mu);
+    return dropped_by_session;
+  }
+
   uint64_t dropped_for(const std::string& session) {
     std::lock_guard lock(mu);
     auto it = dropped_by_session.find(session);
@@ -76,6 +81,7 @@ struct CollectorState {
   bool tick_scheduled = false;
   std::unique_ptr<EventLog> log;  // a reader, for the events a builder missed
   bool log_failed = false;
+  std::map<std::string, uint64_t> caught_up;  // per session: drops already made up for from the log
 };
 
 // Reads the events (from, to) of `session` that the builder has not seen.
@@ -99,7 +105,23 @@ void fill_gap(CollectorState& st, SpanBuilder& b, uint64_t to) {
   for (const auto& e : missing) b.add(e);
 }
 
+// Sessions that lost events to a full queue since the last write: their
+// builders read what they missed from the log (a dropped last event is
+// followed by no later one that would reveal the gap).
+void catch_up(CollectorState& st) {
+  for (const auto& [session, dropped] : st.impl->dropped_sessions()) {
+    uint64_t& done = st.caught_up[session];
+    if (dropped == done) continue;
+    done = dropped;
+    auto& b = st.builders[session];
+    if (!b) b = std::make_unique<SpanBuilder>(session);
+    fill_gap(st, *b, UINT64_MAX);
+    st.dirty.insert(session);
+  }
+}
+
 void write(CollectorState& st) {
+  catch_up(st);
   st.pending = 0;
   if (st.dirty.empty()) return;
   std::vector<StoredSpan> spans;
