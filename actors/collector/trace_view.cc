@@ -333,7 +333,7 @@ std::string render_skeleton(const std::vector<Span>& spans, const SkeletonOption
   }
   if (options.dropped_events) {
     head += "\n        WARNING: the collector dropped " + std::to_string(options.dropped_events) +
-            " events of this session (its queue was full); these spans were rebuilt from the log";
+            " events of this session (its queue was full) and read them back from the log";
   }
   Renderer r{tree, options, ""};
   r.line(tree.handle(0), 0, head);
