@@ -312,6 +312,11 @@ void SpanBuilder::add(const Event& e) {
       }
     }
   } else if (const auto* ev_turn_rolled_back = get_if<TurnRolledBack>(e)) {
+    // A resume in turn mode writes the rollback first: the crash it reports
+    // is before this event, in the span the rollback is about to close.
+    rollback_seq_ = e.seq;
+    before_rollback_seq_ = previous_seq;
+    rollback_cut_ = innermost_open();
     for (size_t i = 0; i < spans_.size(); ++i) {
       Span& s = spans_[i];
       if (s.kind == kSpanSession || s.open_seq < ev_turn_rolled_back->from_seq || s.open_seq > ev_turn_rolled_back->to_seq) continue;
@@ -331,6 +336,11 @@ void SpanBuilder::add(const Event& e) {
   } else if (const auto* ev_session_resumed = get_if<SessionResumed>(e)) {
     const bool crashed = spans_[root_].open();
     size_t cut = innermost_open();
+    uint64_t crashed_after = previous_seq;
+    if (rollback_seq_ != 0 && rollback_seq_ == previous_seq) {
+      cut = rollback_cut_;
+      crashed_after = before_rollback_seq_;
+    }
     if (!crashed) {  // a finished session opened again for another message
       spans_[root_].close_seq = 0;
       spans_[root_].end_us = 0;
@@ -338,7 +348,7 @@ void SpanBuilder::add(const Event& e) {
     }
     // Model calls the crash cut short never answer: they end where the log stopped.
     for (auto& [key, i] : llm_) {
-      spans_[i].close_seq = previous_seq;
+      spans_[i].close_seq = crashed_after;
       spans_[i].end_us = spans_[i].start_us;
       spans_[i].status = "crashed";
       touch(i);
@@ -352,8 +362,8 @@ void SpanBuilder::add(const Event& e) {
     a["pid"] = ev_session_resumed->pid;
     a["after_crash"] = crashed;
     if (crashed) {
-      a["crashed_after_seq"] = previous_seq;
-      span_event(cut, e, "crash", {{"after_seq", previous_seq}});
+      a["crashed_after_seq"] = crashed_after;
+      span_event(cut, e, "crash", {{"after_seq", crashed_after}});
       spans_[r].links.push_back(
           SpanLink{trace_id_, spans_[cut].span_id, session_, spans_[cut].open_seq, "resumed_after_crash"});
     }

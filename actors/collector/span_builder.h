@@ -70,6 +70,10 @@ class SpanBuilder {
   // Fork: the parent and the seq of its checkpoint this session starts from.
   std::string parent_;
   uint64_t parent_seq_ = 0;
+  // The last turn.rolled_back, and where the log stood before it.
+  uint64_t rollback_seq_ = 0;
+  uint64_t before_rollback_seq_ = 0;
+  size_t rollback_cut_ = kNone;
 };
 
 // Every span of `events` (one session's, in seq order).

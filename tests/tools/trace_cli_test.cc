@@ -11,6 +11,9 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
+#include <functional>
+#include <signal.h>
 
 #include "tests/support/fake_model.h"
 #include "tests/support/mock_llm_server.h"
@@ -228,6 +231,63 @@ BOOST_AUTO_TEST_CASE(trace_span_prints_the_verbatim_bodies_of_an_http_model_call
   BOOST_TEST(contains(j["data"]["response_body_text"].get<std::string>(), "data: [DONE]"));
   BOOST_TEST(!contains(pretty.out + raw.out + j.dump(), "sk-test0canary0key"));
   BOOST_TEST(run("trace span o 1 --body request").code == 1);  // the session span has no body
+}
+
+// Starts `args` in the background; returns its pid.
+pid_t spawn(Fixture& f, const std::string& args, const std::string& log) {
+  std::string pidfile = f.dir.sub("pid");
+  std::string cmd = std::string(CARAPACE_BIN) + " --home '" + f.dir.sub("home") + "' " + args + " >'" + log +
+                    "' 2>&1 </dev/null & echo $! >'" + pidfile + "'";
+  BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
+  return static_cast<pid_t>(std::stol(slurp(pidfile)));
+}
+
+bool wait_for(const std::function<bool()>& done) {
+  for (int i = 0; i < 600; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+BOOST_AUTO_TEST_CASE(the_collector_out_of_process_attributes_a_crash_and_picks_up_where_it_left_off) {
+  std::string slow = file("slow.json", R"({"replies": [
+    {"text": "Listing.", "tool_calls": [{"name": "list_dir", "args": {"path": "."}}]},
+    {"text": "Waiting.", "tool_calls": [{"name": "shell", "args": {"command": "sleep 60"}}]},
+    {"text": "Done."}
+  ]})");
+  BOOST_REQUIRE(run("log synth --session warm --turns 2").code == 0);
+  pid_t collector = spawn(*this, "collector --interval-ms 20", dir.sub("collector.out"));
+  BOOST_REQUIRE(wait_for([&] { return run("trace show warm --json").out.find("\"store\"") != std::string::npos; }));
+  pid_t writer = spawn(*this, "run go --scenario " + slow + " --workspace " + ws + " --session k", dir.sub("run.out"));
+  // Killed with SIGKILL in the middle of its second turn, while the shell call runs.
+  BOOST_REQUIRE(wait_for([&] { return contains(run("log show k").out, "tool.requested     shell"); }));
+  ::kill(writer, SIGKILL);
+  int status = 0;
+  ::waitpid(writer, &status, 0);
+  json j;
+  BOOST_REQUIRE(wait_for([&] {
+    j = run_json("trace show k");
+    return j["data"].contains("crashed_after_seq");
+  }));
+  BOOST_TEST(j["data"]["crashed_after_seq"] == 16);  // the shell call's tool.requested, the last event written
+  BOOST_TEST(j["data"]["last_seq"] == 16);
+  BOOST_TEST(j["data"]["source"] == "store");
+  BOOST_TEST(contains(run("trace show k").out, "session k  scripted/scripted-1  CRASHED after seq 16"));
+  BOOST_TEST(wait_for([&] { return contains(slurp(dir.sub("collector.out")), "session k: crashed after seq 16"); }));
+  ::kill(collector, SIGTERM);
+  ::waitpid(collector, &status, 0);
+  BOOST_TEST(WIFEXITED(status));
+  // Restarted, it has nothing to redo; the session resumed, it takes up the new events.
+  json again = run_json("collector --once");
+  BOOST_TEST(again["data"]["events"] == 0);
+  BOOST_REQUIRE(run("resume k --mode turn").code != -1);
+  // (the resume's own collector stored its events: none left to fold)
+  BOOST_TEST(run_json("collector --once")["data"]["events"] == 0);
+  json resumed = run_json("trace show k");
+  BOOST_TEST(resumed["data"]["source"] == "store");
+  BOOST_TEST(!resumed["data"].contains("crashed_after_seq"));
+  BOOST_TEST(span_named(resumed["data"]["spans"], "resume (turn)")["attrs"]["crashed_after_seq"] == 16);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -146,8 +146,9 @@ BOOST_AUTO_TEST_CASE(a_turn_rolled_back_on_resume_is_marked_and_its_calls_closed
   push(TurnStarted{1});
   push(LlmRequested{.turn = 1, .attempt = 1, .model = "m1"});
   const uint64_t to = events.back().seq;
-  push(SessionResumed{.checkpoint_seq = 3, .mode = "turn"});
+  // A resume in turn mode writes the rollback, then session.resumed.
   push(TurnRolledBack{.from_seq = from, .to_seq = to, .turn = 1, .reason = "resumed in turn mode"});
+  push(SessionResumed{.checkpoint_seq = 3, .mode = "turn"});
   push(TurnStarted{1});
   push(LlmRequested{.turn = 1, .attempt = 1, .model = "m1"});
   push(LlmResponded{.turn = 1, .attempt = 1, .text = "ok"});
@@ -156,12 +157,13 @@ BOOST_AUTO_TEST_CASE(a_turn_rolled_back_on_resume_is_marked_and_its_calls_closed
   BOOST_TEST(tree(spans) ==
              "session s1 <- - [open]\n"
              "turn 1 <- session s1 [rolled_back]\n"
-             "llm attempt 1 <- turn 1 [crashed]\n"
+             "llm attempt 1 <- turn 1 [rolled_back]\n"
              "resume (turn) <- session s1 [ok]\n"
              "turn 1 <- session s1 [ok]\n"
              "llm attempt 1 <- turn 1 [ok]\n");
   BOOST_TEST(spans[0].attrs["rollbacks"] == 1);
   BOOST_TEST(find(spans, "resume (turn)").links[0].span_id == find(spans, "llm attempt 1").span_id);
+  BOOST_TEST(find(spans, "resume (turn)").attrs["crashed_after_seq"] == to);
 }
 
 BOOST_AUTO_TEST_CASE(a_fork_links_to_its_parents_turn_span_at_the_fork_point) {
