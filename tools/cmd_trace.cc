@@ -1,5 +1,7 @@
 // carapace trace show | span | stats | analyze (docs/trace.md)
 #include <cstdio>
+#include <map>
+#include <set>
 #include <ctime>
 #include <iostream>
 
@@ -10,7 +12,13 @@
 #include "storage/body_store.h"
 #include "storage/keys.h"
 #include "storage/trace_store.h"
+#include "events/event_json.h"
+#include "events/event_summary.h"
 #include "tools/cli.h"
+#include "tools/stop_signals.h"
+
+#include <chrono>
+#include <thread>
 
 namespace carapace::cli {
 namespace {
@@ -397,6 +405,186 @@ int run_analyze(Context& ctx, const AnalyzeArgs& args) {
   return kExitOk;
 }
 
+// ---- diff ----
+
+// What a turn did, for comparing two runs: the last span of each turn
+// number (a rolled-back attempt at a turn is replaced by its re-run).
+struct TurnDigest {
+  uint64_t turn = 0;
+  uint64_t seq = 0;
+  std::string prompt;  // prompt digest
+  std::string calls;   // "shell {...} ok; read_file {...} error"
+  std::string answer;  // the last model call's outcome
+  uint64_t tokens_in = 0, tokens_out = 0;
+  nlohmann::json json() const {
+    return {{"turn", turn},   {"seq", seq},           {"prompt_digest", prompt},   {"tool_calls", calls},
+            {"answer", answer}, {"tokens_in", tokens_in}, {"tokens_out", tokens_out}};
+  }
+};
+
+std::map<uint64_t, TurnDigest> turn_digests(const std::vector<Span>& spans) {
+  std::map<uint64_t, TurnDigest> out;
+  std::map<std::string, uint64_t> turn_of;  // turn span id -> turn number
+  for (const auto& sp : spans) {
+    if (sp.kind != kSpanTurn || sp.status == "rolled_back") continue;
+    uint64_t t = sp.attrs.value("turn", uint64_t{0});
+    TurnDigest d{.turn = t, .seq = sp.open_seq, .prompt = sp.attrs.value("prompt_digest", std::string())};
+    d.tokens_in = sp.attrs.value("tokens_in", uint64_t{0});
+    d.tokens_out = sp.attrs.value("tokens_out", uint64_t{0});
+    out[t] = d;
+    turn_of[sp.span_id] = t;
+  }
+  for (const auto& sp : spans) {
+    auto t = turn_of.find(sp.parent_id);
+    if (t == turn_of.end()) continue;
+    TurnDigest& d = out[t->second];
+    if (sp.kind == kSpanTool) {
+      if (!d.calls.empty()) d.calls += "; ";
+      d.calls += sp.attrs.value("tool", std::string("?")) + " " + sp.attrs.value("args", std::string()) + " " + sp.status;
+    } else if (sp.kind == kSpanLlm) {
+      d.answer = sp.status == "ok" ? (sp.attrs.value("tool_names", std::string()).empty()
+                                          ? "answer of " + std::to_string(sp.attrs.value("text_chars", uint64_t{0})) + " chars"
+                                          : "calls " + sp.attrs.value("tool_names", std::string()))
+                                   : sp.status;
+    }
+  }
+  return out;
+}
+
+struct DiffArgs {
+  std::string a, b;
+};
+
+int run_diff(Context& ctx, const DiffArgs& args) {
+  auto log = ctx.open_log(EventLog::Mode::kReader);
+  if (!log) return kExitFailed;
+  auto store = open_store(ctx);
+  std::vector<Span> sa, sb;
+  TraceInfo ia, ib;
+  Status s = load_trace(ctx, *log, store.get(), args.a, &sa, &ia);
+  if (s.ok()) s = load_trace(ctx, *log, store.get(), args.b, &sb, &ib);
+  if (!s.ok()) return no_such_session(ctx, s);
+  auto da = turn_digests(sa), db = turn_digests(sb);
+  std::set<uint64_t> turns;
+  for (const auto& [t, d] : da) turns.insert(t);
+  for (const auto& [t, d] : db) turns.insert(t);
+  nlohmann::json rows = nlohmann::json::array();
+  uint64_t first = 0;
+  std::string text;
+  for (uint64_t t : turns) {
+    auto x = da.find(t), y = db.find(t);
+    nlohmann::json row{{"turn", t}};
+    std::vector<std::string> what;
+    if (x == da.end() || y == db.end()) {
+      what.push_back(x == da.end() ? "only in " + args.b : "only in " + args.a);
+    } else {
+      const TurnDigest &p = x->second, &q = y->second;
+      if (p.prompt != q.prompt) what.push_back("prompt " + p.prompt.substr(0, 8) + " vs " + q.prompt.substr(0, 8));
+      if (p.calls != q.calls) what.push_back("tool calls [" + p.calls + "] vs [" + q.calls + "]");
+      if (p.answer != q.answer) what.push_back("model " + p.answer + " vs " + q.answer);
+      if (p.tokens_in != q.tokens_in || p.tokens_out != q.tokens_out) {
+        what.push_back("tokens " + std::to_string(p.tokens_in) + "/" + std::to_string(p.tokens_out) + " vs " +
+                       std::to_string(q.tokens_in) + "/" + std::to_string(q.tokens_out));
+      }
+    }
+    if (x != da.end()) row["a"] = x->second.json();
+    if (y != db.end()) row["b"] = y->second.json();
+    row["same"] = what.empty();
+    row["differences"] = what;
+    rows.push_back(row);
+    if (!what.empty() && first == 0) first = t;
+    std::string line = "turn " + std::to_string(t) + "  ";
+    if (what.empty()) {
+      line += "same: " + (x->second.calls.empty() ? x->second.answer : x->second.calls);
+    } else {
+      line += (first == t ? "FIRST DIFFERENCE: " : "differs: ");
+      for (size_t i = 0; i < what.size(); ++i) line += (i ? "; " : "") + what[i];
+    }
+    text += line + "\n";
+  }
+  std::string summary = first == 0 ? args.a + " and " + args.b + " did the same in " + count(turns.size(), "turn")
+                                   : args.a + " and " + args.b + " part at turn " + std::to_string(first);
+  if (ctx.json) {
+    ctx.print_success({{"a", args.a}, {"b", args.b}, {"turns", rows}, {"first_difference", first}}, summary);
+  } else {
+    std::fputs(text.c_str(), stdout);
+    std::printf("%s\n", summary.c_str());
+  }
+  return kExitOk;
+}
+
+// ---- tail ----
+
+struct TailArgs {
+  std::string session;
+  bool all = false;
+  bool exit_when_done = false;
+  uint64_t interval_ms = 100;
+};
+
+int run_tail(Context& ctx, const TailArgs& args) {
+  if (args.session.empty() == !args.all) {
+    return ctx.fail(Status::invalid_argument("give a session id or --all, not both or neither"));
+  }
+  if (!args.session.empty()) {
+    Status valid = keys::validate_session_id(args.session);
+    if (!valid.ok()) return ctx.fail(valid);
+  }
+  arm_stop_signals();
+  // A home not written yet: wait for its log.
+  std::unique_ptr<EventLog> log;
+  for (;;) {
+    Status s = EventLog::open(EventLog::Options{.path = ctx.log_path(), .mode = EventLog::Mode::kReader}, &log);
+    if (s.ok()) break;
+    if (!s.is_not_found()) return ctx.fail(s);
+    if (stop_signal() != 0) return kExitOk;
+    std::this_thread::sleep_for(std::chrono::milliseconds(args.interval_ms));
+  }
+  // Where each session is shown up to. With --all, sessions there at the start are followed from their end.
+  std::map<std::string, uint64_t> shown;
+  bool first_pass = true;
+  for (;;) {
+    Status s = log->refresh();
+    if (!s.ok()) return ctx.fail(s);
+    std::vector<std::string> ids;
+    if (args.all) {
+      std::vector<SessionMeta> metas;
+      std::vector<std::string> unreadable;
+      if (log->list_sessions(&metas, &unreadable).ok()) {
+        for (const auto& m : metas) ids.push_back(m.id);
+      }
+    } else {
+      ids.push_back(args.session);
+    }
+    bool done = false;
+    for (const auto& id : ids) {
+      uint64_t& from = shown[id];
+      if (first_pass && args.all) (void)log->last_seq(id, &from);
+      std::vector<Event> events;
+      uint64_t last = 0;
+      if (!log->last_seq(id, &last).ok() || last <= from) continue;
+      (void)log->read(id, from + 1, last, &events);
+      for (const auto& e : events) {
+        if (ctx.json) {
+          nlohmann::json j = event_to_json(e);
+          j["session"] = id;
+          std::printf("%s\n", dump(j).c_str());
+        } else {
+          std::printf("%s  %6llu  %s  %-18s %s\n", id.c_str(), static_cast<unsigned long long>(e.seq),
+                      local_time(e.ts_us).c_str(), std::string(e.type_name()).c_str(), event_summary(e).c_str());
+        }
+        from = e.seq;
+        if (get_if<SessionCompleted>(e) || get_if<SessionFailed>(e)) done = true;
+      }
+      std::fflush(stdout);
+    }
+    first_pass = false;
+    if ((done && args.exit_when_done && !args.all) || stop_signal() != 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(args.interval_ms));
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 void register_trace_commands(CLI::App& app, Context& ctx) {
@@ -434,6 +622,22 @@ void register_trace_commands(CLI::App& app, Context& ctx) {
   analyze->add_option("session", analyze_args->session, "Session id");
   analyze->add_option("--since", analyze_args->since, "Every session updated in this window: 90s, 30m, 24h, 7d");
   add_json_flag(analyze, ctx);
+  auto diff_args = std::make_shared<DiffArgs>();
+  auto* diff = trace->add_subcommand("diff", "Two runs turn by turn, the first point where they part highlighted");
+  diff->add_option("a", diff_args->a, "Session id (e.g. the parent)")->required();
+  diff->add_option("b", diff_args->b, "Session id (e.g. the fork)")->required();
+  add_json_flag(diff, ctx);
+  diff->callback([&ctx, diff_args] { ctx.run = [&ctx, diff_args] { return run_diff(ctx, *diff_args); }; });
+
+  auto tail_args = std::make_shared<TailArgs>();
+  auto* tail = trace->add_subcommand("tail", "Live: one line per event as it is appended (from another process)");
+  tail->add_option("session", tail_args->session, "Session id (from its first event)");
+  tail->add_flag("--all", tail_args->all, "Every session (new events only)");
+  tail->add_flag("--exit-when-done", tail_args->exit_when_done, "Stop once the session completes or fails");
+  tail->add_option("--interval-ms", tail_args->interval_ms, "Time between polls")->capture_default_str()->check(
+      CLI::Range(10, 60'000));
+  add_json_flag(tail, ctx);
+  tail->callback([&ctx, tail_args] { ctx.run = [&ctx, tail_args] { return run_tail(ctx, *tail_args); }; });
   analyze->callback(
       [&ctx, analyze_args] { ctx.run = [&ctx, analyze_args] { return run_analyze(ctx, *analyze_args); }; });
 }

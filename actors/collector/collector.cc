@@ -82,16 +82,21 @@ struct CollectorState {
   std::unique_ptr<EventLog> log;  // a reader, for the events a builder missed
   bool log_failed = false;
   std::map<std::string, uint64_t> caught_up;  // per session: drops already made up for from the log
+  std::set<std::string> incomplete;           // sessions with events the log would not give back
 };
 
 // Reads the events (from, to) of `session` that the builder has not seen.
 void fill_gap(CollectorState& st, SpanBuilder& b, uint64_t to) {
-  if (st.log_failed) return;
+  if (st.log_failed) {
+    st.incomplete.insert(b.session());
+    return;
+  }
   if (!st.log) {
     Status s = EventLog::open(EventLog::Options{.path = st.impl->options.home + "/log", .mode = EventLog::Mode::kReader},
                               &st.log);
     if (!s.ok()) {
       st.log_failed = true;
+      st.incomplete.insert(b.session());
       spdlog::warn("the collector cannot read the log to fill in missed events: {}", s.to_string());
       return;
     }
@@ -101,7 +106,12 @@ void fill_gap(CollectorState& st, SpanBuilder& b, uint64_t to) {
   std::vector<Event> missing;
   Status s = st.log->read(b.session(), b.last_seq() + 1, to, &missing);
   if (!s.ok() && missing.empty()) (void)st.log->refresh(), s = st.log->read(b.session(), b.last_seq() + 1, to, &missing);
-  if (!s.ok()) spdlog::warn("the collector could not read session {}: {}", b.session(), s.to_string());
+  if (!s.ok()) {
+    // Damage is `carapace verify`'s to report; the stored spans of this
+    // session claim no progress, so `carapace trace` builds them from the log.
+    spdlog::info("the collector could not read session {}: {}", b.session(), s.to_string());
+    st.incomplete.insert(b.session());
+  }
   for (const auto& e : missing) b.add(e);
 }
 
@@ -136,7 +146,7 @@ void write(CollectorState& st) {
       stored.value = span_to_json(sp).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       spans.push_back(std::move(stored));
     }
-    progress.emplace_back(session, TraceProgress{.last_seq = it->second->last_seq(),
+    progress.emplace_back(session, TraceProgress{.last_seq = st.incomplete.count(session) ? 0 : it->second->last_seq(),
                                                  .dropped = st.impl->dropped_for(session),
                                                  .updated_us = now_us()});
   }
@@ -149,7 +159,10 @@ void write(CollectorState& st) {
   } else {
     st.impl->written.fetch_add(spans.size(), std::memory_order_relaxed);
   }
-  for (const auto& session : st.finished) st.builders.erase(session);
+  for (const auto& session : st.finished) {
+    st.builders.erase(session);
+    st.incomplete.erase(session);  // read whole again if it grows
+  }
   st.finished.clear();
 }
 

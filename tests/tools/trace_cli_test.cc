@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -288,6 +289,35 @@ BOOST_AUTO_TEST_CASE(the_collector_out_of_process_attributes_a_crash_and_picks_u
   BOOST_TEST(resumed["data"]["source"] == "store");
   BOOST_TEST(!resumed["data"].contains("crashed_after_seq"));
   BOOST_TEST(span_named(resumed["data"]["spans"], "resume (turn)")["attrs"]["crashed_after_seq"] == 16);
+}
+
+BOOST_AUTO_TEST_CASE(diff_aligns_a_fork_with_its_parent_and_tail_follows_a_run_live) {
+  pid_t tail = spawn(*this, "trace tail p --exit-when-done --interval-ms 20", dir.sub("tail.out"));
+  Result r = run("run 'Write a note' --scenario " + scenarios + "quickstart.json --workspace " + ws + " --session p");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  int status = 0;
+  ::waitpid(tail, &status, 0);
+  std::string lines = slurp(dir.sub("tail.out"));
+  BOOST_TEST(std::count(lines.begin(), lines.end(), '\n') == 28, lines);  // every event, once, then it stopped
+  BOOST_TEST(contains(lines, "p       1  "), lines);
+  BOOST_TEST(contains(lines, "session.completed"), lines);
+
+  // The quickstart's replies (a fork's first turns are the parent's), then another last answer.
+  json other_scenario = json::parse(slurp(scenarios + "quickstart.json"));
+  other_scenario["replies"][3] = {{"text", "Something else entirely."}};
+  std::string other = file("other.json", other_scenario.dump());
+  r = run("fork p --at-turn 2 --task 'Stop here' --session f --scenario " + other);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  json d = run_json("trace diff p f");
+  BOOST_TEST(d["data"]["first_difference"] == 3);
+  BOOST_TEST(d["data"]["turns"][0]["same"] == true);
+  BOOST_TEST(d["data"]["turns"][1]["same"] == true);
+  BOOST_TEST(d["data"]["turns"][2]["same"] == false);
+  Result text = run("trace diff p f");
+  BOOST_TEST(contains(text.out, "turn 3  FIRST DIFFERENCE: "), text.out);
+  BOOST_TEST(contains(text.out, "p and f part at turn 3"), text.out);
+  BOOST_TEST(run_json("trace diff p p")["data"]["first_difference"] == 0);
+  BOOST_TEST(run("trace tail").code == 1);  // neither an id nor --all
 }
 
 BOOST_AUTO_TEST_SUITE_END()
