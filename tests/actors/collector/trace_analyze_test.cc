@@ -134,6 +134,13 @@ BOOST_AUTO_TEST_CASE(the_skeleton_of_a_hundred_clean_turns_fits_a_screen) {
   BOOST_TEST(text.find("98 more turns, all ok, each llm → shell") != std::string::npos, text);
   std::string full = render_skeleton(spans, {.full = true});
   BOOST_TEST(static_cast<size_t>(std::count(full.begin(), full.end(), '\n')) == 2u + 100u * 3u);
+  // Dropped work and a crash the out-of-process collector saw are said in the header.
+  std::vector<Span> open_spans = spans;
+  open_spans[0].close_seq = 0;
+  open_spans[0].status = "open";
+  std::string warned = render_skeleton(open_spans, {.dropped_events = 3, .crashed_after_seq = 42});
+  BOOST_TEST(warned.find("CRASHED after seq 42") != std::string::npos, warned);
+  BOOST_TEST(warned.find("WARNING: the collector dropped 3 events of this session") != std::string::npos, warned);
   bool ambiguous = false;
   BOOST_TEST(find_span(spans, "4", &ambiguous) == 1);
   BOOST_TEST(find_span(spans, spans[2].span_id.substr(0, 8), &ambiguous) == 2);
