@@ -120,6 +120,7 @@ struct Runtime::Impl {
   struct Subscription {
     std::string session;
     SubscriberActor actor;
+    bool observer = false;  // Options::observe's
   };
   std::map<uint64_t, Subscription> subscriptions;
   uint64_t next_subscription = 0;
@@ -373,6 +374,21 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
     uint64_t ignored;
     CARAPACE_RETURN_IF_ERROR(subscribe_with(id, on_event, on_delta, backlog, &ignored));
   }
+  if (impl_->options.observe) {
+    bool observed = false;  // a recovered session keeps its observer
+    {
+      std::lock_guard lock(impl_->mu);
+      for (const auto& [n, sub] : impl_->subscriptions) observed = observed || (sub.session == id && sub.observer);
+    }
+    if (!observed) {
+      uint64_t n = 0;
+      auto observe = impl_->options.observe;
+      CARAPACE_RETURN_IF_ERROR(
+          subscribe_with(id, [observe, id](const Event& e) { observe(id, e); }, nullptr, backlog, &n));
+      std::lock_guard lock(impl_->mu);
+      if (auto it = impl_->subscriptions.find(n); it != impl_->subscriptions.end()) it->second.observer = true;
+    }
+  }
   if (first_input == kNoStart) {
     // Woken for a message the caller sends next.
   } else if (first_input.empty()) {
@@ -424,7 +440,7 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
   std::vector<Event> opening_events;
   CARAPACE_RETURN_IF_ERROR(impl_->log->read(id, 1, UINT64_MAX, &opening_events));
   for (const auto& e : opening_events) log_session_event(id, e);
-  if (!options.on_event) opening_events.clear();
+  if (!options.on_event && !impl_->options.observe) opening_events.clear();
   CARAPACE_RETURN_IF_ERROR(launch(id, std::move(journal),
                                   impl_->settings_for(canonical, max_turns, options.instructions),
                                   options.on_event, options.on_delta, "", opening_events));

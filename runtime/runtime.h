@@ -94,6 +94,11 @@ class Runtime {
     // A deliberate defect in every session's loop, for tests that prove
     // the torture runner catches it (actors/session/session_actor.h).
     LoopMutation mutation = LoopMutation::kNone;
+    // Hears every event of every session this runtime runs (started,
+    // resumed, forked, recovered), with the session's id; a started
+    // session's opening included. Called on an actor thread: keep it quick
+    // (the collector's offer() only queues). Null: none.
+    std::function<void(const std::string& session, const Event& event)> observe;
   };
 
   // Opens the log, registers the configured tools and hooks, and starts the

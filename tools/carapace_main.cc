@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
   register_torture_command(app, ctx);
   register_replay_command(app, ctx);
   register_bundle_command(app, ctx);
+  register_trace_commands(app, ctx);
+  register_collector_command(app, ctx);
   app.allow_extras();  // an unknown command is named below, not reported as "a subcommand is required"
   try {
     app.parse(argc, argv);

@@ -14,6 +14,10 @@
 #include "base/redactor.h"
 #include "storage/event_log.h"
 
+namespace carapace {
+class Collector;
+}
+
 namespace carapace::cli {
 
 // Exit codes.
@@ -25,6 +29,9 @@ struct Context {
   std::string home_flag;  // --home
   bool json = false;      // --json of the running subcommand
   std::function<int()> run;
+  // Builds spans from the events of the runtimes this command opens
+  // (open_runtime starts it); outlives them, flushed when the command ends.
+  std::shared_ptr<Collector> collector;
 
   // --home, else $CARAPACE_HOME, else ~/.carapace.
   std::string home() const;
@@ -77,5 +84,7 @@ void register_chat_command(CLI::App& app, Context& ctx);
 void register_torture_command(CLI::App& app, Context& ctx);
 void register_replay_command(CLI::App& app, Context& ctx);
 void register_bundle_command(CLI::App& app, Context& ctx);
+void register_trace_commands(CLI::App& app, Context& ctx);
+void register_collector_command(CLI::App& app, Context& ctx);
 
 }  // namespace carapace::cli

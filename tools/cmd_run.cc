@@ -18,6 +18,8 @@
 #include "storage/sync_ledger_fs.h"
 #include "tools/cli.h"
 #include "tools/cli_run.h"
+
+#include "actors/collector/collector.h"
 #include "tools/stop_signals.h"
 
 #include "actors/provider/scripted_provider.h"
@@ -175,6 +177,14 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
       return record_executions(std::move(t), path);
     };
   }
+  if (!ctx.collector) {
+    // Observability never fails a run: without the trace store (another
+    // collector holds it), `carapace trace` builds the spans from the log.
+    Status c = prepare_home(ctx.home(), /*create=*/true);
+    if (c.ok()) c = Collector::start(CollectorOptions{.home = ctx.home()}, &ctx.collector);
+    if (!c.ok()) spdlog::info("no in-process collector: {}", c.to_string());
+  }
+  if (ctx.collector) options.observe = ctx.collector->observer();
   Status s = Runtime::open(std::move(options), rt);
   if (!s.ok()) return ctx.fail(s);
   return kExitOk;

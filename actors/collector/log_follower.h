@@ -1,0 +1,64 @@
+// LogFollower: the collector out of process (`carapace collector`). It
+// follows a home's event log from another process (a RocksDB secondary that
+// catches up with the writer on each poll), builds the same spans the
+// in-process Collector does, and writes them to the trace store.
+//
+// Crash attribution: it notes which process held the log's lock when a
+// session's events last grew; when that process no longer holds it and the
+// session never completed or failed, the session is marked `crashed after
+// seq N` (TraceProgress::crashed_after_seq), N being its last event. New
+// events (a resume) clear the mark.
+//
+// Restart: what it wrote says how far it got (each session's progress); a
+// restarted follower folds only sessions whose log has grown past that.
+//
+// Not thread-safe: one thread polls.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/collector/span_builder.h"
+#include "base/status.h"
+
+namespace carapace {
+
+class EventLog;
+class TraceStore;
+
+struct FollowReport {
+  uint64_t events = 0;  // events folded by this poll
+  uint64_t spans = 0;   // spans written
+  // Sessions found crashed by this poll: (id, the seq after which their writer died).
+  std::vector<std::pair<std::string, uint64_t>> crashed;
+};
+
+class LogFollower {
+ public:
+  // Opens home/log as a reader and home/traces as the trace store's writer
+  // (busy if another collector has it).
+  static Status open(const std::string& home, std::unique_ptr<LogFollower>* out);
+  ~LogFollower();
+
+  // Catches up with the log, folds what is new, attributes crashes, writes.
+  Status poll(FollowReport* report);
+
+ private:
+  struct Session {
+    std::unique_ptr<SpanBuilder> builder;  // null until the session grows again
+    uint64_t stored_seq = 0;               // progress as written
+    uint64_t crashed_after = 0;
+    pid_t writer = 0;  // the lock holder when its events last grew
+  };
+  LogFollower() = default;
+  std::string home_;
+  std::unique_ptr<EventLog> log_;
+  std::unique_ptr<TraceStore> store_;
+  std::map<std::string, Session> sessions_;
+};
+
+}  // namespace carapace

@@ -1,0 +1,102 @@
+#include "actors/collector/span.h"
+
+#include "base/digest.h"
+
+namespace carapace {
+
+std::string trace_id_of(std::string_view session) {
+  std::string key = "trace";
+  key.push_back('\0');
+  key.append(session);
+  return digest128(key).hex();
+}
+
+std::string span_id_of(std::string_view session, uint64_t seq, std::string_view kind) {
+  std::string key(session);
+  key.push_back('\0');
+  key += std::to_string(seq);
+  key.push_back('\0');
+  key.append(kind);
+  return digest128(key).hex().substr(0, 16);
+}
+
+nlohmann::json span_to_json(const Span& s) {
+  nlohmann::json events = nlohmann::json::array();
+  for (const auto& e : s.events) {
+    events.push_back({{"seq", e.seq}, {"ts_us", e.ts_us}, {"name", e.name}, {"attrs", e.attrs}});
+  }
+  nlohmann::json links = nlohmann::json::array();
+  for (const auto& l : s.links) {
+    links.push_back({{"trace_id", l.trace_id},
+                     {"span_id", l.span_id},
+                     {"session", l.session},
+                     {"seq", l.seq},
+                     {"reason", l.reason}});
+  }
+  return {{"trace_id", s.trace_id}, {"span_id", s.span_id}, {"parent_id", s.parent_id},
+          {"session", s.session},   {"kind", s.kind},       {"name", s.name},
+          {"open_seq", s.open_seq}, {"close_seq", s.close_seq}, {"start_us", s.start_us},
+          {"end_us", s.end_us},     {"status", s.status},   {"attrs", s.attrs},
+          {"events", events},       {"links", links}};
+}
+
+namespace {
+
+template <class T>
+Status field(const nlohmann::json& j, const char* name, T* out) {
+  auto it = j.find(name);
+  if (it == j.end()) return Status::corruption(std::string("span: no field '") + name + "'");
+  try {
+    *out = it->template get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return Status::corruption(std::string("span: field '") + name + "' has the wrong type");
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status span_from_json(const nlohmann::json& j, Span* out) {
+  if (!j.is_object()) return Status::corruption("span: not a JSON object");
+  Span s;
+  CARAPACE_RETURN_IF_ERROR(field(j, "trace_id", &s.trace_id));
+  CARAPACE_RETURN_IF_ERROR(field(j, "span_id", &s.span_id));
+  CARAPACE_RETURN_IF_ERROR(field(j, "parent_id", &s.parent_id));
+  CARAPACE_RETURN_IF_ERROR(field(j, "session", &s.session));
+  CARAPACE_RETURN_IF_ERROR(field(j, "kind", &s.kind));
+  CARAPACE_RETURN_IF_ERROR(field(j, "name", &s.name));
+  CARAPACE_RETURN_IF_ERROR(field(j, "open_seq", &s.open_seq));
+  CARAPACE_RETURN_IF_ERROR(field(j, "close_seq", &s.close_seq));
+  CARAPACE_RETURN_IF_ERROR(field(j, "start_us", &s.start_us));
+  CARAPACE_RETURN_IF_ERROR(field(j, "end_us", &s.end_us));
+  CARAPACE_RETURN_IF_ERROR(field(j, "status", &s.status));
+  auto attrs = j.find("attrs");
+  if (attrs == j.end() || !attrs->is_object()) return Status::corruption("span: 'attrs' is not an object");
+  s.attrs = *attrs;
+  auto events = j.find("events");
+  auto links = j.find("links");
+  if (events == j.end() || !events->is_array() || links == j.end() || !links->is_array()) {
+    return Status::corruption("span: 'events' or 'links' is not an array");
+  }
+  for (const auto& e : *events) {
+    SpanEvent ev;
+    CARAPACE_RETURN_IF_ERROR(field(e, "seq", &ev.seq));
+    CARAPACE_RETURN_IF_ERROR(field(e, "ts_us", &ev.ts_us));
+    CARAPACE_RETURN_IF_ERROR(field(e, "name", &ev.name));
+    ev.attrs = e.value("attrs", nlohmann::json::object());
+    s.events.push_back(std::move(ev));
+  }
+  for (const auto& l : *links) {
+    SpanLink link;
+    CARAPACE_RETURN_IF_ERROR(field(l, "trace_id", &link.trace_id));
+    CARAPACE_RETURN_IF_ERROR(field(l, "span_id", &link.span_id));
+    CARAPACE_RETURN_IF_ERROR(field(l, "session", &link.session));
+    CARAPACE_RETURN_IF_ERROR(field(l, "seq", &link.seq));
+    CARAPACE_RETURN_IF_ERROR(field(l, "reason", &link.reason));
+    s.links.push_back(std::move(link));
+  }
+  *out = std::move(s);
+  return Status();
+}
+
+}  // namespace carapace

@@ -1,0 +1,143 @@
+#include "actors/collector/trace_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <map>
+#include <set>
+
+namespace carapace {
+namespace {
+
+uint64_t u(const nlohmann::json& a, const char* key) {
+  auto it = a.find(key);
+  return it != a.end() && it->is_number() ? it->get<uint64_t>() : 0;
+}
+
+struct Agg {
+  std::set<std::string> sessions;
+  uint64_t turns = 0, model_calls = 0, retries = 0, tokens_in = 0, tokens_out = 0, cache_read = 0,
+           cache_write = 0, tool_calls = 0, tool_errors = 0;
+  double cost = 0;
+  std::vector<uint64_t> latency;
+  struct Tool {
+    uint64_t calls = 0, errors = 0;
+    std::vector<uint64_t> ms;
+  };
+  std::map<std::string, Tool> tools;
+
+  void add(const Span& s) {
+    sessions.insert(s.session);
+    const auto& a = s.attrs;
+    if (s.kind == kSpanTurn) {
+      ++turns;
+    } else if (s.kind == kSpanLlm && !s.open()) {
+      ++model_calls;
+      if (s.status == "error" && a.value("will_retry", false)) ++retries;
+      if (s.status == "ok") {
+        tokens_in += u(a, "tokens_in");
+        tokens_out += u(a, "tokens_out");
+        cache_read += u(a, "cache_read");
+        cache_write += u(a, "cache_write");
+        cost += a.value("cost_usd", 0.0);
+      }
+      latency.push_back(a.contains("latency_ms") ? u(a, "latency_ms")
+                                                 : static_cast<uint64_t>((s.end_us - s.start_us) / 1000));
+    } else if (s.kind == kSpanTool && !s.open()) {
+      ++tool_calls;
+      auto& t = tools[a.value("tool", std::string("?"))];
+      ++t.calls;
+      t.ms.push_back(u(a, "duration_ms"));
+      if (s.status != "ok") {
+        ++tool_errors;
+        ++t.errors;
+      }
+    }
+  }
+
+  nlohmann::json json() const {
+    nlohmann::json tj = nlohmann::json::object();
+    for (const auto& [name, t] : tools) {
+      tj[name] = {{"calls", t.calls},
+                  {"errors", t.errors},
+                  {"error_rate", t.calls ? static_cast<double>(t.errors) / static_cast<double>(t.calls) : 0.0},
+                  {"p50_ms", percentile(t.ms, 50)},
+                  {"p95_ms", percentile(t.ms, 95)}};
+    }
+    return {{"sessions", sessions.size()},
+            {"turns", turns},
+            {"model_calls", model_calls},
+            {"retries", retries},
+            {"tokens_in", tokens_in},
+            {"tokens_out", tokens_out},
+            {"cache_read", cache_read},
+            {"cache_write", cache_write},
+            {"cost_usd", cost},
+            {"latency_ms",
+             {{"p50", percentile(latency, 50)},
+              {"p95", percentile(latency, 95)},
+              {"p99", percentile(latency, 99)},
+              {"max", latency.empty() ? 0 : *std::max_element(latency.begin(), latency.end())}}},
+            {"tool_calls", tool_calls},
+            {"tool_errors", tool_errors},
+            {"tool_error_rate",
+             tool_calls ? static_cast<double>(tool_errors) / static_cast<double>(tool_calls) : 0.0},
+            {"tools", tj}};
+  }
+};
+
+std::string day_of(int64_t ts_us, int64_t offset_s) {
+  std::time_t t = static_cast<std::time_t>(ts_us / 1'000'000 + offset_s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+}  // namespace
+
+uint64_t percentile(std::vector<uint64_t> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
+  return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
+}
+
+nlohmann::json trace_stats(const std::vector<std::vector<Span>>& traces, const StatsOptions& options) {
+  Agg totals;
+  std::map<std::string, Agg> groups;
+  for (const auto& spans : traces) {
+    if (spans.empty()) continue;
+    const std::string model = spans[0].attrs.value("model", std::string());
+    for (const auto& s : spans) {
+      if (s.kind == kSpanSession || s.start_us < options.since_us || s.attrs.value("copied_from_parent", false)) {
+        continue;
+      }
+      totals.add(s);
+      std::string key;
+      if (options.group_by == "model") {
+        key = s.attrs.value("model", model);
+      } else if (options.group_by == "tool") {
+        if (s.kind != kSpanTool) continue;
+        key = s.attrs.value("tool", std::string("?"));
+      } else if (options.group_by == "session") {
+        key = s.session;
+      } else if (options.group_by == "day") {
+        key = day_of(s.start_us, options.utc_offset_s);
+      } else {
+        continue;
+      }
+      groups[key].add(s);
+    }
+  }
+  nlohmann::json g = nlohmann::json::array();
+  for (const auto& [key, agg] : groups) {
+    auto j = agg.json();
+    j["key"] = key;
+    g.push_back(std::move(j));
+  }
+  return {{"totals", totals.json()}, {"groups", g}};
+}
+
+}  // namespace carapace

@@ -1,0 +1,34 @@
+// Aggregates over the spans of one or many sessions, for `carapace trace
+// stats` (docs/trace.md): tokens (cache included), cost, model latency
+// percentiles, tool usage and error rates, retries; in total and grouped by
+// model, tool, session or day. A pure function.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/collector/span.h"
+
+namespace carapace {
+
+struct StatsOptions {
+  std::string group_by;  // "", model, tool, session, day
+  int64_t since_us = 0;  // only spans that started then or later
+  // Offset of local time from UTC, in seconds, for grouping by day.
+  int64_t utc_offset_s = 0;
+};
+
+// {"totals": {...}, "groups": [{"key": ..., ...}, ...]} where each aggregate
+// has sessions, turns, model_calls, retries, tokens_in, tokens_out,
+// cache_read, cache_write, cost_usd, latency_ms {p50, p95, p99, max},
+// tool_calls, tool_errors, tool_error_rate, tools {name: {calls, errors,
+// error_rate, p50_ms, p95_ms}}.
+nlohmann::json trace_stats(const std::vector<std::vector<Span>>& traces, const StatsOptions& options);
+
+// The nearest-rank percentile `p` (0-100) of `values` (sorted here); 0 if empty.
+uint64_t percentile(std::vector<uint64_t> values, double p);
+
+}  // namespace carapace

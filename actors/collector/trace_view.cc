@@ -1,0 +1,374 @@
+#include "actors/collector/trace_view.h"
+
+#include <cstdio>
+#include <map>
+
+namespace carapace {
+namespace {
+
+uint64_t u(const nlohmann::json& attrs, const char* key) {
+  auto it = attrs.find(key);
+  return it != attrs.end() && it->is_number() ? it->get<uint64_t>() : 0;
+}
+double f(const nlohmann::json& attrs, const char* key) {
+  auto it = attrs.find(key);
+  return it != attrs.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+std::string s(const nlohmann::json& attrs, const char* key) {
+  auto it = attrs.find(key);
+  return it != attrs.end() && it->is_string() ? it->get<std::string>() : "";
+}
+bool b(const nlohmann::json& attrs, const char* key) {
+  auto it = attrs.find(key);
+  return it != attrs.end() && it->is_boolean() && it->get<bool>();
+}
+
+std::string ms(uint64_t millis) { return format_duration_us(static_cast<int64_t>(millis) * 1000); }
+
+std::string cut(const std::string& text, size_t max) {
+  if (text.size() <= max) return text;
+  size_t end = max;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xc0) == 0x80) --end;  // not inside a UTF-8 sequence
+  return text.substr(0, end) + "\u2026";
+}
+
+std::string tokens(const nlohmann::json& a) {
+  std::string t = format_count(u(a, "tokens_in")) + " in / " + format_count(u(a, "tokens_out")) + " out tok";
+  if (u(a, "cache_read") || u(a, "cache_write")) {
+    t += " (cache " + format_count(u(a, "cache_read")) + "r/" + format_count(u(a, "cache_write")) + "w)";
+  }
+  return t;
+}
+
+struct Tree {
+  const std::vector<Span>& spans;
+  std::map<std::string, size_t> by_id;
+  std::map<std::string, std::vector<size_t>> children;
+
+  explicit Tree(const std::vector<Span>& all) : spans(all) {
+    for (size_t i = 0; i < spans.size(); ++i) by_id[spans[i].span_id] = i;
+    for (size_t i = 0; i < spans.size(); ++i) {
+      if (!spans[i].parent_id.empty()) children[spans[i].parent_id].push_back(i);
+    }
+  }
+  const std::vector<size_t>& kids(size_t i) const {
+    static const std::vector<size_t> none;
+    auto it = children.find(spans[i].span_id);
+    return it == children.end() ? none : it->second;
+  }
+  // The span's handle: its opening seq, with the kind when another span shares it.
+  std::string handle(size_t i) const {
+    std::string h = std::to_string(spans[i].open_seq);
+    for (size_t j = 0; j < i; ++j) {
+      if (spans[j].open_seq == spans[i].open_seq) return h + ":" + spans[i].kind;
+    }
+    return h;
+  }
+  std::string seq_of(const SpanLink& l) const {
+    auto it = by_id.find(l.span_id);
+    return it == by_id.end() ? "span " + l.span_id : "#" + handle(it->second);
+  }
+};
+
+std::string duration(const Span& sp) {
+  if (sp.open()) return "\u2026";
+  return format_duration_us(sp.end_us - sp.start_us);
+}
+
+// The text after the name of one span.
+std::string describe(const Tree& tree, const Span& sp) {
+  const auto& a = sp.attrs;
+  std::string d;
+  if (sp.kind == kSpanTurn) {
+    d = duration(sp) + "  " + tokens(a);
+    if (f(a, "cost_usd") > 0) d += "  " + format_cost(f(a, "cost_usd"));
+    if (u(a, "retries")) d += "  " + std::to_string(u(a, "retries")) + (u(a, "retries") > 1 ? " retries" : " retry");
+    if (sp.status != "ok") d += "  " + (sp.open() ? std::string("OPEN") : "[" + sp.status + "]");
+  } else if (sp.kind == kSpanLlm) {
+    d = s(a, "model") + "  " + duration(sp);
+    if (sp.status == "ok") {
+      d += "  " + tokens(a);
+      if (f(a, "cost_usd") > 0) d += "  " + format_cost(f(a, "cost_usd"));
+      d += s(a, "tool_names").empty() ? "  → answer (" + format_count(u(a, "text_chars")) + " chars)"
+                                      : "  → " + s(a, "tool_names");
+    } else if (sp.status == "error") {
+      d += "  ERROR " + (u(a, "http_status") ? "HTTP " + std::to_string(u(a, "http_status")) : cut(s(a, "error"), 60));
+      d += b(a, "will_retry") ? ", RETRY in " + ms(u(a, "retry_delay_ms")) : ", gave up";
+    } else if (sp.open()) {
+      d += "  waiting for the model";
+    } else {
+      d += "  [" + sp.status + "]";
+    }
+  } else if (sp.kind == kSpanTool) {
+    d = duration(sp);
+    if (a.contains("output_bytes")) d += "  " + format_count(u(a, "output_bytes")) + " B";
+    if (sp.status == "ok") {
+      d += "  ok";
+    } else if (sp.open()) {
+      d += "  NO RESULT";
+    } else {
+      d += "  " + std::string(sp.status == "interrupted" ? "INTERRUPTED by a crash" : sp.status == "denied" ? "DENIED by " + s(a, "denied_by") : sp.status == "timed_out" ? "TIMED OUT" : "ERROR");
+    }
+    if (b(a, "truncated")) d += "  TRUNCATED from " + format_count(u(a, "original_bytes")) + " B";
+    if (!s(a, "args").empty()) d += "  " + cut(s(a, "args"), 50);
+  } else if (sp.kind == kSpanHook) {
+    d = "→ " + s(a, "decision");
+    if (!s(a, "reason").empty()) d += ": " + cut(s(a, "reason"), 60);
+  } else if (sp.kind == kSpanResume) {
+    if (b(a, "after_crash")) {
+      d = "CRASHED after seq " + std::to_string(u(a, "crashed_after_seq")) + ", resumed";
+    } else {
+      d = "reopened";
+    }
+    d += " from turn " + std::to_string(u(a, "checkpoint_turn")) + " (seq " + std::to_string(u(a, "checkpoint_seq")) +
+         "), pid " + std::to_string(u(a, "pid"));
+    for (const auto& l : sp.links) d += "  ↩ " + tree.seq_of(l);
+  }
+  return d;
+}
+
+std::string event_line(const SpanEvent& e) {
+  const auto& a = e.attrs;
+  if (e.name == "context_trimmed") {
+    return "context trimmed: " + std::to_string(u(a, "messages_removed")) + " messages removed, " +
+           format_count(u(a, "chars_before")) + " → " + format_count(u(a, "chars_after")) + " chars";
+  }
+  if (e.name == "fault") return "FAULT " + s(a, "point") + " " + s(a, "action") + ": " + s(a, "detail");
+  if (e.name == "crash") return "CRASH: the process died after seq " + std::to_string(u(a, "after_seq"));
+  if (e.name == "rolled_back") {
+    return "ROLLED BACK seq " + std::to_string(u(a, "from_seq")) + "-" + std::to_string(u(a, "to_seq")) +
+           (s(a, "reason").empty() ? "" : ": " + s(a, "reason"));
+  }
+  return e.name;
+}
+
+// Whether a turn is worth showing whole: something in it did not go to plan.
+bool notable(const Tree& tree, size_t i) {
+  const Span& sp = tree.spans[i];
+  if (sp.status != "ok" || !sp.events.empty() || !sp.links.empty()) return true;
+  for (size_t k : tree.kids(i)) {
+    if (notable(tree, k)) return true;
+    const auto& a = tree.spans[k].attrs;
+    if (b(a, "truncated")) return true;
+  }
+  return false;
+}
+
+// What a turn did, to spot runs of turns doing the same: "llm → shell, read_file".
+std::string steps(const Tree& tree, size_t i) {
+  std::string out;
+  std::string_view previous;
+  for (size_t k : tree.kids(i)) {
+    const Span& c = tree.spans[k];
+    if (!out.empty()) out += c.kind == kSpanTool && previous == kSpanTool ? ", " : " → ";
+    out += c.kind == kSpanTool ? c.name.substr(5) : c.kind;
+    previous = c.kind;
+  }
+  return out;
+}
+
+std::string plural(uint64_t n, const std::string& noun, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? noun : many);
+}
+
+struct Renderer {
+  const Tree& tree;
+  const SkeletonOptions& options;
+  std::string out;
+
+  void line(const std::string& handle, int depth, const std::string& text) {
+    char h[24];
+    std::snprintf(h, sizeof h, "%-8s", ("#" + handle).c_str());
+    out += h + std::string(2 * static_cast<size_t>(depth), ' ') + text + "\n";
+  }
+
+  void span(size_t i, int depth) {
+    const Span& sp = tree.spans[i];
+    line(tree.handle(i), depth, sp.name + "  " + describe(tree, sp));
+    for (const auto& e : sp.events) {
+      if (e.name == "user_message") continue;
+      line(std::to_string(e.seq), depth + 1, "· " + event_line(e));
+    }
+    for (size_t k : tree.kids(i)) {
+      // A hook that let the call go on says nothing the tool line does not (--full shows it).
+      if (!options.full && tree.spans[k].kind == kSpanHook && tree.spans[k].status == "ok") continue;
+      span(k, depth + 1);
+    }
+  }
+
+  void compact_turn(size_t i, int depth) {
+    const Span& sp = tree.spans[i];
+    line(tree.handle(i), depth, sp.name + "  " + describe(tree, sp) + "  " + steps(tree, i));
+  }
+
+  void session(size_t root) {
+    const auto& kids = tree.kids(root);
+    for (size_t n = 0; n < kids.size();) {
+      size_t k = kids[n];
+      const Span& sp = tree.spans[k];
+      if (options.full || sp.kind != kSpanTurn) {
+        span(k, 1);
+        ++n;
+        continue;
+      }
+      if (b(sp.attrs, "copied_from_parent")) {
+        size_t m = n;
+        while (m < kids.size() && b(tree.spans[kids[m]].attrs, "copied_from_parent")) ++m;
+        line(tree.handle(k), 1,
+             "turns " + tree.spans[k].attrs.value("turn", nlohmann::json(0)).dump() + "-" +
+                 tree.spans[kids[m - 1]].attrs.value("turn", nlohmann::json(0)).dump() + " copied from the parent " +
+                 s(tree.spans[root].attrs, "parent_session") + " (--full shows them)");
+        n = m;
+        continue;
+      }
+      if (notable(tree, k)) {
+        span(k, 1);
+        ++n;
+        continue;
+      }
+      // A run of clean turns: the first and the last, and one line for those between.
+      std::string what = steps(tree, k);
+      bool same = true;
+      size_t m = n + 1;
+      while (m < kids.size() && tree.spans[kids[m]].kind == kSpanTurn && !notable(tree, kids[m]) &&
+             !b(tree.spans[kids[m]].attrs, "copied_from_parent")) {
+        same = same && steps(tree, kids[m]) == what;
+        ++m;
+      }
+      compact_turn(k, 1);
+      if (m - n >= 4) {
+        nlohmann::json sum = nlohmann::json::object();
+        int64_t us = 0;
+        std::map<std::string, uint64_t> tools;
+        for (size_t r = n + 1; r + 1 < m; ++r) {
+          const auto& a = tree.spans[kids[r]].attrs;
+          for (const char* key : {"tokens_in", "tokens_out", "cache_read", "cache_write"}) {
+            sum[key] = u(sum, key) + u(a, key);
+          }
+          sum["cost_usd"] = f(sum, "cost_usd") + f(a, "cost_usd");
+          us += tree.spans[kids[r]].end_us - tree.spans[kids[r]].start_us;
+          for (size_t c : tree.kids(kids[r])) {
+            if (tree.spans[c].kind == kSpanTool) ++tools[tree.spans[c].name.substr(5)];
+          }
+        }
+        std::string text = "turns " + std::to_string(u(tree.spans[kids[n + 1]].attrs, "turn")) + "-" +
+                           std::to_string(u(tree.spans[kids[m - 2]].attrs, "turn")) + ": " +
+                           std::to_string(m - n - 2) + " more turns, all ok";
+        if (same) {
+          text += ", each " + what;
+        } else {
+          std::string list;
+          for (const auto& [name, calls] : tools) list += (list.empty() ? "" : ", ") + name + " ×" + std::to_string(calls);
+          if (!list.empty()) text += ", tools " + list;
+        }
+        text += "  " + format_duration_us(us) + "  " + tokens(sum);
+        if (f(sum, "cost_usd") > 0) text += "  " + format_cost(f(sum, "cost_usd"));
+        line(tree.handle(kids[n + 1]), 1, text + "  (--full expands)");
+        compact_turn(kids[m - 1], 1);
+        n = m;
+      } else {
+        ++n;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::string format_duration_us(int64_t us) {
+  char buf[32];
+  if (us < 0) us = 0;
+  if (us < 1'000'000) {
+    std::snprintf(buf, sizeof buf, "%lld ms", static_cast<long long>(us / 1000));
+  } else if (us < 600'000'000) {
+    std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(us) / 1e6);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f min", static_cast<double>(us) / 6e7);
+  }
+  return buf;
+}
+
+std::string format_count(uint64_t v) {
+  std::string digits = std::to_string(v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string format_cost(double usd) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "$%.4f", usd);
+  return buf;
+}
+
+std::string render_skeleton(const std::vector<Span>& spans, const SkeletonOptions& options) {
+  if (spans.empty()) return "";
+  Tree tree(spans);
+  const Span& root = spans[0];
+  const auto& a = root.attrs;
+  std::string head = root.name + "  " + s(a, "provider") + "/" + s(a, "model") + "  ";
+  if (root.status == "completed") {
+    head += "COMPLETED (" + s(a, "stop_reason") + ")";
+  } else if (root.status == "failed") {
+    head += "FAILED (" + s(a, "stop_reason") + "): " + cut(s(a, "error"), 80);
+  } else if (options.crashed_after_seq) {
+    head += "CRASHED after seq " + std::to_string(options.crashed_after_seq);
+  } else {
+    head += "OPEN: running, or its process died after seq " + std::to_string(u(a, "last_seq"));
+  }
+  int64_t end = root.open() ? static_cast<int64_t>(u(a, "last_ts_us")) : root.end_us;
+  head += "\n        " + plural(u(a, "turns"), "turn", "turns") + ", " + format_duration_us(end - root.start_us) + ", " +
+          tokens(a) + ", " + format_cost(f(a, "cost_usd")) + ", " + plural(u(a, "llm_attempts"), "model call", "model calls") + ", " +
+          plural(u(a, "retries"), "retry", "retries") + ", " + plural(u(a, "tool_calls"), "tool call", "tool calls") +
+          " (" + std::to_string(u(a, "tool_errors")) + " failed)";
+  if (u(a, "resumes")) head += ", " + plural(u(a, "resumes"), "resume", "resumes");
+  if (u(a, "faults")) head += ", " + plural(u(a, "faults"), "fault", "faults");
+  if (u(a, "context_trims")) head += ", " + plural(u(a, "context_trims"), "context trim", "context trims");
+  for (const auto& l : root.links) {
+    head += "\n        forked from " + l.session + " at turn " + std::to_string(u(a, "parent_turn")) + " (its span #" +
+            std::to_string(l.seq) + ", id " + l.span_id + ")";
+  }
+  if (options.dropped_events) {
+    head += "\n        WARNING: the collector dropped " + std::to_string(options.dropped_events) +
+            " events of this session (its queue was full) and read them back from the log";
+  }
+  Renderer r{tree, options, ""};
+  r.line(tree.handle(0), 0, head);
+  for (const auto& e : root.events) {
+    if (e.name != "user_message") r.line(std::to_string(e.seq), 1, "· " + event_line(e));
+  }
+  r.session(0);
+  return r.out;
+}
+
+long find_span(const std::vector<Span>& spans, const std::string& handle, bool* ambiguous) {
+  *ambiguous = false;
+  std::string h = handle;
+  if (!h.empty() && h[0] == '#') h = h.substr(1);
+  std::string kind;
+  if (auto colon = h.find(':'); colon != std::string::npos) {
+    kind = h.substr(colon + 1);
+    h = h.substr(0, colon);
+  }
+  bool digits = !h.empty() && h.size() < 16 && h.find_first_not_of("0123456789") == std::string::npos;
+  if (digits) {
+    uint64_t seq = std::stoull(h);
+    for (size_t i = 0; i < spans.size(); ++i) {
+      if (spans[i].open_seq == seq && (kind.empty() || spans[i].kind == kind)) return static_cast<long>(i);
+    }
+    return -1;
+  }
+  long found = -1;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (h.size() >= 4 && spans[i].span_id.compare(0, h.size(), h) == 0) {
+      if (found >= 0) *ambiguous = true;
+      found = static_cast<long>(i);
+    }
+  }
+  return found;
+}
+
+}  // namespace carapace

@@ -1,0 +1,41 @@
+// The skeleton of a trace: one line per span, nested, for `carapace trace
+// show` (docs/trace.md). A pure spans → text projection.
+//
+// Each line starts with the seq of the event that opened the span (the
+// handle `carapace trace span` takes), then the span indented under its
+// parent, its duration, tokens, cost and outcome. To fit a long session on a
+// screen or two, unless `full`: a turn where nothing went wrong takes one
+// line, a run of such turns that did the same steps is one line, and the
+// turns a fork copied from its parent are one line. Turns with an error, a
+// retry, a crash, a fault, a trim or a rollback are always shown whole.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "actors/collector/span.h"
+
+namespace carapace {
+
+struct SkeletonOptions {
+  bool full = false;
+  // Said in the header: events the collector dropped for this session.
+  uint64_t dropped_events = 0;
+  // Said of an open session: its writer is known to have died after this seq.
+  uint64_t crashed_after_seq = 0;
+};
+
+// Lines ending in '\n'. `spans` as SpanBuilder gives them (root first).
+std::string render_skeleton(const std::vector<Span>& spans, const SkeletonOptions& options);
+
+// A span's handle in the skeleton: its opening seq, or its id. Returns the
+// index into `spans`, or -1; *ambiguous is set when `handle` names several
+// spans (a seq that opened a tool span and its hook).
+long find_span(const std::vector<Span>& spans, const std::string& handle, bool* ambiguous);
+
+// "1.2 s", "40 ms"; "1,204"; "$0.0042".
+std::string format_duration_us(int64_t us);
+std::string format_count(uint64_t n);
+std::string format_cost(double usd);
+
+}  // namespace carapace

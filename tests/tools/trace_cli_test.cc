@@ -1,0 +1,323 @@
+// `carapace trace` run as a user would: on a finished, a crashed, a resumed
+// and a forked session, with --json everywhere; `trace span` with the
+// verbatim bodies of a real HTTP exchange; `trace analyze` on runs built to
+// show each pattern and on a clean one.
+#define BOOST_TEST_MODULE trace_cli_test
+#include <sys/wait.h>
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <functional>
+#include <signal.h>
+
+#include "tests/support/fake_model.h"
+#include "tests/support/mock_llm_server.h"
+#include "tests/support/temp_dir.h"
+
+using namespace carapace;
+using nlohmann::json;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+struct Fixture {
+  testing::TempDir dir;
+  std::string ws = dir.sub("ws");
+  std::string scenarios = std::string(PROJECT_DIR) + "/examples/scenarios/";
+
+  Fixture() { std::filesystem::create_directories(ws); }
+
+  std::string file(const std::string& name, const std::string& text) {
+    std::ofstream(dir.sub(name)) << text;
+    return dir.sub(name);
+  }
+
+  Result run(const std::string& args, const std::string& env = "") {
+    std::string out = dir.sub("out.txt"), err = dir.sub("err.txt");
+    std::string cmd = "env -u OPENAI_API_KEY -u OPENAI_BASE_URL " + env + " " + std::string(CARAPACE_BIN) +
+                      " --home '" + dir.sub("home") + "' " + args + " >'" + out + "' 2>'" + err + "' </dev/null";
+    int status = std::system(cmd.c_str());
+    Result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  json run_json(const std::string& args, int expected_code = 0) {
+    Result r = run(args + " --json");
+    BOOST_TEST(r.code == expected_code, args << ": " << r.err);
+    json j = json::parse(r.out, nullptr, false);
+    BOOST_REQUIRE_MESSAGE(!j.is_discarded(), "not JSON: " << r.out);
+    BOOST_TEST(j.contains("success"));
+    return j;
+  }
+
+  static const json& span_named(const json& spans, const std::string& name, int nth = 0) {
+    for (const auto& s : spans) {
+      if (s["name"] == name && nth-- == 0) return s;
+    }
+    BOOST_FAIL("no span " << name);
+    return spans[0];
+  }
+
+  std::set<std::string> patterns(const std::string& id) {
+    json j = run_json("trace analyze " + id);
+    std::set<std::string> out;
+    for (const auto& f : j["data"]["sessions"][0]["findings"]) {
+      out.insert(f["pattern"].get<std::string>());
+      BOOST_TEST(!f["seqs"].empty());
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(trace_cli, Fixture)
+
+BOOST_AUTO_TEST_CASE(show_span_and_stats_on_a_finished_session) {
+  Result r = run("run 'Write a note' --scenario " + scenarios + "quickstart.json --workspace " + ws + " --session q");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  Result show = run("trace show q");
+  BOOST_TEST(show.code == 0, show.err);
+  BOOST_TEST(contains(show.out, "session q  scripted/scripted-1  COMPLETED (final_answer)"), show.out);
+  BOOST_TEST(contains(show.out, "#14         llm attempt 1  scripted-1  0 ms  ERROR HTTP 429, RETRY in 300 ms"), show.out);
+  json j = run_json("trace show q");
+  BOOST_TEST(j["success"] == true);
+  BOOST_TEST(j["data"]["source"] == "store");  // the run's collector wrote it
+  BOOST_TEST(j["data"]["spans"].size() == 11u);
+  BOOST_TEST(j["data"]["status"] == "completed");
+  json span = run_json("trace span q 14");
+  BOOST_TEST(span["data"]["attrs"]["http_status"] == 429);
+  BOOST_TEST(span["data"]["status"] == "error");
+  Result text = run("trace span q 20");
+  BOOST_TEST(contains(text.out, "tool shell  (tool, span "), text.out);
+  BOOST_TEST(contains(text.out, "duration_ms"), text.out);
+  json stats = run_json("trace stats q --group-by tool");
+  BOOST_TEST(stats["data"]["totals"]["model_calls"] == 4);
+  BOOST_TEST(stats["data"]["totals"]["retries"] == 1);
+  BOOST_TEST(stats["data"]["totals"]["tokens_in"] == 3044);
+  BOOST_TEST(stats["data"]["groups"].size() == 3u);
+  BOOST_TEST(run_json("trace stats --since 1h --group-by day")["data"]["totals"]["sessions"] == 1);
+  // Bad input: a clear error, the right exit code.
+  BOOST_TEST(run_json("trace show nope", 1)["error"]["message"].get<std::string>().find("no session 'nope'") !=
+             std::string::npos);
+  BOOST_TEST(run_json("trace span q 999", 1)["success"] == false);
+  BOOST_TEST(run_json("trace stats --since yesterday", 1)["error"]["message"] == "--since 'yesterday' is not a duration");
+  BOOST_TEST(run("trace stats --group-by colour").code == 2);
+  BOOST_TEST(run("trace analyze").code == 1);
+  for (const char* help : {"trace --help", "trace show --help", "trace span --help", "trace stats --help",
+                           "trace analyze --help"}) {
+    Result h = run(help);
+    BOOST_TEST(h.code == 0, help);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_crashed_session_shows_where_it_stopped_and_its_resume_links_back) {
+  std::string faults =
+      file("crash.json", R"({"faults": [{"point": "tool.after_exec", "action": "crash", "tool": "^shell$", "nth": 1}]})");
+  Result r = run("run 'Write a note' --scenario " + scenarios + "quickstart.json --workspace " + ws +
+                 " --session c --faults " + faults);
+  BOOST_REQUIRE(r.code != 0);
+  // Crashed: the last event is the shell call's tool.requested (seq 20).
+  Result open = run("trace show c");
+  BOOST_TEST(open.code == 0, open.err);
+  BOOST_TEST(contains(open.out, "OPEN: running, or its process died after seq 20"), open.out);
+  BOOST_TEST(contains(open.out, "tool shell  …  NO RESULT"), open.out);
+  BOOST_TEST(run_json("trace show c")["data"]["status"] == "open");
+  BOOST_TEST(patterns("c").count("tool_call_without_result") == 1u);
+
+  Result resumed = run("resume c");
+  BOOST_REQUIRE_MESSAGE(resumed.code == 0, resumed.err);
+  json j = run_json("trace show c");
+  const json& spans = j["data"]["spans"];
+  const json& resume = span_named(spans, "resume (step)");
+  BOOST_TEST(resume["attrs"]["after_crash"] == true);
+  BOOST_TEST(resume["attrs"]["crashed_after_seq"] == 20);
+  const json& shell = span_named(spans, "tool shell");
+  BOOST_TEST(shell["status"] == "interrupted");
+  BOOST_REQUIRE(resume["links"].size() == 1u);
+  BOOST_TEST(resume["links"][0]["span_id"] == shell["span_id"]);
+  BOOST_TEST(resume["links"][0]["reason"] == "resumed_after_crash");
+  BOOST_TEST(j["data"]["status"] == "completed");
+  Result text = run("trace show c");
+  BOOST_TEST(contains(text.out, "CRASHED after seq 20, resumed from turn 1"), text.out);
+  BOOST_TEST(contains(text.out, "· CRASH: the process died after seq 20"), text.out);
+  BOOST_TEST(patterns("c").count("crashed") == 1u);
+
+  // A fork of it links to its turn-2 span.
+  Result fork = run("fork c --at-turn 2 --task 'Once more' --session f --scenario " + scenarios + "quickstart.json");
+  BOOST_REQUIRE_MESSAGE(fork.code == 0, fork.err);
+  json f = run_json("trace show f");
+  const json& root = f["data"]["spans"][0];
+  BOOST_REQUIRE(root["links"].size() == 1u);
+  BOOST_TEST(root["links"][0]["session"] == "c");
+  BOOST_TEST(root["links"][0]["reason"] == "fork");
+  BOOST_TEST(root["links"][0]["span_id"] == span_named(spans, "turn 2")["span_id"]);
+  BOOST_TEST(contains(run("trace show f").out, "copied from the parent c"));
+}
+
+BOOST_AUTO_TEST_CASE(analyze_finds_the_patterns_of_a_run_built_to_show_them_and_none_in_a_clean_one) {
+  std::string bad = file("bad.json", R"({"replies": [
+    {"error": {"status": 503, "retry_after_ms": 5}},
+    {"error": {"status": 503, "retry_after_ms": 5}},
+    {"text": "Reading.", "tool_calls": [{"name": "read_file", "args": {"path": "missing.txt"}}]},
+    {"text": "Again.", "tool_calls": [{"name": "read_file", "args": {"path": "missing.txt"}}]},
+    {"text": "And again.", "tool_calls": [{"name": "read_file", "args": {"path": "missing.txt"}}]}
+  ]})");
+  Result r = run("run 'Read it' --scenario " + bad + " --workspace " + ws + " --session bad --max-turns 3");
+  BOOST_TEST(r.code == 0, r.err);  // stopped by its turn budget: a completion
+  std::set<std::string> expected = {"retry_loop", "repeated_tool_call", "failing_tool", "max_turns", "unused_tools"};
+  BOOST_TEST(patterns("bad") == expected, boost::test_tools::per_element());
+
+  std::string good = file("good.json", R"({"replies": [
+    {"text": "Looking.", "tool_calls": [{"name": "list_dir", "args": {"path": "."}}]},
+    {"text": "Done."}
+  ]})");
+  std::string config = file("config.json", R"({"tools": {"enabled": ["list_dir"]}})");
+  r = run("run 'Look' --scenario " + good + " --workspace " + ws + " --session good --config " + config);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  BOOST_TEST(patterns("good").empty());
+  Result text = run("trace analyze good");
+  BOOST_TEST(text.out == "good: no failure patterns found\n");
+  json all = run_json("trace analyze --since 1h");
+  BOOST_TEST(all["data"]["sessions"].size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(trace_span_prints_the_verbatim_bodies_of_an_http_model_call) {
+  testing::MockLlmServer server;
+  server.set_handler(
+      [](const testing::MockRequest& r, size_t) { return testing::FakeModel{.format = "openai"}.reply(r); });
+  Result r = run("run 'remember apples' --provider openai --model gpt-4o-mini --session o --workspace " + ws +
+                     " --base-url " + server.url() + "/v1",
+                 "OPENAI_API_KEY=sk-test0canary0key0000000000000000");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  auto requests = server.requests();
+  BOOST_REQUIRE(!requests.empty());
+  json show = run_json("trace show o");
+  std::string handle = std::to_string(span_named(show["data"]["spans"], "llm attempt 1")["open_seq"].get<uint64_t>());
+  // --raw --body request: exactly the bytes the server got.
+  Result raw = run("trace span o " + handle + " --raw --body request");
+  BOOST_TEST(raw.code == 0, raw.err);
+  BOOST_TEST(raw.out == requests[0].body);
+  // Default: pretty JSON.
+  Result pretty = run("trace span o " + handle);
+  BOOST_TEST(contains(pretty.out, "request body "), pretty.out);
+  BOOST_TEST(contains(pretty.out, json::parse(requests[0].body).dump(2)), pretty.out);
+  BOOST_TEST(contains(pretty.out, "response body "), pretty.out);
+  json j = run_json("trace span o " + handle);
+  BOOST_TEST(j["data"]["request_body_text"] == requests[0].body);
+  BOOST_TEST(j["data"]["request_body_json"]["model"] == "gpt-4o-mini");
+  BOOST_TEST(contains(j["data"]["response_body_text"].get<std::string>(), "data: [DONE]"));
+  BOOST_TEST(!contains(pretty.out + raw.out + j.dump(), "sk-test0canary0key"));
+  BOOST_TEST(run("trace span o 1 --body request").code == 1);  // the session span has no body
+}
+
+// Starts `args` in the background; returns its pid.
+pid_t spawn(Fixture& f, const std::string& args, const std::string& log) {
+  std::string pidfile = f.dir.sub("pid");
+  std::string cmd = std::string(CARAPACE_BIN) + " --home '" + f.dir.sub("home") + "' " + args + " >'" + log +
+                    "' 2>&1 </dev/null & echo $! >'" + pidfile + "'";
+  BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
+  return static_cast<pid_t>(std::stol(slurp(pidfile)));
+}
+
+bool wait_for(const std::function<bool()>& done) {
+  for (int i = 0; i < 600; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+BOOST_AUTO_TEST_CASE(the_collector_out_of_process_attributes_a_crash_and_picks_up_where_it_left_off) {
+  std::string slow = file("slow.json", R"({"replies": [
+    {"text": "Listing.", "tool_calls": [{"name": "list_dir", "args": {"path": "."}}]},
+    {"text": "Waiting.", "tool_calls": [{"name": "shell", "args": {"command": "sleep 60"}}]},
+    {"text": "Done."}
+  ]})");
+  BOOST_REQUIRE(run("log synth --session warm --turns 2").code == 0);
+  pid_t collector = spawn(*this, "collector --interval-ms 20", dir.sub("collector.out"));
+  BOOST_REQUIRE(wait_for([&] { return run("trace show warm --json").out.find("\"store\"") != std::string::npos; }));
+  pid_t writer = spawn(*this, "run go --scenario " + slow + " --workspace " + ws + " --session k", dir.sub("run.out"));
+  // Killed with SIGKILL in the middle of its second turn, while the shell call runs.
+  BOOST_REQUIRE(wait_for([&] { return contains(run("log show k").out, "tool.requested     shell"); }));
+  ::kill(writer, SIGKILL);
+  int status = 0;
+  ::waitpid(writer, &status, 0);
+  json j;
+  BOOST_REQUIRE(wait_for([&] {
+    j = run_json("trace show k");
+    return j["data"].contains("crashed_after_seq");
+  }));
+  BOOST_TEST(j["data"]["crashed_after_seq"] == 16);  // the shell call's tool.requested, the last event written
+  BOOST_TEST(j["data"]["last_seq"] == 16);
+  BOOST_TEST(j["data"]["source"] == "store");
+  BOOST_TEST(contains(run("trace show k").out, "session k  scripted/scripted-1  CRASHED after seq 16"));
+  BOOST_TEST(wait_for([&] { return contains(slurp(dir.sub("collector.out")), "session k: crashed after seq 16"); }));
+  ::kill(collector, SIGTERM);
+  ::waitpid(collector, &status, 0);
+  BOOST_TEST(WIFEXITED(status));
+  // Restarted, it has nothing to redo; the session resumed, it takes up the new events.
+  json again = run_json("collector --once");
+  BOOST_TEST(again["data"]["events"] == 0);
+  BOOST_REQUIRE(run("resume k --mode turn").code != -1);
+  // (the resume's own collector stored its events: none left to fold)
+  BOOST_TEST(run_json("collector --once")["data"]["events"] == 0);
+  json resumed = run_json("trace show k");
+  BOOST_TEST(resumed["data"]["source"] == "store");
+  BOOST_TEST(!resumed["data"].contains("crashed_after_seq"));
+  BOOST_TEST(span_named(resumed["data"]["spans"], "resume (turn)")["attrs"]["crashed_after_seq"] == 16);
+}
+
+BOOST_AUTO_TEST_CASE(diff_aligns_a_fork_with_its_parent_and_tail_follows_a_run_live) {
+  pid_t tail = spawn(*this, "trace tail p --exit-when-done --interval-ms 20", dir.sub("tail.out"));
+  Result r = run("run 'Write a note' --scenario " + scenarios + "quickstart.json --workspace " + ws + " --session p");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  int status = 0;
+  ::waitpid(tail, &status, 0);
+  std::string lines = slurp(dir.sub("tail.out"));
+  BOOST_TEST(std::count(lines.begin(), lines.end(), '\n') == 28, lines);  // every event, once, then it stopped
+  BOOST_TEST(contains(lines, "p       1  "), lines);
+  BOOST_TEST(contains(lines, "session.completed"), lines);
+
+  // The quickstart's replies (a fork's first turns are the parent's), then another last answer.
+  json other_scenario = json::parse(slurp(scenarios + "quickstart.json"));
+  other_scenario["replies"][3] = {{"text", "Something else entirely."}};
+  std::string other = file("other.json", other_scenario.dump());
+  r = run("fork p --at-turn 2 --task 'Stop here' --session f --scenario " + other);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  json d = run_json("trace diff p f");
+  BOOST_TEST(d["data"]["first_difference"] == 3);
+  BOOST_TEST(d["data"]["turns"][0]["same"] == true);
+  BOOST_TEST(d["data"]["turns"][1]["same"] == true);
+  BOOST_TEST(d["data"]["turns"][2]["same"] == false);
+  Result text = run("trace diff p f");
+  BOOST_TEST(contains(text.out, "turn 3  FIRST DIFFERENCE: "), text.out);
+  BOOST_TEST(contains(text.out, "p and f part at turn 3"), text.out);
+  BOOST_TEST(run_json("trace diff p p")["data"]["first_difference"] == 0);
+  BOOST_TEST(run("trace tail").code == 1);  // neither an id nor --all
+}
+
+BOOST_AUTO_TEST_SUITE_END()

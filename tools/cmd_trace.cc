@@ -1,0 +1,645 @@
+// carapace trace show | span | stats | analyze (docs/trace.md)
+#include <cstdio>
+#include <map>
+#include <set>
+#include <ctime>
+#include <iostream>
+
+#include "actors/collector/span_builder.h"
+#include "actors/collector/trace_analyze.h"
+#include "actors/collector/trace_stats.h"
+#include "actors/collector/trace_view.h"
+#include "storage/body_store.h"
+#include "storage/keys.h"
+#include "storage/trace_store.h"
+#include "events/event_json.h"
+#include "events/event_summary.h"
+#include "tools/cli.h"
+#include "tools/stop_signals.h"
+
+#include <chrono>
+#include <thread>
+
+namespace carapace::cli {
+namespace {
+
+struct TraceInfo {
+  std::string source;  // store, or log
+  uint64_t last_seq = 0;
+  uint64_t dropped = 0;
+  uint64_t crashed_after_seq = 0;
+  std::string warning;  // a damaged record cut the trace short
+};
+
+// The session's spans: from the trace store when the collector has folded
+// every event the log holds, else built from the log now (the same spans).
+Status load_trace(const Context& ctx, const EventLog& log, const TraceStore* store, const std::string& session,
+                  std::vector<Span>* spans, TraceInfo* info) {
+  CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(session));
+  uint64_t last = 0;
+  CARAPACE_RETURN_IF_ERROR(log.last_seq(session, &last));
+  if (last == 0) return Status::not_found("no session '" + session + "' in " + ctx.home());
+  info->last_seq = last;
+  TraceProgress progress;
+  if (store != nullptr && store->progress(session, &progress).ok()) {
+    info->dropped = progress.dropped;
+    info->crashed_after_seq = progress.crashed_after_seq;
+    if (progress.last_seq == last) {
+      std::vector<std::string> values;
+      bool good = store->spans_of(session, &values).ok() && !values.empty();
+      std::vector<Span> stored;
+      for (const auto& v : values) {
+        Span sp;
+        auto j = nlohmann::json::parse(v, nullptr, false);
+        if (!good || !span_from_json(j, &sp).ok()) {
+          good = false;
+          break;
+        }
+        stored.push_back(std::move(sp));
+      }
+      if (good) {
+        *spans = std::move(stored);
+        info->source = "store";
+        return Status();
+      }
+    }
+  }
+  std::vector<Event> events;
+  Status read = log.read(session, 1, last, &events);
+  if (!read.ok()) {
+    if (events.empty()) return read;
+    info->warning = "the trace stops at a damaged record: " + read.message();
+  }
+  *spans = build_spans(session, events);
+  info->source = "log";
+  return Status();
+}
+
+// The trace store, if the home has one (nullptr otherwise).
+std::unique_ptr<TraceStore> open_store(const Context& ctx) {
+  std::unique_ptr<TraceStore> store;
+  if (!TraceStore::open(ctx.home() + "/traces", TraceStore::Mode::kReader, &store).ok()) return nullptr;
+  return store;
+}
+
+int no_such_session(const Context& ctx, const Status& s) {
+  if (s.is_not_found()) return ctx.fail(s, "`carapace sessions` lists the sessions there");
+  return ctx.fail(s);
+}
+
+// ---- show ----
+
+struct ShowArgs {
+  std::string session;
+  bool full = false;
+};
+
+int run_show(Context& ctx, const ShowArgs& args) {
+  auto log = ctx.open_log(EventLog::Mode::kReader);
+  if (!log) return kExitFailed;
+  auto store = open_store(ctx);
+  std::vector<Span> spans;
+  TraceInfo info;
+  Status s = load_trace(ctx, *log, store.get(), args.session, &spans, &info);
+  if (!s.ok()) return no_such_session(ctx, s);
+  SkeletonOptions options{.full = args.full, .dropped_events = info.dropped,
+                          .crashed_after_seq = spans[0].open() ? info.crashed_after_seq : 0};
+  std::string text = render_skeleton(spans, options);
+  std::string summary = text.substr(0, text.find('\n'));
+  summary = summary.substr(summary.find_first_not_of(" #0123456789"));
+  if (ctx.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& sp : spans) list.push_back(span_to_json(sp));
+    nlohmann::json data{{"session", args.session},        {"trace_id", spans[0].trace_id},
+                        {"status", spans[0].status},      {"source", info.source},
+                        {"last_seq", info.last_seq},      {"dropped_events", info.dropped},
+                        {"spans", list}};
+    if (options.crashed_after_seq) data["crashed_after_seq"] = options.crashed_after_seq;
+    if (!info.warning.empty()) data["warning"] = info.warning;
+    ctx.print_success(data, summary);
+  } else {
+    std::fputs(text.c_str(), stdout);
+    if (!info.warning.empty()) std::fprintf(stderr, "carapace: %s\n", info.warning.c_str());
+  }
+  return kExitOk;
+}
+
+// ---- span ----
+
+struct SpanArgs {
+  std::string session;
+  std::string handle;
+  bool raw = false;
+  std::string body;  // request, response, or "" for both
+};
+
+std::string pretty(const std::string& body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_discarded()) return dump(j, 2);
+  // Server-sent events: each data line that is JSON, pretty on one line each.
+  std::string out;
+  size_t at = 0;
+  while (at < body.size()) {
+    size_t end = body.find('\n', at);
+    if (end == std::string::npos) end = body.size();
+    std::string line = body.substr(at, end - at);
+    if (line.rfind("data: ", 0) == 0) {
+      auto d = nlohmann::json::parse(line.substr(6), nullptr, false);
+      if (!d.is_discarded()) line = "data: " + dump(d);
+    }
+    out += line + "\n";
+    at = end + 1;
+  }
+  return out;
+}
+
+int run_span(Context& ctx, const SpanArgs& args) {
+  if (!args.body.empty() && args.body != "request" && args.body != "response") {
+    return ctx.fail(Status::invalid_argument("--body '" + args.body + "' is not request or response"));
+  }
+  auto log = ctx.open_log(EventLog::Mode::kReader);
+  if (!log) return kExitFailed;
+  auto store = open_store(ctx);
+  std::vector<Span> spans;
+  TraceInfo info;
+  Status s = load_trace(ctx, *log, store.get(), args.session, &spans, &info);
+  if (!s.ok()) return no_such_session(ctx, s);
+  bool ambiguous = false;
+  long index = find_span(spans, args.handle, &ambiguous);
+  if (index < 0 || ambiguous) {
+    return ctx.fail(Status::not_found((ambiguous ? "several spans of session " : "no span ") +
+                                      (ambiguous ? args.session + " match '" + args.handle + "'"
+                                                 : "'" + args.handle + "' in session " + args.session)),
+                    "a span is named by the seq `carapace trace show " + args.session +
+                        "` prints before it (e.g. 14, or 14:hook), or by its id");
+  }
+  const Span& sp = spans[static_cast<size_t>(index)];
+  // The verbatim bodies the span references.
+  std::unique_ptr<BodyStore> bodies;
+  Status opened = BodyStore::open(ctx.home() + "/bodies", BodyStore::Mode::kReader, &bodies);
+  struct Body {
+    std::string which, ref, text, error;
+  };
+  std::vector<Body> found;
+  for (const char* which : {"request", "response"}) {
+    if (!args.body.empty() && args.body != which) continue;
+    std::string ref = sp.attrs.value(std::string(which) + "_body", std::string());
+    if (ref.empty()) continue;
+    Body b{which, ref, "", ""};
+    Status got = opened.ok() ? bodies->get(ref, &b.text) : opened;
+    if (!got.ok()) b.error = got.message();
+    found.push_back(std::move(b));
+  }
+  if (!args.body.empty() && found.empty()) {
+    return ctx.fail(Status::not_found("span " + args.handle + " (" + sp.name + ") has no " + args.body + " body"),
+                    "only model calls to HTTP providers keep bodies");
+  }
+  if (ctx.json) {
+    nlohmann::json data = span_to_json(sp);
+    for (const auto& b : found) {
+      if (!b.error.empty()) {
+        data[b.which + "_body_error"] = b.error;
+      } else {
+        auto parsed = nlohmann::json::parse(b.text, nullptr, false);
+        data[b.which + "_body_text"] = b.text;
+        if (!parsed.is_discarded() && !args.raw) data[b.which + "_body_json"] = parsed;
+      }
+    }
+    ctx.print_success(data, sp.name + " of session " + args.session + ": " + sp.status);
+    return kExitOk;
+  }
+  if (args.raw && !args.body.empty()) {  // the exact bytes alone, for a pipe
+    if (!found[0].error.empty()) return ctx.fail(Status::not_found(found[0].error));
+    std::fwrite(found[0].text.data(), 1, found[0].text.size(), stdout);
+    return kExitOk;
+  }
+  std::printf("%s  (%s, span %s, trace %s)\n", sp.name.c_str(), sp.kind.c_str(), sp.span_id.c_str(),
+              sp.trace_id.c_str());
+  std::printf("  status    %s\n  seqs      %llu-%s\n  started   %s\n", sp.status.c_str(),
+              static_cast<unsigned long long>(sp.open_seq),
+              sp.open() ? "(open)" : std::to_string(sp.close_seq).c_str(), local_time(sp.start_us).c_str());
+  if (!sp.open()) std::printf("  duration  %s\n", format_duration_us(sp.end_us - sp.start_us).c_str());
+  if (!sp.parent_id.empty()) std::printf("  parent    %s\n", sp.parent_id.c_str());
+  for (const auto& [key, value] : sp.attrs.items()) {
+    std::printf("  %-18s %s\n", key.c_str(), value.is_string() ? value.get<std::string>().c_str() : dump(value).c_str());
+  }
+  for (const auto& e : sp.events) std::printf("  event #%llu %s %s\n", static_cast<unsigned long long>(e.seq), e.name.c_str(), dump(e.attrs).c_str());
+  for (const auto& l : sp.links) {
+    std::printf("  link (%s) session %s span %s (opened at seq %llu)\n", l.reason.c_str(), l.session.c_str(),
+                l.span_id.c_str(), static_cast<unsigned long long>(l.seq));
+  }
+  for (const auto& b : found) {
+    if (!b.error.empty()) {
+      std::printf("\n%s body %s: %s\n", b.which.c_str(), b.ref.c_str(), b.error.c_str());
+      continue;
+    }
+    std::printf("\n%s body %s, %zu bytes:\n", b.which.c_str(), b.ref.c_str(), b.text.size());
+    std::string shown = args.raw ? b.text : pretty(b.text);
+    std::fwrite(shown.data(), 1, shown.size(), stdout);
+    if (shown.empty() || shown.back() != '\n') std::fputs("\n", stdout);
+  }
+  return kExitOk;
+}
+
+// ---- stats and analyze over one or many sessions ----
+
+// "24h", "30m", "7d", "90s" → microseconds; false on anything else.
+bool parse_since(const std::string& text, int64_t* us) {
+  if (text.size() < 2) return false;
+  char unit = text.back();
+  std::string digits = text.substr(0, text.size() - 1);
+  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) return false;
+  int64_t n = std::stoll(digits);
+  int64_t mult = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : unit == 'd' ? 86400 : 0;
+  if (mult == 0) return false;
+  *us = n * mult * 1'000'000;
+  return true;
+}
+
+int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The sessions a query covers: `session`, or every session updated since `since_us`.
+Status sessions_for(const Context& ctx, const EventLog& log, const std::string& session, int64_t since_us,
+                    std::vector<std::string>* out) {
+  if (!session.empty()) {
+    out->push_back(session);
+    return Status();
+  }
+  std::vector<SessionMeta> metas;
+  std::vector<std::string> unreadable;
+  CARAPACE_RETURN_IF_ERROR(log.list_sessions(&metas, &unreadable));
+  for (const auto& m : metas) {
+    if (m.updated_us >= since_us || m.created_us >= since_us || since_us == 0) out->push_back(m.id);
+  }
+  (void)ctx;
+  return Status();
+}
+
+struct StatsArgs {
+  std::string session;
+  std::string since;
+  std::string group_by;
+};
+
+int run_stats(Context& ctx, const StatsArgs& args) {
+  int64_t window = 0;
+  if (!args.since.empty() && !parse_since(args.since, &window)) {
+    return ctx.fail(Status::invalid_argument("--since '" + args.since + "' is not a duration"),
+                    "durations look like 90s, 30m, 24h or 7d");
+  }
+  auto log = ctx.open_log(EventLog::Mode::kReader);
+  if (!log) return kExitFailed;
+  auto store = open_store(ctx);
+  const int64_t since_us = window ? now_us() - window : 0;
+  std::vector<std::string> sessions;
+  Status s = sessions_for(ctx, *log, args.session, since_us, &sessions);
+  if (!s.ok()) return ctx.fail(s);
+  std::vector<std::vector<Span>> traces;
+  for (const auto& id : sessions) {
+    std::vector<Span> spans;
+    TraceInfo info;
+    s = load_trace(ctx, *log, store.get(), id, &spans, &info);
+    if (!s.ok()) {
+      if (!args.session.empty()) return no_such_session(ctx, s);
+      continue;
+    }
+    traces.push_back(std::move(spans));
+  }
+  std::time_t t = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&t, &local);
+  nlohmann::json stats =
+      trace_stats(traces, StatsOptions{.group_by = args.group_by, .since_us = since_us, .utc_offset_s = local.tm_gmtoff});
+  const auto& tot = stats["totals"];
+  std::string summary = count(tot["sessions"].get<uint64_t>(), "session") + ", " +
+                        count(tot["model_calls"].get<uint64_t>(), "model call") + ", " +
+                        format_cost(tot["cost_usd"].get<double>());
+  if (ctx.json) {
+    stats["since_us"] = since_us;
+    stats["group_by"] = args.group_by;
+    ctx.print_success(stats, summary);
+    return kExitOk;
+  }
+  auto print = [](const std::string& title, const nlohmann::json& a) {
+    std::printf("%s\n", title.c_str());
+    std::printf("  sessions %llu, turns %llu, model calls %llu (%llu retried)\n",
+                a["sessions"].get<unsigned long long>(), a["turns"].get<unsigned long long>(),
+                a["model_calls"].get<unsigned long long>(), a["retries"].get<unsigned long long>());
+    std::printf("  tokens   %s in, %s out, cache %s read / %s written;  cost %s\n",
+                format_count(a["tokens_in"]).c_str(), format_count(a["tokens_out"]).c_str(),
+                format_count(a["cache_read"]).c_str(), format_count(a["cache_write"]).c_str(),
+                format_cost(a["cost_usd"]).c_str());
+    const auto& l = a["latency_ms"];
+    std::printf("  model latency  p50 %llu ms, p95 %llu ms, p99 %llu ms, max %llu ms\n",
+                l["p50"].get<unsigned long long>(), l["p95"].get<unsigned long long>(),
+                l["p99"].get<unsigned long long>(), l["max"].get<unsigned long long>());
+    std::printf("  tool calls %llu, %llu failed (%.0f%%)\n", a["tool_calls"].get<unsigned long long>(),
+                a["tool_errors"].get<unsigned long long>(), 100.0 * a["tool_error_rate"].get<double>());
+    for (const auto& [name, tool] : a["tools"].items()) {
+      std::printf("    %-16s %5llu calls  %4llu failed (%3.0f%%)  p50 %llu ms  p95 %llu ms\n", name.c_str(),
+                  tool["calls"].get<unsigned long long>(), tool["errors"].get<unsigned long long>(),
+                  100.0 * tool["error_rate"].get<double>(), tool["p50_ms"].get<unsigned long long>(),
+                  tool["p95_ms"].get<unsigned long long>());
+    }
+  };
+  print("all" + (args.since.empty() ? std::string() : " (last " + args.since + ")"), tot);
+  for (const auto& g : stats["groups"]) print(args.group_by + " " + g["key"].get<std::string>(), g);
+  return kExitOk;
+}
+
+struct AnalyzeArgs {
+  std::string session;
+  std::string since;
+};
+
+int run_analyze(Context& ctx, const AnalyzeArgs& args) {
+  if (args.session.empty() == args.since.empty()) {
+    return ctx.fail(Status::invalid_argument("give a session id or --since, not both or neither"),
+                    "e.g. `carapace trace analyze <id>` or `carapace trace analyze --since 24h`");
+  }
+  int64_t window = 0;
+  if (!args.since.empty() && !parse_since(args.since, &window)) {
+    return ctx.fail(Status::invalid_argument("--since '" + args.since + "' is not a duration"),
+                    "durations look like 90s, 30m, 24h or 7d");
+  }
+  auto log = ctx.open_log(EventLog::Mode::kReader);
+  if (!log) return kExitFailed;
+  auto store = open_store(ctx);
+  std::vector<std::string> sessions;
+  Status s = sessions_for(ctx, *log, args.session, window ? now_us() - window : 0, &sessions);
+  if (!s.ok()) return ctx.fail(s);
+  nlohmann::json all = nlohmann::json::array();
+  size_t total = 0;
+  for (const auto& id : sessions) {
+    std::vector<Span> spans;
+    TraceInfo info;
+    s = load_trace(ctx, *log, store.get(), id, &spans, &info);
+    if (!s.ok()) {
+      if (!args.session.empty()) return no_such_session(ctx, s);
+      continue;
+    }
+    auto findings = analyze_trace(spans);
+    total += findings.size();
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& f : findings) list.push_back({{"pattern", f.pattern}, {"message", f.message}, {"seqs", f.seqs}});
+    if (!ctx.json) {
+      if (findings.empty() && !args.session.empty()) std::printf("%s: no failure patterns found\n", id.c_str());
+      for (const auto& f : findings) {
+        std::string seqs;
+        for (size_t q = 0; q < f.seqs.size() && q < 12; ++q) seqs += (seqs.empty() ? "" : ",") + std::to_string(f.seqs[q]);
+        if (f.seqs.size() > 12) seqs += ",… (--json lists all)";
+        std::printf("%s  %-24s %s  (seq %s)\n", id.c_str(), f.pattern.c_str(), f.message.c_str(), seqs.c_str());
+      }
+    }
+    all.push_back({{"session", id}, {"findings", list}});
+  }
+  std::string summary = count(total, "finding") + " in " + count(sessions.size(), "session");
+  if (ctx.json) {
+    ctx.print_success({{"sessions", all}}, summary);
+  } else if (args.session.empty()) {
+    std::printf("%s\n", summary.c_str());
+  }
+  return kExitOk;
+}
+
+// ---- diff ----
+
+// What a turn did, for comparing two runs: the last span of each turn
+// number (a rolled-back attempt at a turn is replaced by its re-run).
+struct TurnDigest {
+  uint64_t turn = 0;
+  uint64_t seq = 0;
+  std::string prompt;  // prompt digest
+  std::string calls;   // "shell {...} ok; read_file {...} error"
+  std::string answer;  // the last model call's outcome
+  uint64_t tokens_in = 0, tokens_out = 0;
+  nlohmann::json json() const {
+    return {{"turn", turn},   {"seq", seq},           {"prompt_digest", prompt},   {"tool_calls", calls},
+            {"answer", answer}, {"tokens_in", tokens_in}, {"tokens_out", tokens_out}};
+  }
+};
+
+std::map<uint64_t, TurnDigest> turn_digests(const std::vector<Span>& spans) {
+  std::map<uint64_t, TurnDigest> out;
+  std::map<std::string, uint64_t> turn_of;  // turn span id -> turn number
+  for (const auto& sp : spans) {
+    if (sp.kind != kSpanTurn || sp.status == "rolled_back") continue;
+    uint64_t t = sp.attrs.value("turn", uint64_t{0});
+    TurnDigest d{.turn = t, .seq = sp.open_seq, .prompt = sp.attrs.value("prompt_digest", std::string())};
+    d.tokens_in = sp.attrs.value("tokens_in", uint64_t{0});
+    d.tokens_out = sp.attrs.value("tokens_out", uint64_t{0});
+    out[t] = d;
+    turn_of[sp.span_id] = t;
+  }
+  for (const auto& sp : spans) {
+    auto t = turn_of.find(sp.parent_id);
+    if (t == turn_of.end()) continue;
+    TurnDigest& d = out[t->second];
+    if (sp.kind == kSpanTool) {
+      if (!d.calls.empty()) d.calls += "; ";
+      d.calls += sp.attrs.value("tool", std::string("?")) + " " + sp.attrs.value("args", std::string()) + " " + sp.status;
+    } else if (sp.kind == kSpanLlm) {
+      d.answer = sp.status == "ok" ? (sp.attrs.value("tool_names", std::string()).empty()
+                                          ? "answer of " + std::to_string(sp.attrs.value("text_chars", uint64_t{0})) + " chars"
+                                          : "calls " + sp.attrs.value("tool_names", std::string()))
+                                   : sp.status;
+    }
+  }
+  return out;
+}
+
+struct DiffArgs {
+  std::string a, b;
+};
+
+int run_diff(Context& ctx, const DiffArgs& args) {
+  auto log = ctx.open_log(EventLog::Mode::kReader);
+  if (!log) return kExitFailed;
+  auto store = open_store(ctx);
+  std::vector<Span> sa, sb;
+  TraceInfo ia, ib;
+  Status s = load_trace(ctx, *log, store.get(), args.a, &sa, &ia);
+  if (s.ok()) s = load_trace(ctx, *log, store.get(), args.b, &sb, &ib);
+  if (!s.ok()) return no_such_session(ctx, s);
+  auto da = turn_digests(sa), db = turn_digests(sb);
+  std::set<uint64_t> turns;
+  for (const auto& [t, d] : da) turns.insert(t);
+  for (const auto& [t, d] : db) turns.insert(t);
+  nlohmann::json rows = nlohmann::json::array();
+  uint64_t first = 0;
+  std::string text;
+  for (uint64_t t : turns) {
+    auto x = da.find(t), y = db.find(t);
+    nlohmann::json row{{"turn", t}};
+    std::vector<std::string> what;
+    if (x == da.end() || y == db.end()) {
+      what.push_back(x == da.end() ? "only in " + args.b : "only in " + args.a);
+    } else {
+      const TurnDigest &p = x->second, &q = y->second;
+      if (p.prompt != q.prompt) what.push_back("prompt " + p.prompt.substr(0, 8) + " vs " + q.prompt.substr(0, 8));
+      if (p.calls != q.calls) what.push_back("tool calls [" + p.calls + "] vs [" + q.calls + "]");
+      if (p.answer != q.answer) what.push_back("model " + p.answer + " vs " + q.answer);
+      if (p.tokens_in != q.tokens_in || p.tokens_out != q.tokens_out) {
+        what.push_back("tokens " + std::to_string(p.tokens_in) + "/" + std::to_string(p.tokens_out) + " vs " +
+                       std::to_string(q.tokens_in) + "/" + std::to_string(q.tokens_out));
+      }
+    }
+    if (x != da.end()) row["a"] = x->second.json();
+    if (y != db.end()) row["b"] = y->second.json();
+    row["same"] = what.empty();
+    row["differences"] = what;
+    rows.push_back(row);
+    if (!what.empty() && first == 0) first = t;
+    std::string line = "turn " + std::to_string(t) + "  ";
+    if (what.empty()) {
+      line += "same: " + (x->second.calls.empty() ? x->second.answer : x->second.calls);
+    } else {
+      line += (first == t ? "FIRST DIFFERENCE: " : "differs: ");
+      for (size_t i = 0; i < what.size(); ++i) line += (i ? "; " : "") + what[i];
+    }
+    text += line + "\n";
+  }
+  std::string summary = first == 0 ? args.a + " and " + args.b + " did the same in " + count(turns.size(), "turn")
+                                   : args.a + " and " + args.b + " part at turn " + std::to_string(first);
+  if (ctx.json) {
+    ctx.print_success({{"a", args.a}, {"b", args.b}, {"turns", rows}, {"first_difference", first}}, summary);
+  } else {
+    std::fputs(text.c_str(), stdout);
+    std::printf("%s\n", summary.c_str());
+  }
+  return kExitOk;
+}
+
+// ---- tail ----
+
+struct TailArgs {
+  std::string session;
+  bool all = false;
+  bool exit_when_done = false;
+  uint64_t interval_ms = 100;
+};
+
+int run_tail(Context& ctx, const TailArgs& args) {
+  if (args.session.empty() == !args.all) {
+    return ctx.fail(Status::invalid_argument("give a session id or --all, not both or neither"));
+  }
+  if (!args.session.empty()) {
+    Status valid = keys::validate_session_id(args.session);
+    if (!valid.ok()) return ctx.fail(valid);
+  }
+  arm_stop_signals();
+  // A home not written yet: wait for its log.
+  std::unique_ptr<EventLog> log;
+  for (;;) {
+    Status s = EventLog::open(EventLog::Options{.path = ctx.log_path(), .mode = EventLog::Mode::kReader}, &log);
+    if (s.ok()) break;
+    if (!s.is_not_found()) return ctx.fail(s);
+    if (stop_signal() != 0) return kExitOk;
+    std::this_thread::sleep_for(std::chrono::milliseconds(args.interval_ms));
+  }
+  // Where each session is shown up to. With --all, sessions there at the start are followed from their end.
+  std::map<std::string, uint64_t> shown;
+  bool first_pass = true;
+  for (;;) {
+    Status s = log->refresh();
+    if (!s.ok()) return ctx.fail(s);
+    std::vector<std::string> ids;
+    if (args.all) {
+      std::vector<SessionMeta> metas;
+      std::vector<std::string> unreadable;
+      if (log->list_sessions(&metas, &unreadable).ok()) {
+        for (const auto& m : metas) ids.push_back(m.id);
+      }
+    } else {
+      ids.push_back(args.session);
+    }
+    bool done = false;
+    for (const auto& id : ids) {
+      uint64_t& from = shown[id];
+      if (first_pass && args.all) (void)log->last_seq(id, &from);
+      std::vector<Event> events;
+      uint64_t last = 0;
+      if (!log->last_seq(id, &last).ok() || last <= from) continue;
+      (void)log->read(id, from + 1, last, &events);
+      for (const auto& e : events) {
+        if (ctx.json) {
+          nlohmann::json j = event_to_json(e);
+          j["session"] = id;
+          std::printf("%s\n", dump(j).c_str());
+        } else {
+          std::printf("%s  %6llu  %s  %-18s %s\n", id.c_str(), static_cast<unsigned long long>(e.seq),
+                      local_time(e.ts_us).c_str(), std::string(e.type_name()).c_str(), event_summary(e).c_str());
+        }
+        from = e.seq;
+        if (get_if<SessionCompleted>(e) || get_if<SessionFailed>(e)) done = true;
+      }
+      std::fflush(stdout);
+    }
+    first_pass = false;
+    if ((done && args.exit_when_done && !args.all) || stop_signal() != 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(args.interval_ms));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_trace_commands(CLI::App& app, Context& ctx) {
+  auto* trace = app.add_subcommand("trace", "Look at a session as a trace: its skeleton, one span, stats, failure patterns");
+  trace->require_subcommand(1);
+
+  auto show_args = std::make_shared<ShowArgs>();
+  auto* show = trace->add_subcommand("show", "The skeleton of a session: one line per span, nested");
+  show->add_option("session", show_args->session, "Session id")->required();
+  show->add_flag("--full", show_args->full, "Show every turn whole (no collapsing)");
+  add_json_flag(show, ctx);
+  show->callback([&ctx, show_args] { ctx.run = [&ctx, show_args] { return run_show(ctx, *show_args); }; });
+
+  auto span_args = std::make_shared<SpanArgs>();
+  auto* span = trace->add_subcommand("span", "One span's attributes and its verbatim request and response bodies");
+  span->add_option("session", span_args->session, "Session id")->required();
+  span->add_option("span", span_args->handle, "The seq `trace show` prints before the span (14, 14:hook), or its id")
+      ->required();
+  span->add_flag("--raw", span_args->raw, "Bodies as the exact bytes (with --body: those bytes alone)");
+  span->add_option("--body", span_args->body, "Only this body: request or response");
+  add_json_flag(span, ctx);
+  span->callback([&ctx, span_args] { ctx.run = [&ctx, span_args] { return run_span(ctx, *span_args); }; });
+
+  auto stats_args = std::make_shared<StatsArgs>();
+  auto* stats = trace->add_subcommand("stats", "Tokens, cost, latency, tool usage and errors, retries");
+  stats->add_option("session", stats_args->session, "One session (default: every session)");
+  stats->add_option("--since", stats_args->since, "Only what started in this window: 90s, 30m, 24h, 7d");
+  stats->add_option("--group-by", stats_args->group_by, "Also per model, tool, session or day")
+      ->check(CLI::IsMember({"model", "tool", "session", "day"}));
+  add_json_flag(stats, ctx);
+  stats->callback([&ctx, stats_args] { ctx.run = [&ctx, stats_args] { return run_stats(ctx, *stats_args); }; });
+
+  auto analyze_args = std::make_shared<AnalyzeArgs>();
+  auto* analyze = trace->add_subcommand("analyze", "Failure patterns, each with the seqs that show it");
+  analyze->add_option("session", analyze_args->session, "Session id");
+  analyze->add_option("--since", analyze_args->since, "Every session updated in this window: 90s, 30m, 24h, 7d");
+  add_json_flag(analyze, ctx);
+  auto diff_args = std::make_shared<DiffArgs>();
+  auto* diff = trace->add_subcommand("diff", "Two runs turn by turn, the first point where they part highlighted");
+  diff->add_option("a", diff_args->a, "Session id (e.g. the parent)")->required();
+  diff->add_option("b", diff_args->b, "Session id (e.g. the fork)")->required();
+  add_json_flag(diff, ctx);
+  diff->callback([&ctx, diff_args] { ctx.run = [&ctx, diff_args] { return run_diff(ctx, *diff_args); }; });
+
+  auto tail_args = std::make_shared<TailArgs>();
+  auto* tail = trace->add_subcommand("tail", "Live: one line per event as it is appended (from another process)");
+  tail->add_option("session", tail_args->session, "Session id (from its first event)");
+  tail->add_flag("--all", tail_args->all, "Every session (new events only)");
+  tail->add_flag("--exit-when-done", tail_args->exit_when_done, "Stop once the session completes or fails");
+  tail->add_option("--interval-ms", tail_args->interval_ms, "Time between polls")->capture_default_str()->check(
+      CLI::Range(10, 60'000));
+  add_json_flag(tail, ctx);
+  tail->callback([&ctx, tail_args] { ctx.run = [&ctx, tail_args] { return run_tail(ctx, *tail_args); }; });
+  analyze->callback(
+      [&ctx, analyze_args] { ctx.run = [&ctx, analyze_args] { return run_analyze(ctx, *analyze_args); }; });
+}
+
+}  // namespace carapace::cli
