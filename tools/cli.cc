@@ -3,7 +3,6 @@
 #include "runtime/home.h"
 
 #include <cstdlib>
-#include <set>
 #include <ctime>
 #include <iostream>
 
@@ -57,7 +56,10 @@ int Context::fail(const Status& status, const std::string& given_hint) const {
 }
 
 void Context::print_success(const nlohmann::json& data, const std::string& summary) const {
-  std::cout << dump(nlohmann::json{{"success", true}, {"data", data}, {"summary", summary}}) << "\n";
+  // Every --json answer passes the redactor (docs/redaction.md).
+  nlohmann::json out{{"success", true}, {"data", data}, {"summary", summary}};
+  redact_json(out, redactor());
+  std::cout << dump(out) << "\n";
 }
 
 void add_json_flag(CLI::App* cmd, Context& ctx) {
@@ -69,9 +71,18 @@ const Redactor& Context::redactor() const {
   return *redactor_;
 }
 
+namespace {
+
+// Keys whose values are Carapace's own ids, digests and references (hex that
+// the redactor would otherwise take for secrets).
+bool our_reference(const std::string& key) {
+  return key == "ref" || key.ends_with("_id") || key.ends_with("digest") || key.ends_with("hash") ||
+         key.ends_with("_ref");
+}
+
+}  // namespace
+
 void redact_json(nlohmann::json& j, const Redactor& redactor) {
-  static const std::set<std::string, std::less<>> kOurs = {"state_hash", "digest",   "request_digest",
-                                                           "config_digest", "body_ref", "ref"};
   if (j.is_string()) {
     std::string out;
     if (redactor.redact(j.get_ref<const std::string&>(), &out)) j = std::move(out);
@@ -79,7 +90,7 @@ void redact_json(nlohmann::json& j, const Redactor& redactor) {
     for (auto& v : j) redact_json(v, redactor);
   } else if (j.is_object()) {
     for (auto it = j.begin(); it != j.end(); ++it) {
-      if (it.value().is_string() && kOurs.count(it.key()) > 0) continue;
+      if (it.value().is_string() && our_reference(it.key())) continue;
       redact_json(it.value(), redactor);
     }
   }

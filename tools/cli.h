@@ -55,7 +55,8 @@ struct Context {
 };
 
 // Masks secrets in every string of `j` (recursively), except the values of
-// keys that hold our own digests and references (state_hash, body_ref, ...).
+// keys that hold our own ids, digests and references (*_id, *digest, *hash,
+// *_ref, ref).
 void redact_json(nlohmann::json& j, const Redactor& redactor);
 
 // Adds --json to a subcommand.

@@ -118,6 +118,7 @@ int run_show(Context& ctx, const ShowArgs& args) {
     if (!info.warning.empty()) data["warning"] = info.warning;
     ctx.print_success(data, summary);
   } else {
+    text = ctx.redactor()(std::move(text));
     std::fputs(text.c_str(), stdout);
     if (!info.warning.empty()) std::fprintf(stderr, "carapace: %s\n", info.warning.c_str());
   }
@@ -221,9 +222,16 @@ int run_span(Context& ctx, const SpanArgs& args) {
   if (!sp.open()) std::printf("  duration  %s\n", format_duration_us(sp.end_us - sp.start_us).c_str());
   if (!sp.parent_id.empty()) std::printf("  parent    %s\n", sp.parent_id.c_str());
   for (const auto& [key, value] : sp.attrs.items()) {
-    std::printf("  %-18s %s\n", key.c_str(), value.is_string() ? value.get<std::string>().c_str() : dump(value).c_str());
+    std::printf("  %-18s %s\n", key.c_str(),
+                (key == "ref" || key.ends_with("_id") || key.ends_with("digest") || key.ends_with("hash") || key.ends_with("_ref")) && value.is_string() ? value.get<std::string>().c_str()
+                                                  : ctx.redactor()(value.is_string() ? value.get<std::string>()
+                                                                                     : dump(value))
+                                                        .c_str());
   }
-  for (const auto& e : sp.events) std::printf("  event #%llu %s %s\n", static_cast<unsigned long long>(e.seq), e.name.c_str(), dump(e.attrs).c_str());
+  for (const auto& e : sp.events) {
+    std::printf("  event #%llu %s %s\n", static_cast<unsigned long long>(e.seq), e.name.c_str(),
+                ctx.redactor()(dump(e.attrs)).c_str());
+  }
   for (const auto& l : sp.links) {
     std::printf("  link (%s) session %s span %s (opened at seq %llu)\n", l.reason.c_str(), l.session.c_str(),
                 l.span_id.c_str(), static_cast<unsigned long long>(l.seq));
@@ -234,7 +242,7 @@ int run_span(Context& ctx, const SpanArgs& args) {
       continue;
     }
     std::printf("\n%s body %s, %zu bytes:\n", b.which.c_str(), b.ref.c_str(), b.text.size());
-    std::string shown = args.raw ? b.text : pretty(b.text);
+    std::string shown = ctx.redactor()(args.raw ? b.text : pretty(b.text));
     std::fwrite(shown.data(), 1, shown.size(), stdout);
     if (shown.empty() || shown.back() != '\n') std::fputs("\n", stdout);
   }
@@ -391,7 +399,8 @@ int run_analyze(Context& ctx, const AnalyzeArgs& args) {
         std::string seqs;
         for (size_t q = 0; q < f.seqs.size() && q < 12; ++q) seqs += (seqs.empty() ? "" : ",") + std::to_string(f.seqs[q]);
         if (f.seqs.size() > 12) seqs += ",… (--json lists all)";
-        std::printf("%s  %-24s %s  (seq %s)\n", id.c_str(), f.pattern.c_str(), f.message.c_str(), seqs.c_str());
+        std::printf("%s  %-24s %s  (seq %s)\n", id.c_str(), f.pattern.c_str(), ctx.redactor()(f.message).c_str(),
+                    seqs.c_str());
       }
     }
     all.push_back({{"session", id}, {"findings", list}});
@@ -507,6 +516,7 @@ int run_diff(Context& ctx, const DiffArgs& args) {
   if (ctx.json) {
     ctx.print_success({{"a", args.a}, {"b", args.b}, {"turns", rows}, {"first_difference", first}}, summary);
   } else {
+    text = ctx.redactor()(std::move(text));
     std::fputs(text.c_str(), stdout);
     std::printf("%s\n", summary.c_str());
   }
@@ -568,10 +578,12 @@ int run_tail(Context& ctx, const TailArgs& args) {
         if (ctx.json) {
           nlohmann::json j = event_to_json(e);
           j["session"] = id;
+          redact_json(j, ctx.redactor());
           std::printf("%s\n", dump(j).c_str());
         } else {
           std::printf("%s  %6llu  %s  %-18s %s\n", id.c_str(), static_cast<unsigned long long>(e.seq),
-                      local_time(e.ts_us).c_str(), std::string(e.type_name()).c_str(), event_summary(e).c_str());
+                      local_time(e.ts_us).c_str(), std::string(e.type_name()).c_str(),
+                      ctx.redactor()(event_summary(e)).c_str());
         }
         from = e.seq;
         if (get_if<SessionCompleted>(e) || get_if<SessionFailed>(e)) done = true;

@@ -565,6 +565,24 @@ BOOST_AUTO_TEST_CASE(log_show_masks_secrets_in_what_it_shows) {
     if (e["type"] == "turn.committed") hashed = e["data"]["state_hash"].get<std::string>().size() == 32;
   }
   BOOST_TEST(hashed);
+  // Every trace command masks it too: the skeleton, each span with its attributes, the
+  // patterns, the stats, the diff and the tail, in both forms.
+  json trace = run_json("trace show leak");
+  BOOST_TEST(!contains(trace.dump(), key));
+  BOOST_REQUIRE(trace["data"]["spans"].size() > 3u);
+  std::vector<std::string> outputs = {run("trace show leak --full").out, run("trace analyze leak").out,
+                                      run("trace stats leak").out, run("trace diff leak leak").out,
+                                      run("trace tail leak --exit-when-done").out,
+                                      run("trace tail leak --exit-when-done --json").out};
+  for (const auto& sp : trace["data"]["spans"]) {
+    std::string span_id = sp["span_id"].get<std::string>();
+    outputs.push_back(run("trace span leak " + span_id).out);
+    outputs.push_back(run("trace span leak " + span_id + " --raw").out);
+    outputs.push_back(run("trace span leak " + span_id + " --json").out);
+  }
+  for (const auto& out : outputs) BOOST_TEST(!contains(out, key), out);
+  BOOST_TEST(contains(run("trace show leak --full").out + run("trace span leak " +
+                      trace["data"]["spans"][0]["span_id"].get<std::string>()).out, "leak"));
   // The log itself keeps what the model saw.
   BOOST_TEST(run("replay leak").code == 0);
 }

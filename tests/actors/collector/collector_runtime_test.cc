@@ -10,6 +10,7 @@
 #include "actors/collector/collector.h"
 #include "actors/collector/span_builder.h"
 #include "runtime/runtime.h"
+#include "storage/event_log.h"
 #include "storage/trace_store.h"
 #include "tests/support/printing.h"
 #include "tests/support/temp_dir.h"
