@@ -553,9 +553,22 @@ int run_tail(Context& ctx, const TailArgs& args) {
   // Where each session is shown up to. With --all, sessions there at the start are followed from their end.
   std::map<std::string, uint64_t> shown;
   bool first_pass = true;
+  int failed_refreshes = 0;
   for (;;) {
     Status s = log->refresh();
-    if (!s.ok()) return ctx.fail(s);
+    if (!s.ok()) {
+      // The writer may have just closed (its WAL files go): open the log
+      // again; only a failure that persists is reported.
+      if (++failed_refreshes > 20) return ctx.fail(s);
+      std::this_thread::sleep_for(std::chrono::milliseconds(args.interval_ms));
+      std::unique_ptr<EventLog> reopened;
+      if (EventLog::open(EventLog::Options{.path = ctx.log_path(), .mode = EventLog::Mode::kReader}, &reopened)
+              .ok()) {
+        log = std::move(reopened);
+      }
+      continue;
+    }
+    failed_refreshes = 0;
     std::vector<std::string> ids;
     if (args.all) {
       std::vector<SessionMeta> metas;

@@ -15,6 +15,7 @@
 #include <thread>
 #include <functional>
 #include <signal.h>
+#include <cerrno>
 
 #include "tests/support/fake_model.h"
 #include "tests/support/mock_llm_server.h"
@@ -251,6 +252,12 @@ bool wait_for(const std::function<bool()>& done) {
   return false;
 }
 
+// A process started by spawn() is not this process's child (its shell
+// exited), so waitpid cannot wait for it: wait until it is gone.
+bool wait_gone(pid_t pid) {
+  return wait_for([pid] { return ::kill(pid, 0) != 0 && errno == ESRCH; });
+}
+
 BOOST_AUTO_TEST_CASE(the_collector_out_of_process_attributes_a_crash_and_picks_up_where_it_left_off) {
   std::string slow = file("slow.json", R"({"replies": [
     {"text": "Listing.", "tool_calls": [{"name": "list_dir", "args": {"path": "."}}]},
@@ -264,8 +271,7 @@ BOOST_AUTO_TEST_CASE(the_collector_out_of_process_attributes_a_crash_and_picks_u
   // Killed with SIGKILL in the middle of its second turn, while the shell call runs.
   BOOST_REQUIRE(wait_for([&] { return contains(run("log show k").out, "tool.requested     shell"); }));
   ::kill(writer, SIGKILL);
-  int status = 0;
-  ::waitpid(writer, &status, 0);
+  BOOST_REQUIRE(wait_gone(writer));
   json j;
   BOOST_REQUIRE(wait_for([&] {
     j = run_json("trace show k");
@@ -277,8 +283,7 @@ BOOST_AUTO_TEST_CASE(the_collector_out_of_process_attributes_a_crash_and_picks_u
   BOOST_TEST(contains(run("trace show k").out, "session k  scripted/scripted-1  CRASHED after seq 16"));
   BOOST_TEST(wait_for([&] { return contains(slurp(dir.sub("collector.out")), "session k: crashed after seq 16"); }));
   ::kill(collector, SIGTERM);
-  ::waitpid(collector, &status, 0);
-  BOOST_TEST(WIFEXITED(status));
+  BOOST_TEST(wait_gone(collector));
   // Restarted, it has nothing to redo; the session resumed, it takes up the new events.
   json again = run_json("collector --once");
   BOOST_TEST(again["data"]["events"] == 0);
@@ -295,8 +300,7 @@ BOOST_AUTO_TEST_CASE(diff_aligns_a_fork_with_its_parent_and_tail_follows_a_run_l
   pid_t tail = spawn(*this, "trace tail p --exit-when-done --interval-ms 20", dir.sub("tail.out"));
   Result r = run("run 'Write a note' --scenario " + scenarios + "quickstart.json --workspace " + ws + " --session p");
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
-  int status = 0;
-  ::waitpid(tail, &status, 0);
+  BOOST_REQUIRE(wait_gone(tail));  // it stops by itself once the session completed
   std::string lines = slurp(dir.sub("tail.out"));
   BOOST_TEST(std::count(lines.begin(), lines.end(), '\n') == 28, lines);  // every event, once, then it stopped
   BOOST_TEST(contains(lines, "p       1  "), lines);
