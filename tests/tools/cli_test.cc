@@ -1098,7 +1098,9 @@ BOOST_AUTO_TEST_CASE(run_and_chat_print_the_answer_as_it_streams_on_a_terminal) 
       int stalls = server.stalls();
       PtyProcess p(args, clean_env({key}));
       BOOST_REQUIRE(p.read_until([](const std::string& o) { return contains(o, "Done: r"); }));
-      BOOST_TEST(server.stalling() == 1, format << ": the piece was shown only once the rest came");
+      // The server counts its stall just after sending the piece: give it a moment.
+      BOOST_TEST(testing::MockLlmServer::wait_for([&] { return server.stalling() == 1; }, std::chrono::seconds(10)),
+                 format << ": the piece was shown only once the rest came");
       BOOST_TEST(!contains(p.out, "Done: remember apples"));
       server.release_stalls();
       BOOST_TEST(p.wait() == 0, p.out);
@@ -1117,7 +1119,7 @@ BOOST_AUTO_TEST_CASE(run_and_chat_print_the_answer_as_it_streams_on_a_terminal) 
       BOOST_REQUIRE(p.read_until([](const std::string& o) { return contains(o, "you> "); }));
       p.write("remember pears\n");
       BOOST_REQUIRE(p.read_until([](const std::string& o) { return contains(o, "agent> Done: r"); }));
-      BOOST_TEST(server.stalling() == 1);
+      BOOST_TEST(testing::MockLlmServer::wait_for([&] { return server.stalling() == 1; }, std::chrono::seconds(10)));
       server.release_stalls();
       BOOST_REQUIRE(
           p.read_until([](const std::string& o) { return contains(o, "Done: remember pears\r\n"); }));
