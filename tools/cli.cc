@@ -47,19 +47,17 @@ int Context::fail(const Status& status, const std::string& given_hint) const {
         {"success", false},
         {"error", {{"code", std::string(code_name(status.code()))}, {"message", status.message()}}}};
     if (!hint.empty()) j["error"]["hint"] = hint;
-    std::cout << dump(j) << "\n";
+    print_redacted(*this, j);
   } else {
-    std::cerr << "carapace: " << status.to_string() << "\n";
-    if (!hint.empty()) std::cerr << "  " << hint << "\n";
+    std::cerr << redactor()("carapace: " + status.to_string()) << "\n";
+    if (!hint.empty()) std::cerr << "  " << redactor()(hint) << "\n";
   }
   return kExitFailed;
 }
 
 void Context::print_success(const nlohmann::json& data, const std::string& summary) const {
   // Every --json answer passes the redactor (docs/redaction.md).
-  nlohmann::json out{{"success", true}, {"data", data}, {"summary", summary}};
-  redact_json(out, redactor());
-  std::cout << dump(out) << "\n";
+  print_redacted(*this, {{"success", true}, {"data", data}, {"summary", summary}});
 }
 
 void add_json_flag(CLI::App* cmd, Context& ctx) {
@@ -94,6 +92,11 @@ void redact_json(nlohmann::json& j, const Redactor& redactor) {
       redact_json(it.value(), redactor);
     }
   }
+}
+
+void print_redacted(const Context& ctx, nlohmann::json j) {
+  redact_json(j, ctx.redactor());
+  std::cout << dump(j) << "\n";
 }
 
 CLI::Validator whole_number_from(uint64_t min) {

@@ -59,6 +59,10 @@ struct Context {
 // *_ref, ref).
 void redact_json(nlohmann::json& j, const Redactor& redactor);
 
+// Prints `j` as one line of JSON on stdout, redacted: how every --json answer
+// is printed.
+void print_redacted(const Context& ctx, nlohmann::json j);
+
 // Adds --json to a subcommand.
 void add_json_flag(CLI::App* cmd, Context& ctx);
 

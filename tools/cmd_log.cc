@@ -206,10 +206,9 @@ int run_show(Context& ctx, const ShowArgs& args) {
     problem = Status::corruption("session " + args.session + ": " + first_gap +
                                  (gaps.size() > 1 ? " (and " + std::to_string(gaps.size() - 1) + " more gaps)" : ""));
     if (ctx.json) {
-      std::cout << dump({{"success", false},
+      print_redacted(ctx, {{"success", false},
                          {"data", {{"session", args.session}, {"events", events}, {"gaps", gaps}}},
-                         {"error", {{"code", "corruption"}, {"message", problem.message()}}}})
-                << "\n";
+                         {"error", {{"code", "corruption"}, {"message", problem.message()}}}});
       return kExitFailed;
     }
     std::fflush(stdout);

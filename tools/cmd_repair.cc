@@ -57,7 +57,7 @@ int run_repair(Context& ctx) {
                           {"why", f.why},
                           {"closed", f.closed}});
     }
-    std::cout << dump({{"success", verified.ok()},
+    print_redacted(ctx, {{"success", verified.ok()},
                        {"data",
                         {{"repaired", true},
                          {"damage", r.damage},
@@ -69,8 +69,7 @@ int run_repair(Context& ctx) {
                          {"damaged_event_records", r.damaged_event_records},
                          {"sessions", sessions},
                          {"verified", verified.ok()}}},
-                       {"summary", summary}})
-              << "\n";
+                       {"summary", summary}});
     return verified.ok() ? kExitOk : kExitFailed;
   }
   std::cout << "was damaged: " << r.damage << "\n";

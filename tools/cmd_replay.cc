@@ -212,8 +212,7 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
     std::string summary = report.identical() ? identical_line(report)
                                              : "diverged at " + divergence_brief(*report.divergence);
     if (ctx.json) {
-      std::cout << dump({{"success", report.identical()}, {"data", report_json(report)}, {"summary", summary}})
-                << "\n";
+      print_redacted(ctx, {{"success", report.identical()}, {"data", report_json(report)}, {"summary", summary}});
     } else if (report.identical()) {
       std::printf("%s\n", summary.c_str());
     } else {
@@ -251,7 +250,7 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
                         std::to_string(diverged) + " diverged, " + std::to_string(failed) + " could not be replayed";
   bool ok = diverged == 0 && failed == 0;
   if (ctx.json) {
-    std::cout << dump({{"success", ok}, {"data", {{"sessions", rows}}}, {"summary", summary}}) << "\n";
+    print_redacted(ctx, {{"success", ok}, {"data", {{"sessions", rows}}}, {"summary", summary}});
   } else {
     std::printf("%s\n", summary.c_str());
   }

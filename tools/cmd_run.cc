@@ -227,7 +227,7 @@ int report_outcome(Context& ctx, const RuntimeArgs& args, Runtime& rt, const std
                         count(outcome.turns, "turn") + ", " + std::to_string(outcome.tokens.input) +
                         " in / " + std::to_string(outcome.tokens.output) + " out tokens, " + cost;
   if (ctx.json) {
-    std::cout << dump({{"success", completed},
+    print_redacted(ctx, {{"success", completed},
                        {"data",
                         {{"session", id},
                          {"status", std::string(status_name(outcome.status))},
@@ -242,8 +242,7 @@ int report_outcome(Context& ctx, const RuntimeArgs& args, Runtime& rt, const std
                            {"cache_write", outcome.tokens.cache_write}}},
                          {"cost_usd", outcome.cost_usd},
                          {"last_seq", outcome.last_seq}}},
-                       {"summary", summary}})
-              << "\n";
+                       {"summary", summary}});
   } else if (completed) {
     if (!status.streamed(outcome.final_answer)) std::cout << outcome.final_answer << "\n";
     std::fprintf(stderr, "%s (%s)\n  its events: carapace log show %s\n", summary.c_str(),

@@ -41,8 +41,7 @@ int run_sessions(Context& ctx) {
                       {"created_us", m.created_us},
                       {"updated_us", m.updated_us}});
     }
-    std::cout << dump({{"success", true}, {"data", data}, {"summary", summary}, {"unreadable", unreadable}})
-              << "\n";
+    print_redacted(ctx, {{"success", true}, {"data", data}, {"summary", summary}, {"unreadable", unreadable}});
     return kExitOk;
   }
   if (sessions.empty()) {

@@ -82,7 +82,7 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                             {"kind", v.kind},
                             {"detail", v.detail}});
     }
-    std::cout << dump({{"success", report.violations.empty()},
+    print_redacted(ctx, {{"success", report.violations.empty()},
                        {"data",
                         {{"iterations", report.iterations},
                          {"step_iterations", report.step_iterations},
@@ -103,8 +103,7 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                          {"seconds", report.seconds}}},
                        {"summary", count(report.iterations, "iteration") + ", " +
                                        count(report.crashes, "crash") + ", " +
-                                       count(report.violations.size(), "violation")}})
-              << "\n";
+                                       count(report.violations.size(), "violation")}});
   } else {
     std::printf("torture: %s, seed %llu, mode %s%s, %.1f s\n", args.scenario.c_str(),
                 static_cast<unsigned long long>(args.seed), args.mode.c_str(),

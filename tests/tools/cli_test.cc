@@ -583,6 +583,16 @@ BOOST_AUTO_TEST_CASE(log_show_masks_secrets_in_what_it_shows) {
   for (const auto& out : outputs) BOOST_TEST(!contains(out, key), out);
   BOOST_TEST(contains(run("trace show leak --full").out + run("trace span leak " +
                       trace["data"]["spans"][0]["span_id"].get<std::string>()).out, "leak"));
+  // So does every other --json answer: a run's final answer, a replay, the session index.
+  Result as_json = run("run 'again " + key + "' --session leak2 --json --scenario " + dir.sub("leak.json") +
+                       " --workspace " + ws);
+  BOOST_TEST(as_json.code == 0, as_json.err);
+  BOOST_TEST(contains(as_json.out, "The key is sk-"), as_json.out);
+  for (const std::string command : {"run x --session leak2", "replay leak", "sessions", "verify leak"}) {
+    Result r2 = run(command + " --json");
+    BOOST_TEST(!contains(r2.out + r2.err, key), command << ": " << r2.out);
+  }
+  BOOST_TEST(!contains(as_json.out, key));
   // The log itself keeps what the model saw.
   BOOST_TEST(run("replay leak").code == 0);
 }
