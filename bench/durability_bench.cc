@@ -34,6 +34,7 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/logging.h"
 #include "events/synthetic.h"
 #include "replay/recovery.h"
 #include "runtime/runtime.h"
@@ -194,7 +195,9 @@ double raw_read_ms(const std::string& home, bool since_snapshot, uint64_t* recor
 void bench_resume(const fs::path& root, bool quick, Results& r) {
   std::string scenario =
       write_text((root / "resume-scenario.json").string(),
-                 R"({"replies": [{"text": "resumed"}, {"text": "resumed"}, {"text": "resumed"}, {"text": "resumed"}]})");
+                 R"({"replies": [{"text": "resumed", "latency_ms": 60000}, {"text": "resumed", "latency_ms": 60000}]})");
+  // (the model takes its time, so that the session is still running when the
+  // runtime is closed after its first new event: the next round resumes it again)
   nlohmann::json sizes = nlohmann::json::array();
   std::vector<uint64_t> counts = quick ? std::vector<uint64_t>{10, 1000} : std::vector<uint64_t>{10, 1000, 100000};
   for (uint64_t events : counts) {
@@ -302,6 +305,8 @@ void bench_intent(const fs::path& root, bool quick, Results& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Warnings and errors only: the runtime logs every turn at info level.
+  (void)carapace::configure_logging(carapace::LogOptions{});
   CLI::App app{"Carapace durability benchmark: resume and durable intents, each against its baseline"};
   std::string dir = fs::temp_directory_path().string();
   bool quick = false;

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/logging.h"
 #include "runtime/runtime.h"
 
 using namespace carapace;
@@ -78,6 +79,8 @@ void run_batch(Runtime& rt, int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Warnings and errors only: the runtime logs every turn at info level.
+  (void)carapace::configure_logging(carapace::LogOptions{});
   CLI::App app{"Carapace embedding benchmark: a long-running runtime's memory"};
   int sessions = 10000, at_once = 100;
   std::string dir = "/tmp";

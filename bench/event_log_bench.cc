@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/logging.h"
 #include "events/event_json.h"
 #include "events/record.h"
 #include "events/synthetic.h"
@@ -606,6 +607,8 @@ void bench_e2e(const fs::path& root, uint64_t turns, Results& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Warnings and errors only: the runtime logs every turn at info level.
+  (void)carapace::configure_logging(carapace::LogOptions{});
   CLI::App app{
       "Carapace event log benchmark: every figure against its raw baseline, measured in the same run"};
   uint64_t events = 100'000;

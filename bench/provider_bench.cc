@@ -42,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/logging.h"
 #include "actors/provider/anthropic_provider.h"
 #include "actors/provider/openai_provider.h"
 #include "actors/provider/sse_parser.h"
@@ -376,6 +377,8 @@ WaitFigures measure_waiting(const std::string& url, int sessions, const fs::path
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Warnings and errors only: the runtime logs every turn at info level.
+  (void)carapace::configure_logging(carapace::LogOptions{});
   // The server first, while this process has one thread.
   int fds[2];
   if (::pipe(fds) != 0) return 1;

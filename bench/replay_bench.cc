@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/logging.h"
 #include "actors/provider/scripted_provider.h"
 #include "events/fold.h"
 #include "replay/replayer.h"
@@ -112,6 +113,8 @@ double best_of_three(F f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Warnings and errors only: the runtime logs every turn at info level.
+  (void)carapace::configure_logging(carapace::LogOptions{});
   CLI::App app{"Replay cost against a plain fold of the same log"};
   std::vector<uint64_t> turns = {1000, 10000};
   std::string dir_flag;
