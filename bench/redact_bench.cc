@@ -37,7 +37,7 @@ std::string clean_text(size_t bytes, std::mt19937_64& rng) {
       "{\"role\": \"assistant\", \"content\": \"The build passes; 3 tests fail in replay_test.\", \"tokens\": 812}\n",
       "commit 3f2a9c81b7de: Fix the retry delay when Retry-After is an HTTP date\n",
       "for (const auto& e : events) { if (e.seq > last) last = e.seq; }\n",
-      "/var/lib/build/work/project/tests/replay/replayer_test.cc passed in 1.84 s\n",
+      "tests/replay/replayer_test.cc passed in 1.84 s (build/tests/replayer_test)\n",
       "The CSV has 4 rows of measurements: 12.5, 13.1, 12.9 and 14.0 degrees.\n",
       "error: no matching function for call to 'open(const std::string&)'; did you mean 'openat'?\n",
       "GET /v1/models HTTP/1.1 200 OK content-length=512 max_tokens=4096 input_tokens=1200\n",

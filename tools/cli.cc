@@ -69,16 +69,10 @@ const Redactor& Context::redactor() const {
   return *redactor_;
 }
 
-namespace {
-
-// Keys whose values are Carapace's own ids, digests and references (hex that
-// the redactor would otherwise take for secrets).
 bool our_reference(const std::string& key) {
   return key == "ref" || key.ends_with("_id") || key.ends_with("digest") || key.ends_with("hash") ||
          key.ends_with("_ref");
 }
-
-}  // namespace
 
 void redact_json(nlohmann::json& j, const Redactor& redactor) {
   if (j.is_string()) {

@@ -54,6 +54,10 @@ struct Context {
   mutable std::shared_ptr<Redactor> redactor_;
 };
 
+// Whether a JSON key holds one of Carapace's own ids, digests or references
+// (*_id, *digest, *hash, *_ref, ref): hex the redactor would take for a secret.
+bool our_reference(const std::string& key);
+
 // Masks secrets in every string of `j` (recursively), except the values of
 // keys that hold our own ids, digests and references (*_id, *digest, *hash,
 // *_ref, ref).

@@ -222,11 +222,9 @@ int run_span(Context& ctx, const SpanArgs& args) {
   if (!sp.open()) std::printf("  duration  %s\n", format_duration_us(sp.end_us - sp.start_us).c_str());
   if (!sp.parent_id.empty()) std::printf("  parent    %s\n", sp.parent_id.c_str());
   for (const auto& [key, value] : sp.attrs.items()) {
-    std::printf("  %-18s %s\n", key.c_str(),
-                (key == "ref" || key.ends_with("_id") || key.ends_with("digest") || key.ends_with("hash") || key.ends_with("_ref")) && value.is_string() ? value.get<std::string>().c_str()
-                                                  : ctx.redactor()(value.is_string() ? value.get<std::string>()
-                                                                                     : dump(value))
-                                                        .c_str());
+    std::string text = value.is_string() ? value.get<std::string>() : dump(value);
+    if (!our_reference(key)) text = ctx.redactor()(std::move(text));
+    std::printf("  %-18s %s\n", key.c_str(), text.c_str());
   }
   for (const auto& e : sp.events) {
     std::printf("  event #%llu %s %s\n", static_cast<unsigned long long>(e.seq), e.name.c_str(),

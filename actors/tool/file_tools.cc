@@ -19,6 +19,7 @@
 
 #include "actors/tool/workspace.h"
 #include "base/text.h"
+#include "base/unique_fd.h"
 
 namespace carapace {
 namespace {
@@ -85,24 +86,6 @@ Status open_root(const ToolContext& context, const std::string& path, WorkspaceR
   CARAPACE_RETURN_IF_ERROR(WorkspaceRoot::open(context.workspace, root));
   return root->relative(path, rel);
 }
-
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd() { reset(); }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 std::string hard_link_refusal(const std::string& path, nlink_t links) {
   return "'" + path + "' has " + std::to_string(links) +

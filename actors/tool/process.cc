@@ -18,6 +18,7 @@
 
 #include "actors/tool/process_guard.h"
 #include "base/text.h"
+#include "base/unique_fd.h"
 
 extern char** environ;
 
@@ -114,26 +115,6 @@ class OutputCapture {
   std::string ring_;  // allocated when the head is full
   size_t pos_ = 0;    // next write position in ring_
   size_t filled_ = 0;
-};
-
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd() { reset(); }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
 };
 
 // A pipe whose ends are close-on-exec and not among fds 0-2 (a daemon may

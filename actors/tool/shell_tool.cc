@@ -11,6 +11,7 @@
 
 #include "actors/tool/process.h"
 #include "actors/tool/workspace.h"
+#include "base/unique_fd.h"
 
 extern char** environ;
 
@@ -169,10 +170,7 @@ ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, cons
     }
     return ToolResult::error("cwd: " + s.message());
   }
-  struct CloseFd {
-    int fd;
-    ~CloseFd() { ::close(fd); }
-  } close_cwd{cwd_fd};
+  UniqueFd close_cwd(cwd_fd);
 
   // The call's sandbox: its scratch directory (removed when it goes, after
   // every process of the call is gone) and its Landlock ruleset.

@@ -212,7 +212,7 @@ BOOST_AUTO_TEST_CASE(trace_span_prints_the_verbatim_bodies_of_an_http_model_call
       [](const testing::MockRequest& r, size_t) { return testing::FakeModel{.format = "openai"}.reply(r); });
   Result r = run("run 'remember apples' --provider openai --model gpt-4o-mini --session o --workspace " + ws +
                      " --base-url " + server.url() + "/v1",
-                 "OPENAI_API_KEY=sk-test0canary0key0000000000000000");
+                 "OPENAI_API_KEY=trace-canary-credential-0042");  // not key-shaped: the redactor would not mask it
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
   auto requests = server.requests();
   BOOST_REQUIRE(!requests.empty());
@@ -231,7 +231,7 @@ BOOST_AUTO_TEST_CASE(trace_span_prints_the_verbatim_bodies_of_an_http_model_call
   BOOST_TEST(j["data"]["request_body_text"] == requests[0].body);
   BOOST_TEST(j["data"]["request_body_json"]["model"] == "gpt-4o-mini");
   BOOST_TEST(contains(j["data"]["response_body_text"].get<std::string>(), "data: [DONE]"));
-  BOOST_TEST(!contains(pretty.out + raw.out + j.dump(), "sk-test0canary0key"));
+  BOOST_TEST(!contains(pretty.out + raw.out + j.dump(), "trace-canary-credential-0042"));  // never stored, so never shown
   BOOST_TEST(run("trace span o 1 --body request").code == 1);  // the session span has no body
 }
 
