@@ -29,6 +29,7 @@ packages=(
   libboost-test-dev     # the test framework
   libsqlite3-dev        # the SQLite peer in the benchmark
   libcurl4-openssl-dev  # HTTP for the openai and anthropic providers
+  chromium              # the real browser the web view and HTML export tests drive
 )
 
 missing=()
@@ -43,6 +44,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Outside programs the integration tests run against (MCP reference servers,
+# OpenTelemetry's OTLP definitions, a browser driver), pinned by
+# tests/node/package-lock.json. Installed only where Node and npm are present;
+# the tests that need them are skipped otherwise.
+if command -v npm > /dev/null && command -v node > /dev/null; then
+  if [ ! -f tests/node/node_modules/.package-lock.json ] ||
+     ! cmp -s tests/node/package-lock.json tests/node/node_modules/.carapace-lock; then
+    echo "== installing the tests' npm packages (tests/node, from the lock file)"
+    npm ci --prefix tests/node --no-audit --no-fund --ignore-scripts --loglevel=error
+    cp tests/node/package-lock.json tests/node/node_modules/.carapace-lock
+  fi
 fi
 
 jobs="$(nproc 2>/dev/null || echo 2)"
