@@ -391,13 +391,15 @@ struct FaultInjected {
 // How a session was run, so that resume, fork and replay need only its id:
 // the effective configuration (secrets are never in it: only the names of
 // the environment variables that hold them), and what the run depended on
-// that is not code. Written in the opening; again when a resume overrides it.
+// that is not code. Written in the opening; again when a resume or a fork
+// runs the session otherwise (a flag, a config file or an embedding program's
+// registrations changed it); the session index points at the latest.
 struct SessionConfigured {
   static constexpr EventType kType = EventType::kSessionConfigured;
   JsonText config;       // the effective configuration (runtime/config.h's config_to_json)
   std::string scenario;  // the scripted provider's scenario file, verbatim; "" for other providers
   JsonText tools;        // the registered tools: [{name, description, schema, idempotent}]
-  std::string origin;    // start, or resume (a flag overrode the stored value)
+  std::string origin;    // start, resume or fork: what wrote it
 
   static constexpr auto fields() {
     return std::tuple{Field{1, "config", &SessionConfigured::config},

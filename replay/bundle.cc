@@ -248,6 +248,7 @@ Status import_bundle(EventLog* log, const Bundle& bundle, const std::string& as_
     }
   }
   SessionMeta meta = meta_from_state(id, folder.committed(), bundle.events.back().ts_us, nullptr);
+  meta.configured_seq = last_configured_seq(bundle.events);
   return log->append(AppendRequest{.session = id,
                                    .events = bundle.events,
                                    .durability = Durability::kSynced,

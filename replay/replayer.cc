@@ -104,7 +104,22 @@ class Replay {
     sched_ = &dynamic_cast<caf::scheduler::test_coordinator&>(system_->scheduler());
     provider_ = spawn_provider_supervisor(*system_, std::make_shared<ReplayProvider>(tape_), nullptr);
     tool_host_ = spawn_replay_tool_actor(*system_, tape_);
-    hook_host_ = spawn_replay_hook_actor(*system_, options_.hooks, tape_);
+    current_ = ReplayConfiguration{.tools = options_.tools, .hooks = options_.hooks, .settings = options_.settings};
+    // A fork's history can hold records after its opening's (its parent was
+    // resumed with another configuration): it goes on as the last one says.
+    if (options_.reconfigure) {
+      const Event* last = nullptr;
+      size_t records = 0;
+      for (size_t i = 0; i < history_; ++i) {
+        if (std::holds_alternative<SessionConfigured>(recorded_[i].body)) last = &recorded_[i], ++records;
+      }
+      if (records > 1) {
+        CARAPACE_RETURN_IF_ERROR(options_.reconfigure(std::get<SessionConfigured>(last->body), &current_)
+                                     .with_context("the configuration session " + id_ + " recorded at seq " +
+                                                   std::to_string(last->seq)));
+      }
+    }
+    hook_host_ = spawn_replay_hook_actor(*system_, current_.hooks, tape_);
     actors_ = {caf::actor_cast<caf::actor>(provider_), caf::actor_cast<caf::actor>(tool_host_),
                caf::actor_cast<caf::actor>(hook_host_)};
 
@@ -114,7 +129,11 @@ class Replay {
     CARAPACE_RETURN_IF_ERROR(recover(*log_, id_, RecoverOptions{}, &r));
     auto journal = std::shared_ptr<SessionJournal>(SessionJournal::attach(
         log_.get(), id_, std::move(r.committed), std::move(r.uncommitted), r.last_seq, journal_options()));
-    const auto* first = history_ < recorded_.size() ? get_if<UserMessage>(recorded_[history_]) : nullptr;
+    // A fork that changed the configuration recorded it right after its history.
+    bool reconfigured = false;
+    CARAPACE_RETURN_IF_ERROR(reenact_configuration(journal.get(), &reconfigured));
+    if (reconfigured) written_ = compared_ = journal->last_seq();
+    const auto* first = written_ < recorded_.size() ? get_if<UserMessage>(recorded_[written_]) : nullptr;
     launch(std::move(journal), first != nullptr && !first->queued);
 
     CARAPACE_RETURN_IF_ERROR(drive());
@@ -150,25 +169,59 @@ class Replay {
       }
     }
     SessionMeta meta = meta_from_state(id_, folder.committed(), recorded_[history_ - 1].ts_us, nullptr);
+    meta.configured_seq = last_configured_seq(std::span<const Event>(recorded_.data(), history_));
     return log_->append(AppendRequest{.session = id_,
                                       .events = std::span<const Event>(recorded_.data(), history_),
                                       .meta = &meta,
                                       .checkpoints = checkpoints});
   }
 
+  // The recording changed how the session runs at the replay's next seq (a
+  // session.configured a resume or fork wrote): writes the same record and
+  // goes on with what ReplayOptions::reconfigure makes of it.
+  Status reenact_configuration(SessionJournal* journal, bool* reconfigured) {
+    *reconfigured = false;
+    const uint64_t next = journal->last_seq();  // the recorded index of the next event
+    const auto* recorded = next < recorded_.size() ? get_if<SessionConfigured>(recorded_[next]) : nullptr;
+    if (recorded == nullptr) return Status();
+    CARAPACE_RETURN_IF_ERROR(journal->reconfigure(*recorded));
+    *reconfigured = true;
+    if (!options_.reconfigure) return Status();
+    ReplayConfiguration changed = current_;
+    CARAPACE_RETURN_IF_ERROR(options_.reconfigure(*recorded, &changed).with_context(
+        "the configuration session " + id_ + " recorded at seq " + std::to_string(next + 1)));
+    if (!changed.tools || !changed.hooks || !changed.settings) {
+      return Status::invalid_argument("a replay's new configuration needs the tools, the hooks and the settings");
+    }
+    if (changed.hooks != current_.hooks) {
+      hook_host_ = spawn_replay_hook_actor(*system_, changed.hooks, tape_);
+      actors_.push_back(caf::actor_cast<caf::actor>(hook_host_));
+    }
+    current_ = std::move(changed);
+    if (context_ && context_->journal.get() == journal) {
+      // The session waits, idle, for what comes next: it goes on as reconfigured.
+      context_->settings = current_.settings(journal->state());
+      context_->tools = current_.tools;
+      context_->hooks = current_.hooks;
+      context_->hook_host = hook_host_;
+    }
+    return Status();
+  }
+
   void launch(std::shared_ptr<SessionJournal> journal, bool with_user_message) {
     journal_ = journal;
-    SessionSettings settings = options_.settings(journal->state());
+    SessionSettings settings = current_.settings(journal->state());
     auto context = std::make_shared<SessionContext>(SessionContext{
         .id = id_,
         .journal = std::move(journal),
         .settings = std::move(settings),
-        .tools = options_.tools,
-        .hooks = options_.hooks,
+        .tools = current_.tools,
+        .hooks = current_.hooks,
         .provider = caf::actor_cast<ProviderActor>(provider_),
         .tool_host = tool_host_,
         .hook_host = hook_host_,
     });
+    context_ = context;
     session_ = spawn_session(*system_, context);
     actors_.push_back(caf::actor_cast<caf::actor>(session_));
     if (with_user_message) {
@@ -248,6 +301,12 @@ class Replay {
         CARAPACE_RETURN_IF_ERROR(resume());
         continue;
       }
+      if (std::holds_alternative<SessionConfigured>(next->body) && journal_->last_seq() == written_) {
+        // A finished session woken with another configuration (a message sent to it later).
+        bool reconfigured = false;
+        CARAPACE_RETURN_IF_ERROR(reenact_configuration(journal_.get(), &reconfigured));
+        if (reconfigured) continue;
+      }
       diverge(next->seq, *next, std::nullopt, {});
       return Status();
     }
@@ -275,6 +334,8 @@ class Replay {
     CARAPACE_RETURN_IF_ERROR(recover(*log_, id_, RecoverOptions{}, &r));
     std::shared_ptr<SessionJournal> journal;
     CARAPACE_RETURN_IF_ERROR(reopen_journal(log_.get(), id_, std::move(r), how, journal_options(), &journal));
+    bool reconfigured = false;
+    CARAPACE_RETURN_IF_ERROR(reenact_configuration(journal.get(), &reconfigured));
     ++resumes_;
     launch(std::move(journal), false);
     return Status();
@@ -297,6 +358,8 @@ class Replay {
   ToolActor tool_host_;
   HookActor hook_host_;
   SessionActor session_;
+  std::shared_ptr<SessionContext> context_;  // the running actor's
+  ReplayConfiguration current_;
   std::vector<caf::actor> actors_;
 
   std::atomic<uint64_t> written_{0};  // the replay's last seq, as compared

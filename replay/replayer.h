@@ -12,8 +12,9 @@
 // happened to the session from outside its loop, at the recorded seq:
 // a user message (sent when the session was idle or queued while it ran),
 // a crash (the replay's next write is refused where the recorded run
-// stopped) and the resume after it, in the recorded mode. A fork starts
-// from its copied history.
+// stopped) and the resume after it, in the recorded mode, and a change of
+// configuration recorded by a resume or fork (ReplayOptions::reconfigure).
+// A fork starts from its copied history.
 //
 // It writes only into a scratch log of its own (removed afterwards), never
 // into the recorded session; it opens no connection and runs no tool.
@@ -41,12 +42,28 @@
 
 namespace carapace {
 
+// What a replay runs the session with.
+struct ReplayConfiguration {
+  std::shared_ptr<ToolRegistry> tools;  // as registered now (their specs shape the prompt)
+  std::shared_ptr<HookRegistry> hooks;
+  // The session's settings as they are now, from its recorded state (its
+  // workspace, turn budget and instructions).
+  std::function<SessionSettings(const SessionState& opening)> settings;
+};
+
 struct ReplayOptions {
   std::shared_ptr<ToolRegistry> tools;  // as registered now (their specs shape the prompt)
   std::shared_ptr<HookRegistry> hooks;
   // The session's settings as they are now, from its recorded opening state
   // (its workspace, turn budget and instructions).
   std::function<SessionSettings(const SessionState& opening)> settings;
+  // Where the recording changed how the session runs (a session.configured
+  // written by a resume or a fork: another scenario, provider or
+  // configuration), the replay writes the same record and asks this for the
+  // tools, hooks and settings to go on with (`*next` holds the current
+  // ones). Unset: the replay keeps its own throughout — a replay against a
+  // changed configuration.
+  std::function<Status(const SessionConfigured& recorded, ReplayConfiguration* next)> reconfigure;
   uint64_t until_turn = 0;  // stop after the checkpoint of this turn; 0: the whole session
   std::string scratch_dir;  // an empty directory for the scratch log; "": a temporary one
   size_t context_events = 3;

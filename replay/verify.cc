@@ -158,6 +158,15 @@ struct SessionCheck {
                 std::to_string(meta.committed_seq) + ", the log's last checkpoint is turn " +
                 std::to_string(state.committed_turn) + " at seq " + std::to_string(state.committed_seq));
     }
+    if (meta.configured_seq > 0) {
+      std::vector<Event> at;
+      Status read = log.read(session, meta.configured_seq, meta.configured_seq, &at);
+      if (!read.ok() || at.empty() || !std::holds_alternative<SessionConfigured>(at.front().body)) {
+        issue(meta.configured_seq, "session_index",
+              "the session index says the session's configuration is at seq " +
+                  std::to_string(meta.configured_seq) + ", which is not a session.configured");
+      }
+    }
     return Status();
   }
 };

@@ -128,6 +128,9 @@ struct Runtime::Impl {
   SessionSettings settings_for(const std::string& workspace, uint64_t max_turns,
                                const std::string& extra_instructions) const;
   JournalOptions journal_options() const;
+  // Writes a session.configured into `journal` if this runtime runs the
+  // session differently from its latest record (or it has none).
+  Status record_configuration(SessionJournal* journal, const std::string& origin) const;
 
   SessionActor find(const std::string& id) {
     std::lock_guard lock(mu);
@@ -259,8 +262,9 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
     CARAPACE_RETURN_IF_ERROR(resolve_http_options(options.config.provider, &http_options));
   } else if (!impl->provider) {
     CARAPACE_RETURN_IF_ERROR(make_provider(options.config, &impl->provider));
-    CARAPACE_RETURN_IF_ERROR(read_scenario_text(options.config.provider.scenario, &impl->scenario_text));
   }
+  if (auto scripted = std::dynamic_pointer_cast<ScriptedProvider>(impl->provider))
+    impl->scenario_text = scripted->scenario().text;
   CARAPACE_RETURN_IF_ERROR(EventLog::open(
       EventLog::Options{.path = options.home + "/log", .file_system = options.file_system}, &impl->log));
   if (http) {
@@ -321,6 +325,20 @@ bool Runtime::unregister_hook(const std::string& name) { return impl_->hooks->re
 SessionSettings Runtime::Impl::settings_for(const std::string& workspace, uint64_t max_turns,
                                             const std::string& extra_instructions) const {
   return session_settings(options.config, workspace, max_turns, extra_instructions, options.mutation);
+}
+
+Status Runtime::Impl::record_configuration(SessionJournal* journal, const std::string& origin) const {
+  SessionConfigured now = session_configured(options.config, scenario_text, tools->specs(), origin);
+  SessionConfigured before;
+  Status s = recorded_configuration(*log, journal->id(), RecordedAt::kLatest, &before);
+  if (s.ok()) {
+    if (same_configuration(before, now)) return Status();
+  } else if (!s.is_not_found()) {
+    return s;
+  }
+  spdlog::info("session {}: the {} changed its configuration; recorded as session.configured", journal->id(),
+               origin);
+  return journal->reconfigure(std::move(now));
 }
 
 JournalOptions Runtime::Impl::journal_options() const {
@@ -490,6 +508,7 @@ Status Runtime::resume(const std::string& id, const ResumeOptions& options, cons
                                                        .host = host,
                                                        .verified_seq = checked},
                                           impl_->journal_options(), &journal));
+  CARAPACE_RETURN_IF_ERROR(impl_->record_configuration(journal.get(), "resume"));
   spdlog::info("session {}: resumed in {} mode at seq {}", id, options.mode == ResumeMode::kStep ? "step" : "turn",
                journal->last_seq());
   return launch(id, std::move(journal), std::move(settings), options.on_event, options.on_delta, first_input);
@@ -560,6 +579,7 @@ Status Runtime::fork_session(const std::string& source, uint64_t at_turn, const 
   std::string workspace;
   CARAPACE_RETURN_IF_ERROR(canonical_workspace(forked.workspace, &workspace));
   SessionSettings settings = impl_->settings_for(workspace, forked.max_turns, forked.instructions);
+  CARAPACE_RETURN_IF_ERROR(impl_->record_configuration(journal.get(), "fork"));
   spdlog::info("session {}: forked from {} at turn {} (seq {})", id, source, at_turn, at->seq);
   CARAPACE_RETURN_IF_ERROR(launch(id, std::shared_ptr<SessionJournal>(std::move(journal)), std::move(settings),
                                   options.on_event, options.on_delta, options.task));

@@ -3,8 +3,6 @@
 #include "actors/tool/file_tools.h"
 #include "actors/tool/shell_tool.h"
 
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -87,34 +85,50 @@ SessionConfigured session_configured(const Config& config, const std::string& sc
       .origin = origin};
 }
 
-Status read_scenario_text(const std::string& path, std::string* out) {
-  out->clear();
-  if (path.empty()) return Status();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::io_error("cannot read the scenario file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return Status();
-}
-
-Status stored_run(const EventLog& log, const std::string& id, StoredRun* out) {
-  // It is in the opening, before the first checkpoint.
+Status recorded_configuration(const EventLog& log, const std::string& id, RecordedAt which,
+                              SessionConfigured* out) {
+  SessionMeta meta;
+  Status indexed = which == RecordedAt::kLatest ? log.get_meta(id, &meta) : Status::not_found("");
+  if (!indexed.ok() && !indexed.is_not_found()) return indexed;
+  if (indexed.ok() && meta.configured_seq > 0) {
+    std::vector<Event> events;
+    CARAPACE_RETURN_IF_ERROR(log.read(id, meta.configured_seq, meta.configured_seq, &events));
+    const auto* c = events.empty() ? nullptr : get_if<SessionConfigured>(events.front());
+    if (c == nullptr) {
+      return Status::corruption("the session index of " + id + " says its configuration is at seq " +
+                                std::to_string(meta.configured_seq) +
+                                ", which is not a session.configured (`carapace verify " + id + "`)");
+    }
+    *out = *c;
+    return Status();
+  }
+  // The opening's (the only one of sessions older than the index entry): before the first checkpoint.
   std::vector<Event> events;
   CARAPACE_RETURN_IF_ERROR(log.read(id, 1, 8, &events));
   if (events.empty()) return Status::not_found("no session '" + id + "'");
   for (auto it = events.begin(); it != events.end() && !std::holds_alternative<TurnCommitted>(it->body); ++it) {
-    const auto* c = get_if<SessionConfigured>(*it);
-    if (c == nullptr) continue;
-    StoredRun run;
-    std::vector<std::string> warnings;
-    CARAPACE_RETURN_IF_ERROR(parse_config(c->config.text, "the configuration stored with session " + id,
-                                          &run.config, &warnings));
-    run.scenario = c->scenario;
-    *out = std::move(run);
-    return Status();
+    if (const auto* c = get_if<SessionConfigured>(*it)) {
+      *out = *c;
+      return Status();
+    }
   }
   return Status::not_found("session " + id + " was recorded before sessions stored their configuration");
+}
+
+bool same_configuration(const SessionConfigured& a, const SessionConfigured& b) {
+  return a.config == b.config && a.scenario == b.scenario && a.tools == b.tools;
+}
+
+Status stored_run(const EventLog& log, const std::string& id, RecordedAt which, StoredRun* out) {
+  SessionConfigured c;
+  CARAPACE_RETURN_IF_ERROR(recorded_configuration(log, id, which, &c));
+  StoredRun run;
+  std::vector<std::string> warnings;
+  CARAPACE_RETURN_IF_ERROR(
+      parse_config(c.config.text, "the configuration stored with session " + id, &run.config, &warnings));
+  run.scenario = c.scenario;
+  *out = std::move(run);
+  return Status();
 }
 
 }  // namespace carapace

@@ -37,16 +37,24 @@ SessionSettings session_settings(const Config& config, const std::string& worksp
 SessionConfigured session_configured(const Config& config, const std::string& scenario_text,
                                      const std::vector<ToolSpec>& tools, const std::string& origin = "start");
 
-// Reads a scenario file's text (for session.configured).
-Status read_scenario_text(const std::string& path, std::string* out);
+// Which of a session's session.configured records: the one it started
+// with (what a replay starts from), or its latest (how it runs now: the
+// opening's, or the one the last resume or fork that changed it wrote; the
+// session index points at it).
+enum class RecordedAt { kOpening, kLatest };
 
-// The configuration and scenario a session was run with: the
-// session.configured of its opening. not_found if it has none (recorded before sessions
-// stored them).
+// not_found if the session has none (recorded before sessions stored them).
+Status recorded_configuration(const EventLog& log, const std::string& id, RecordedAt which,
+                              SessionConfigured* out);
+
+// Whether two records describe the same run (origin aside).
+bool same_configuration(const SessionConfigured& a, const SessionConfigured& b);
+
+// A session's recorded configuration and scenario, parsed.
 struct StoredRun {
   Config config;
   std::string scenario;  // the scenario file's text, or ""
 };
-Status stored_run(const EventLog& log, const std::string& id, StoredRun* out);
+Status stored_run(const EventLog& log, const std::string& id, RecordedAt which, StoredRun* out);
 
 }  // namespace carapace

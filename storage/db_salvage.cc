@@ -207,6 +207,7 @@ Status restore_session(EventLog* log, const std::string& id, const Evidence& ev,
   }
   SessionMeta meta = meta_from_state(id, committed, events.back().ts_us, nullptr);
   meta.created_us = events.front().ts_us;
+  meta.configured_seq = last_configured_seq(events);
   CARAPACE_RETURN_IF_ERROR(log->append(AppendRequest{.session = id,
                                                      .events = events,
                                                      .durability = Durability::kSynced,

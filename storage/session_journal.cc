@@ -332,6 +332,7 @@ Status SessionJournal::create_with_history(EventLog* log, std::string id, std::v
     events.push_back(std::move(e));
   }
   SessionMeta meta = meta_from_state(journal->id_, state, journal->options_.clock(), nullptr);
+  meta.configured_seq = last_configured_seq(events);
   CARAPACE_RETURN_IF_ERROR(log->append(AppendRequest{.session = journal->id_,
                                                      .events = events,
                                                      .durability = Durability::kSynced,
@@ -341,6 +342,25 @@ Status SessionJournal::create_with_history(EventLog* log, std::string id, std::v
   journal->last_seq_ = events.size();
   journal->last_snapshot_turn_ = state.committed_turn;
   *out = std::move(journal);
+  return Status();
+}
+
+Status SessionJournal::reconfigure(SessionConfigured configured) {
+  CARAPACE_RETURN_IF_ERROR(check_writable());
+  std::vector<EventBody> step;
+  step.emplace_back(std::move(configured));
+  CARAPACE_RETURN_IF_ERROR(inject_before(FaultPoint::kLogBeforeAppend, step));
+  std::vector<Event> events;
+  CARAPACE_RETURN_IF_ERROR(stage(std::move(step), &events));
+  SessionMeta meta = meta_;
+  meta.configured_seq = events.back().seq;
+  if (meta.created_us == 0) meta = meta_from_state(id_, state_, options_.clock(), &meta);
+  Status s = log_->append(AppendRequest{.session = id_, .events = events, .meta = &meta});
+  if (!s.ok()) {
+    mark_broken(s);
+    return s;
+  }
+  meta_ = meta;
   return Status();
 }
 

@@ -101,6 +101,11 @@ class SessionJournal {
   void commit_async(std::vector<EventBody> step, std::function<void(Status)> done,
                     std::vector<Event>* staged = nullptr);
 
+  // Appends a session.configured (how the session runs from here: a resume
+  // or fork that changed its configuration), with the session index's
+  // configured_seq pointing at it, in one atomic batch without a sync.
+  Status reconfigure(SessionConfigured configured);
+
   // Records in the session index that records 1..seq were checked (their
   // checksums and seq contiguity), so that the next resume checks only what
   // follows. A buffered write: losing it only means checking again.

@@ -16,8 +16,18 @@ SessionMeta meta_from_state(std::string_view id, const SessionState& state, int6
   m.status = state.status;
   m.committed_turn = state.committed_turn;
   m.committed_seq = state.committed_seq;
-  if (previous != nullptr) m.verified_seq = previous->verified_seq;
+  if (previous != nullptr) {
+    m.verified_seq = previous->verified_seq;
+    m.configured_seq = previous->configured_seq;
+  }
   return m;
+}
+
+uint64_t last_configured_seq(std::span<const Event> events) {
+  for (auto it = events.rbegin(); it != events.rend(); ++it) {
+    if (std::holds_alternative<SessionConfigured>(it->body)) return it->seq;
+  }
+  return 0;
 }
 
 }  // namespace carapace

@@ -7,12 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <tuple>
 
 #include "base/digest.h"
 #include "base/status.h"
 #include "events/codec.h"
+#include "events/events.h"
 #include "events/session_state.h"
 
 namespace carapace {
@@ -32,6 +34,11 @@ struct SessionMeta {
   // Records 1..verified_seq had their checksums and seq contiguity checked
   // (by a resume); the next resume checks only what came after.
   uint64_t verified_seq = 0;
+  // seq of the session's latest session.configured: how it runs now, so
+  // that a resume, fork or replay reads one event instead of the history.
+  // Written with that event; 0 in sessions older than this field (their
+  // opening has the only one, if any).
+  uint64_t configured_seq = 0;
 
   static constexpr auto fields() {
     using M = SessionMeta;
@@ -45,7 +52,8 @@ struct SessionMeta {
                       codec::Field{8, "status", &M::status},
                       codec::Field{9, "committed_turn", &M::committed_turn},
                       codec::Field{10, "committed_seq", &M::committed_seq},
-                      codec::Field{11, "verified_seq", &M::verified_seq}};
+                      codec::Field{11, "verified_seq", &M::verified_seq},
+                      codec::Field{12, "configured_seq", &M::configured_seq}};
   }
   friend bool operator==(const SessionMeta&, const SessionMeta&) = default;
 };
@@ -64,9 +72,13 @@ struct CheckpointEntry {
 };
 
 // The index entry a checkpoint gives a session: identity from the state,
-// progress from the checkpoint. `created_us` and `verified_seq` are kept
-// from `previous` when set.
+// progress from the checkpoint. `created_us`, `verified_seq` and
+// `configured_seq` are kept from `previous` when set.
 SessionMeta meta_from_state(std::string_view id, const SessionState& state, int64_t now_us,
                             const SessionMeta* previous);
+
+// The seq of the last session.configured among `events` (0: none): the
+// configured_seq of a session written whole (a fork, an import, a salvage).
+uint64_t last_configured_seq(std::span<const Event> events);
 
 }  // namespace carapace

@@ -175,7 +175,7 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
     Config config = home_config;
     if (args.config.empty()) {
       StoredRun run;
-      Status s = stored_run(*log, id, &run);
+      Status s = stored_run(*log, id, RecordedAt::kOpening, &run);
       if (s.ok()) {
         config = std::move(run.config);
       } else if (!s.is_not_found()) {
@@ -191,6 +191,23 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
                           .until_turn = args.live_after > 0 ? args.live_after : args.until_turn};
     CARAPACE_RETURN_IF_ERROR(add_builtin_tools(config, nullptr, options.tools.get()));
     CARAPACE_RETURN_IF_ERROR(add_config_hooks(config, options.hooks.get()));
+    if (args.config.empty()) {
+      // Where a resume or fork changed how the session ran, the replay follows.
+      options.reconfigure = [id](const SessionConfigured& recorded, ReplayConfiguration* next) {
+        auto changed = std::make_shared<Config>();
+        std::vector<std::string> warnings;
+        CARAPACE_RETURN_IF_ERROR(
+            parse_config(recorded.config.text, "the configuration stored with session " + id, changed.get(), &warnings));
+        next->tools = std::make_shared<ToolRegistry>();
+        next->hooks = std::make_shared<HookRegistry>();
+        CARAPACE_RETURN_IF_ERROR(add_builtin_tools(*changed, nullptr, next->tools.get()));
+        CARAPACE_RETURN_IF_ERROR(add_config_hooks(*changed, next->hooks.get()));
+        next->settings = [changed](const SessionState& s) {
+          return session_settings(*changed, s.workspace, s.max_turns, s.instructions);
+        };
+        return Status();
+      };
+    }
     return replay_session(*log, id, options, report);
   };
 

@@ -98,31 +98,27 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
                  const std::string& stored_session) {
   Config config;
   std::shared_ptr<Provider> stored_provider;
+  StoredRun run;
   bool stored = false;
-  if (!stored_session.empty() && args.config.empty()) {
-    // The session says how it was run; flags given again override it.
+  if (!stored_session.empty()) {
+    // The session says how it runs; flags given again override it, and
+    // --config replaces its configuration (not its scenario).
     if (Status home = prepare_home(ctx.home(), /*create=*/false); !home.ok()) return ctx.fail(home);
     auto log = ctx.open_log(EventLog::Mode::kReader);
     if (!log) return kExitFailed;
-    StoredRun run;
-    Status s = stored_run(*log, stored_session, &run);
+    Status s = stored_run(*log, stored_session, RecordedAt::kLatest, &run);
     if (s.ok()) {
       stored = true;
-      config = std::move(run.config);
-      // The server the session talked to stays its server, whatever the environment says now.
-      config.provider.base_url_is_explicit = !config.provider.base_url.empty();
-      bool same_provider = args.provider.empty() || args.provider == config.provider.name;
-      if (!run.scenario.empty() && args.scenario.empty() && same_provider) {
-        Scenario scenario;
-        s = parse_scenario(run.scenario, "the scenario stored with session " + stored_session, &scenario);
-        if (!s.ok()) return ctx.fail(s, "pass --scenario FILE to run it with another scenario");
-        stored_provider = std::make_shared<ScriptedProvider>(std::move(scenario));
-      }
     } else if (!s.is_not_found()) {
       return ctx.fail(s);
     }
   }
-  if (!stored) {
+  const bool stored_config = stored && args.config.empty();
+  if (stored_config) {
+    config = run.config;
+    // The server the session talked to stays its server, whatever the environment says now.
+    config.provider.base_url_is_explicit = !config.provider.base_url.empty();
+  } else {
     if (int rc = load_cli_config(ctx, args.config, &config); rc != kExitOk) return rc;
   }
   if (!args.provider.empty()) {
@@ -139,6 +135,13 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
     config.provider.name = args.provider;
   }
   if (!args.scenario.empty()) config.provider.scenario = args.scenario;
+  if (stored && !run.scenario.empty() && args.scenario.empty() && config.provider.name == "scripted" &&
+      (stored_config || config.provider.scenario.empty())) {
+    Scenario scenario;
+    Status s = parse_scenario(run.scenario, "the scenario stored with session " + stored_session, &scenario);
+    if (!s.ok()) return ctx.fail(s, "pass --scenario FILE to run it with another scenario");
+    stored_provider = std::make_shared<ScriptedProvider>(std::move(scenario));
+  }
   if (!args.model.empty()) config.provider.model = args.model;
   if (!args.base_url.empty()) {
     if (!is_http_provider(config.provider.name)) {

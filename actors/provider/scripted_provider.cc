@@ -138,6 +138,7 @@ Status parse_scenario(std::string_view json_text, const std::string& source, Sce
   if (!doc.contains("replies") || !doc["replies"].is_array()) return bad(source, "needs a \"replies\" array");
   Scenario s;
   s.source = source;
+  s.text = std::string(json_text);
   if (doc.contains("model")) {
     if (!doc["model"].is_string()) return bad(source + ": model", "must be a string");
     s.model = doc["model"];

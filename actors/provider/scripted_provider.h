@@ -31,6 +31,7 @@ struct ScenarioEntry {
 
 struct Scenario {
   std::string source;  // the file, for messages
+  std::string text;    // the file's content, verbatim: what session.configured records
   std::string model;   // optional default model
   std::vector<ScenarioEntry> entries;
   // What the user says after each time the session stops, in order (the

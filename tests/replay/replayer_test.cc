@@ -278,6 +278,56 @@ BOOST_AUTO_TEST_CASE(a_further_user_message_and_a_fork_replay_identically) {
   BOOST_TEST(r.events == last_seq("f1"));
 }
 
+// A finished session woken for a message by a runtime configured otherwise:
+// the wake records the new configuration, and a replay that follows the
+// records goes on as it says from there.
+BOOST_AUTO_TEST_CASE(a_session_woken_with_another_configuration_replays_as_recorded) {
+  config.prompt.identity = "You are the first agent.";
+  record(kTwoTurnsWithRetry, "go");
+  const Config first = config;
+  rt.reset();
+  config.prompt.identity = "You are the second agent.";
+  CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &rt));
+  CHECK_OK(rt->send_message("s1", "and again"));
+  SessionOutcome out;
+  CHECK_OK(rt->wait("s1", 60s, &out));
+  std::vector<Event> events;
+  CHECK_OK(rt->read_events("s1", 1, &events));
+  std::vector<uint64_t> records;
+  for (const auto& e : events)
+    if (std::holds_alternative<SessionConfigured>(e.body)) records.push_back(e.seq);
+  BOOST_REQUIRE(records.size() == 2u);
+  const Event& next = events[records[1]];  // the one after the record
+  BOOST_TEST(std::holds_alternative<UserMessage>(next.body), next.type_name());
+
+  // Started as the session started, and told nothing of the change: it diverges at the next prompt.
+  ReplayReport stale = replay("s1", first);
+  require_diverged(stale);
+  BOOST_TEST(stale.divergence->expected->type_name() == "prompt.assembled");
+  BOOST_TEST(stale.divergence->seq > records[1]);
+
+  // Following the records: identical.
+  ReplayOptions options{.tools = std::make_shared<ToolRegistry>(),
+                        .hooks = std::make_shared<HookRegistry>(),
+                        .settings = [&first](const SessionState& s) {
+                          return session_settings(first, s.workspace, s.max_turns, s.instructions);
+                        }};
+  CHECK_OK(add_builtin_tools(first, nullptr, options.tools.get()));
+  auto changed = std::make_shared<Config>();
+  options.reconfigure = [changed](const SessionConfigured& recorded, ReplayConfiguration* then) {
+    std::vector<std::string> warnings;
+    CARAPACE_RETURN_IF_ERROR(parse_config(recorded.config.text, "recorded", changed.get(), &warnings));
+    then->settings = [changed](const SessionState& s) {
+      return session_settings(*changed, s.workspace, s.max_turns, s.instructions);
+    };
+    return Status();
+  };
+  ReplayReport followed;
+  CHECK_OK(replay_session(runtime_log(*rt), "s1", options, &followed));
+  BOOST_TEST(followed.identical(), "diverged at seq " << (followed.divergence ? followed.divergence->seq : 0));
+  BOOST_TEST(changed->prompt.identity == "You are the second agent.");
+}
+
 BOOST_AUTO_TEST_CASE(an_unknown_session_is_not_found) {
   record(kTwoTurnsWithRetry, "go");
   ReplayOptions options{.tools = std::make_shared<ToolRegistry>(),

@@ -100,6 +100,22 @@ BOOST_AUTO_TEST_CASE(a_missing_or_stale_session_index_entry_is_reported) {
   BOOST_TEST(report.issues[1].kind == "session_index");
 }
 
+BOOST_AUTO_TEST_CASE(a_session_index_pointing_its_configuration_at_another_event_is_reported) {
+  synth("a", 3);
+  SessionMeta meta;
+  CHECK_OK(log->get_meta("a", &meta));
+  meta.configured_seq = 2;  // synthetic sessions record no configuration
+  with_raw([&](testing::RawDb& raw) {
+    std::string value;
+    codec::encode(value, meta);
+    raw.put(kSessionsFamily, "a", value);
+  });
+  VerifyReport report = verify_all_ok_status();
+  BOOST_REQUIRE(report.issues.size() == 1u);
+  BOOST_TEST(report.issues[0].seq == 2u);
+  BOOST_TEST(report.issues[0].detail.find("not a session.configured") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(an_index_entry_without_events_is_reported) {
   synth("a", 2);
   with_raw([&](testing::RawDb& raw) { raw.put(kSessionsFamily, "ghost", ""); });

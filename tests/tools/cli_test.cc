@@ -542,6 +542,85 @@ BOOST_AUTO_TEST_CASE(a_session_remembers_how_it_was_run) {
   BOOST_TEST(run("replay --all --live-after 1").code == 2);
 }
 
+// The configurations a session ran with: one record per change, the latest
+// used by the next resume or fork, and followed by a replay.
+BOOST_AUTO_TEST_CASE(a_resume_or_fork_that_changes_the_configuration_records_it_and_replay_follows) {
+  std::string ws = dir.sub("ws");
+  std::filesystem::create_directories(ws);
+  std::ofstream s(dir.sub("s.json"));
+  s << R"({"replies": [)";
+  for (int i = 1; i <= 6; ++i) s << R"({"text": "step )" << i << R"(", "tool_calls": [{"name": "list_dir", "args": {"path": "."}}]},)";
+  s << R"({"text": "done"}]})";
+  s.close();
+  std::ofstream(dir.sub("c1.json")) << R"({"prompt": {"identity": "You are the first agent."}})";
+  std::ofstream(dir.sub("c2.json")) << R"({"prompt": {"identity": "You are the second agent."}})";
+  std::ofstream(dir.sub("crash.json")) << R"({"faults": [{"point": "commit.after", "action": "crash", "nth": 3}]})";
+  auto configured = [&](const std::string& id) {
+    std::vector<json> records;
+    json shown = run_json("log show " + id);
+    for (const auto& e : shown["data"]["events"])
+      if (e["type"] == "session.configured") records.push_back(e);
+    return records;
+  };
+  Result r = run("run go --session z1 --scenario " + dir.sub("s.json") + " --config " + dir.sub("c1.json") +
+                 " --workspace " + ws + " --faults " + dir.sub("crash.json"));
+  BOOST_REQUIRE_MESSAGE(r.code == 137, r.code << r.err);
+  // Resumed with another configuration (and crashed again): recorded after session.resumed.
+  r = run("resume z1 --config " + dir.sub("c2.json") + " --faults " + dir.sub("crash.json"));
+  BOOST_REQUIRE_MESSAGE(r.code == 137, r.code << r.err);
+  auto records = configured("z1");
+  BOOST_REQUIRE(records.size() == 2u);
+  BOOST_TEST(records[0]["data"]["origin"] == "start");
+  BOOST_TEST(records[1]["data"]["origin"] == "resume");
+  BOOST_TEST(records[1]["data"]["config"]["prompt"]["identity"] == "You are the second agent.");
+  // A bare resume runs as the latest record says: nothing changed, nothing recorded.
+  std::filesystem::remove(dir.sub("c2.json"));
+  r = run("resume z1");
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  BOOST_TEST(contains(r.out, "done"), r.out);
+  BOOST_TEST(configured("z1").size() == 2u);
+  // The replay starts as the session started and changes where it changed.
+  Result replayed = run("replay z1");
+  BOOST_TEST(replayed.code == 0, replayed.out);
+  BOOST_TEST(contains(replayed.out, "identical: "), replayed.out);
+  Result first_only = run("replay z1 --config " + dir.sub("c1.json"));
+  BOOST_TEST(first_only.code == 1, first_only.out);
+  BOOST_TEST(contains(first_only.out, "prompt.assembled differs in digest"), first_only.out);
+  // A fork from before the change runs as the session runs now, and says so.
+  Result fork = run("fork z1 --at-turn 1 --session z2");
+  BOOST_REQUIRE_MESSAGE(fork.code == 0, fork.err);
+  auto forked = configured("z2");
+  BOOST_REQUIRE(forked.size() == 2u);
+  BOOST_TEST(forked[1]["data"]["origin"] == "fork");
+  BOOST_TEST(forked[1]["data"]["config"]["prompt"]["identity"] == "You are the second agent.");
+  // One from after it copies the record with its history, and needs no other.
+  fork = run("fork z1 --at-turn 5 --session z3 --task 'one more'");
+  BOOST_REQUIRE_MESSAGE(fork.code == 0, fork.err);
+  BOOST_TEST(configured("z3").size() == 2u);
+  // A fork given another scenario records it.
+  std::ofstream(dir.sub("s2.json")) << R"({"replies": [{"text": "-"}, {"text": "-"}, {"text": "other ending"}]})";
+  fork = run("fork z1 --at-turn 2 --session z4 --scenario " + dir.sub("s2.json"));
+  BOOST_REQUIRE_MESSAGE(fork.code == 0, fork.err);
+  BOOST_TEST(contains(fork.out, "other ending"), fork.out);
+  BOOST_TEST(contains(configured("z4").back()["data"]["scenario"].get<std::string>(), "other ending"));
+  // A finished session woken for a new message by a runtime configured otherwise.
+  std::ofstream s3(dir.sub("s3.json"));
+  s3 << R"({"replies": [)";
+  for (int i = 1; i <= 7; ++i) s3 << R"({"text": "-"},)";
+  s3 << R"({"text": "encore"}]})";
+  s3.close();
+  Result chat = run("chat --config " + dir.sub("c1.json") + " --scenario " + dir.sub("s3.json") + " --workspace " + ws,
+                    "/resume z1\nonce more\n/exit\n");
+  BOOST_TEST(chat.code == 0, chat.err);
+  BOOST_TEST(contains(chat.out, "agent> encore"), chat.out);
+  records = configured("z1");
+  BOOST_REQUIRE(records.size() == 3u);
+  BOOST_TEST(records[2]["data"]["config"]["prompt"]["identity"] == "You are the first agent.");
+  Result all = run("replay --all");
+  BOOST_TEST(all.code == 0, all.out);
+  BOOST_TEST(contains(all.out, "4 sessions: 4 identical"), all.out);
+}
+
 BOOST_AUTO_TEST_CASE(log_show_masks_secrets_in_what_it_shows) {
   const std::string key = "sk-proj-Canary7Qw2Er4Ty6Ui8Op0As";
   std::string ws = dir.sub("ws");
