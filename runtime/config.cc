@@ -203,6 +203,13 @@ Status read_session(const Reader& r, Config* c) {
   return r.get("snapshot_every_turns", &c->snapshot_every_turns, 0);
 }
 
+Status read_retention(const Reader& r, Config* c) {
+  CARAPACE_RETURN_IF_ERROR(r.object());
+  r.warn_unknown({"max_age_days", "max_body_bytes"});
+  CARAPACE_RETURN_IF_ERROR(r.get("max_age_days", &c->retention_max_age_days, 0, 100'000));
+  return r.get("max_body_bytes", &c->retention_max_body_bytes, 0);
+}
+
 Status read_prompt(const Reader& r, PromptConfig* p) {
   CARAPACE_RETURN_IF_ERROR(r.object());
   r.warn_unknown({"identity", "identity_file", "custom_instructions_file", "workflows"});
@@ -409,7 +416,7 @@ Status parse_config(std::string_view text, const std::string& source, Config* ou
   Config c;
   Reader r(doc, "", source, warnings);
   CARAPACE_RETURN_IF_ERROR(r.object());
-  r.warn_unknown({"agent_id", "provider", "retry", "session", "prompt", "tools", "hooks", "prices"});
+  r.warn_unknown({"agent_id", "provider", "retry", "session", "prompt", "tools", "hooks", "prices", "retention"});
   CARAPACE_RETURN_IF_ERROR(r.get("agent_id", &c.agent_id));
   if (r.has("provider")) CARAPACE_RETURN_IF_ERROR(read_provider(r.child("provider"), &c.provider));
   if (r.has("retry")) CARAPACE_RETURN_IF_ERROR(read_retry(r.child("retry"), &c.retry));
@@ -418,6 +425,7 @@ Status parse_config(std::string_view text, const std::string& source, Config* ou
   if (r.has("tools")) CARAPACE_RETURN_IF_ERROR(read_tools(r.child("tools"), &c));
   if (r.has("hooks")) CARAPACE_RETURN_IF_ERROR(read_hooks(r, doc["hooks"], &c.hooks));
   if (r.has("prices")) CARAPACE_RETURN_IF_ERROR(read_prices(r, doc["prices"], &c.prices));
+  if (r.has("retention")) CARAPACE_RETURN_IF_ERROR(read_retention(r.child("retention"), &c));
   *out = std::move(c);
   return Status();
 }

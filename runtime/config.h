@@ -81,6 +81,11 @@ struct Config {
   std::vector<HookConfig> hooks;
   PriceTable prices = default_prices();
 
+  // retention: what `carapace gc` keeps (storage/retention.h). The home's
+  // policy, not a session's: not in config_to_json, so not recorded with sessions.
+  uint64_t retention_max_age_days = 30;  // 0: no age limit
+  uint64_t retention_max_body_bytes = 0;  // 0: no size limit
+
   // The price of the scripted model, so that runs without a network show costs.
   static PriceTable default_prices();
 };

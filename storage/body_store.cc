@@ -168,8 +168,30 @@ Status BodyStore::put(std::string_view body, std::string* ref) {
 
 Status BodyStore::get(std::string_view ref, std::string* body) const {
   rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), rocksdb::Slice(ref.data(), ref.size()), body);
-  if (s.IsNotFound()) return Status::not_found("no body " + std::string(ref) + " in " + impl_->path);
+  if (s.IsNotFound()) {
+    return Status::not_found("no body " + std::string(ref) + " in " + impl_->path +
+                             " (removed by `carapace gc`, or never stored)");
+  }
   return from_rocks(s, "reading body " + std::string(ref));
+}
+
+Status BodyStore::list(std::vector<std::pair<std::string, uint64_t>>* out) const {
+  out->clear();
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions()));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) out->emplace_back(it->key().ToString(), it->value().size());
+  return from_rocks(it->status(), "listing the bodies in " + impl_->path);
+}
+
+Status BodyStore::remove(const std::vector<std::string>& refs) {
+  if (refs.empty()) return Status();
+  rocksdb::WriteBatch wb;
+  for (const auto& ref : refs) wb.Delete(ref);
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  CARAPACE_RETURN_IF_ERROR(from_rocks(impl_->db->Write(wo, &wb), "removing bodies from " + impl_->path));
+  rocksdb::CompactRangeOptions co;
+  co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  return from_rocks(impl_->db->CompactRange(co, nullptr, nullptr), "compacting " + impl_->path);
 }
 
 uint64_t BodyStore::writes() const { return impl_->writes.load(std::memory_order_relaxed); }

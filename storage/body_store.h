@@ -24,6 +24,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 
@@ -50,6 +52,13 @@ class BodyStore {
 
   // The body stored under `ref`; not_found if there is none.
   Status get(std::string_view ref, std::string* body) const;
+
+  // Every stored body's key and size, in key order.
+  Status list(std::vector<std::pair<std::string, uint64_t>>* out) const;
+
+  // Removes the bodies under `refs` (absent ones are no error) in one synced
+  // batch, then compacts so that the disk space comes back. The writer only.
+  Status remove(const std::vector<std::string>& refs);
 
   // The key put() gives `body`.
   static std::string ref_of(std::string_view body);

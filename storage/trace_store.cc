@@ -1,5 +1,7 @@
 #include "storage/trace_store.h"
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
@@ -151,6 +153,47 @@ Status TraceStore::write(std::span<const StoredSpan> spans,
   }
   for (const auto& [session, p] : progress) (void)batch.Put(f[kProgress], session, progress_to_text(p));
   return from_rocks(impl_->db->Write(rocksdb::WriteOptions(), &batch), "writing the trace store " + impl_->path);
+}
+
+Status TraceStore::remove_spans(const std::vector<std::string>& sessions, uint64_t* removed) {
+  *removed = 0;
+  if (sessions.empty()) return Status();
+  const std::set<std::string> gone(sessions.begin(), sessions.end());
+  auto& f = impl_->families;
+  rocksdb::WriteBatch batch;
+  for (const auto& session : gone) {
+    std::string prefix = session;
+    prefix.push_back('\0');
+    std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), f[kSpans]));
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      (void)batch.Delete(f[kSpans], it->key());
+      ++*removed;
+    }
+    CARAPACE_RETURN_IF_ERROR(from_rocks(it->status(), "reading the trace store " + impl_->path));
+  }
+  // The indexes are ordered by time (within a model or tool): one pass over each.
+  for (Family family : {kByStart, kByModel, kByTool}) {
+    std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), f[family]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      std::string_view key(it->key().data(), it->key().size());
+      if (family != kByStart) {
+        size_t zero = key.find('\0');
+        if (zero == std::string_view::npos) continue;
+        key.remove_prefix(zero + 1);
+      }
+      SpanRef ref;
+      if (parse_tail(key, &ref) && gone.count(ref.session) != 0) (void)batch.Delete(f[family], it->key());
+    }
+    CARAPACE_RETURN_IF_ERROR(from_rocks(it->status(), "reading the trace store " + impl_->path));
+  }
+  CARAPACE_RETURN_IF_ERROR(
+      from_rocks(impl_->db->Write(rocksdb::WriteOptions(), &batch), "writing the trace store " + impl_->path));
+  rocksdb::CompactRangeOptions co;
+  co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  for (auto* h : f) {
+    CARAPACE_RETURN_IF_ERROR(from_rocks(impl_->db->CompactRange(co, h, nullptr, nullptr), "compacting " + impl_->path));
+  }
+  return Status();
 }
 
 Status TraceStore::spans_of(const std::string& session, std::vector<std::string>* values) const {

@@ -86,6 +86,12 @@ class TraceStore {
   Status by_model(const std::string& model, int64_t since_us, std::vector<SpanRef>* out) const;
   Status by_tool(const std::string& tool, int64_t since_us, std::vector<SpanRef>* out) const;
 
+  // Removes the spans of `sessions` and their index entries (their
+  // progress stays, so that the collector does not build them again unless
+  // the session grows; `carapace trace` builds them from the log), then
+  // compacts. Sets *removed to the number of spans removed. The writer only.
+  Status remove_spans(const std::vector<std::string>& sessions, uint64_t* removed);
+
   const std::string& path() const;
 
  private:

@@ -1042,6 +1042,55 @@ BOOST_AUTO_TEST_CASE(run_with_openai_needs_only_the_key) {
   BOOST_TEST(flag.out == "Done: remember pears\n");
 }
 
+// carapace gc: bodies go oldest first down to the size limit, spans of old
+// sessions go (and are built from the log again), events stay.
+BOOST_AUTO_TEST_CASE(gc_prunes_bodies_oldest_first_and_spans_and_never_events) {
+  play("openai");
+  Result r = run_env({"OPENAI_API_KEY=" + kOpenAiKey},
+                     "run 'remember figs' --provider openai --model gpt-4o-mini --session g1 --base-url " +
+                         server.url() + "/v1 --workspace " + ws);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  json before = run_json("log show g1");
+  const size_t events = before["data"]["events"].size();
+  std::string first_request;  // the body referenced longest ago
+  for (const auto& e : before["data"]["events"])
+    if (first_request.empty() && e["type"] == "llm.requested") first_request = e["data"]["body_ref"];
+  BOOST_REQUIRE(!first_request.empty());
+  const std::string trace_before = run("trace show g1 --full").out;
+  BOOST_TEST(run_json("trace show g1")["data"]["source"] == "store");
+
+  // The default policy (30 days): nothing here is old.
+  json kept = run_json("gc --dry-run");
+  BOOST_TEST(kept["data"]["bodies_removed"].size() == 0u);
+  const uint64_t total = kept["data"]["body_bytes_kept"];
+  BOOST_REQUIRE(total > 0u);
+  // One byte under the total: the oldest goes, and only what must.
+  json one = run_json("gc --max-body-bytes " + std::to_string(total - 1));
+  BOOST_REQUIRE(one["data"]["bodies_removed"].size() >= 1u);
+  BOOST_TEST(one["data"]["bodies_removed"][0]["ref"] == first_request);
+  BOOST_TEST(one["data"]["body_bytes_kept"].get<uint64_t>() <= total - 1);
+  BOOST_TEST(one["data"]["body_bytes_kept"].get<uint64_t>() + one["data"]["bodies_removed"].back()["bytes"].get<uint64_t>() > total - 1);
+  Result shown = run("log show g1 --bodies");
+  BOOST_TEST(shown.code == 0, shown.err);
+  BOOST_TEST(contains(shown.out + shown.err, "removed by `carapace gc`"), shown.out);
+  // Everything, with the spans of every session.
+  json all = run_json("gc --max-age 1s --max-body-bytes 1");
+  BOOST_TEST(all["data"]["body_bytes_kept"] == 0);
+  BOOST_TEST(all["data"]["span_sessions"] == json::array({"g1"}));
+  BOOST_TEST(all["data"]["spans_removed"].get<uint64_t>() > 0u);
+  BOOST_TEST(run_json("log show g1")["data"]["events"].size() == events);
+  BOOST_TEST(run("verify g1").code == 0);
+  BOOST_TEST(run("replay g1").code == 0);
+  BOOST_TEST(run("trace show g1 --full").out == trace_before);
+  BOOST_TEST(run_json("trace show g1")["data"]["source"] == "log");  // built again from the log
+  // Bad limits are named; nothing is removed.
+  Result bad = run("gc --max-age 3weeks");
+  BOOST_TEST(bad.code == 1);
+  BOOST_TEST(contains(bad.err, "--max-age '3weeks' is not a duration"), bad.err);
+  bad = run("gc --max-body-bytes -5");
+  BOOST_TEST(bad.code != 0);
+}
+
 BOOST_AUTO_TEST_CASE(a_bundle_with_bodies_carries_them_to_a_fresh_home) {
   play("openai");
   Result r = run_env({"OPENAI_API_KEY=" + kOpenAiKey},
