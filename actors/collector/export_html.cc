@@ -24,6 +24,7 @@ section.trace { background: #fff; border: 1px solid #d8dee4; border-radius: 6px;
 section.trace h2 { font-size: 14px; margin: 0; padding: 8px 10px; border-bottom: 1px solid #d8dee4; }
 .meta { color: #57606a; font-weight: normal; margin-left: 8px; }
 .row { display: flex; align-items: center; cursor: pointer; border-bottom: 1px solid #f0f2f4; height: 24px; }
+.row[hidden] { display: none; }
 .row:hover { background: #f3f6f9; }
 .row.selected { background: #ddf4ff; }
 .label { flex: 0 0 45%; display: flex; align-items: center; overflow: hidden; white-space: nowrap; }

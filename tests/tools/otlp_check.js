@@ -19,7 +19,7 @@ for (let i = 0; i < rest.length; ++i) {
   else if (rest[i] === "--response-model") opt.responseModel = rest[++i];
   else throw new Error("unknown option " + rest[i]);
 }
-const root = require(path.join(nodeModules, "@opentelemetry/otlp-transformer/build/src/generated/root.js"));
+const root = require(path.resolve(nodeModules, "@opentelemetry/otlp-transformer/build/src/generated/root.js"));
 const Request = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
 
 const original = JSON.parse(fs.readFileSync(file, "utf8"));
