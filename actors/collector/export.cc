@@ -42,6 +42,16 @@ int64_t export_last_us(const std::vector<Span>& spans) {
   return last;
 }
 
+const Span& export_root(const ExportInput& input, const std::vector<Span>& trace) {
+  static const Span kNone;
+  if (!trace.empty() && trace[0].kind == kSpanSession) return trace[0];
+  if (!trace.empty()) {
+    auto it = input.roots.find(trace[0].session);
+    if (it != input.roots.end()) return it->second;
+  }
+  return kNone;
+}
+
 Status export_trace(std::string_view format, const ExportInput& input, std::string* out) {
   if (format == "otlp") {
     *out = export_otlp(input);

@@ -29,6 +29,10 @@ namespace carapace {
 struct ExportInput {
   // One entry per session, its spans as SpanBuilder gives them (root first).
   std::vector<std::vector<Span>> traces;
+  // Where a trace entry holds some of a session's spans but not its root
+  // (`collector --otlp-endpoint` streams spans as they close): the root, by
+  // session, for what the others take from it (agent, provider, model).
+  std::map<std::string, Span> roots;
   // Verbatim provider bodies by reference (the request_body / response_body
   // attributes of LLM spans); the response's id and model are read from
   // them. Content is exported only with `with_content`.
@@ -63,6 +67,10 @@ int64_t export_end_us(const Span& span, int64_t last_us);
 // The time of the last event of a trace (root attribute last_ts_us, else the
 // latest span time).
 int64_t export_last_us(const std::vector<Span>& spans);
+
+// The root span of `trace`'s session: its first span when that is the
+// session span, else input.roots' entry, else an empty span.
+const Span& export_root(const ExportInput& input, const std::vector<Span>& trace);
 
 // Dispatches on `format` (one of kExportFormats); invalid_argument otherwise.
 Status export_trace(std::string_view format, const ExportInput& input, std::string* out);

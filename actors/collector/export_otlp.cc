@@ -161,7 +161,8 @@ json otlp_request(const ExportInput& input) {
   for (const auto& trace : input.traces) {
     if (trace.empty()) continue;
     const int64_t last_us = export_last_us(trace);
-    for (const auto& sp : trace) spans.push_back(span_json(sp, trace[0], last_us, input));
+    const Span& root = export_root(input, trace);
+    for (const auto& sp : trace) spans.push_back(span_json(sp, root, last_us, input));
   }
   json resource = {{"attributes", json::array({{{"key", "service.name"}, {"value", {{"stringValue", "carapace"}}}},
                                                {{"key", "service.version"},

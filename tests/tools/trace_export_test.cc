@@ -8,8 +8,14 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
+
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <set>
+#include <thread>
 #include <fstream>
 #include <sstream>
 
@@ -302,6 +308,55 @@ BOOST_AUTO_TEST_CASE(an_http_run_exports_the_response_model_and_content) {
   int status = std::system(cmd.c_str());
   BOOST_TEST(WIFEXITED(status));
   BOOST_TEST(WEXITSTATUS(status) == 0, slurp(dir.sub("node.out")));
+}
+
+bool wait_for(const std::function<bool()>& done) {
+  for (int i = 0; i < 600; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+BOOST_AUTO_TEST_CASE(the_collector_streams_spans_to_a_receiver_as_they_close) {
+  testing::MockLlmServer receiver;
+  receiver.set_handler([](const testing::MockRequest&, size_t) { return testing::MockReply{.status = 200, .body = "{}"}; });
+  BOOST_REQUIRE(run("log synth --session warm --turns 1").code == 0);  // a home with a log
+  std::string pidfile = dir.sub("pid");
+  std::string cmd = std::string(CARAPACE_BIN) + " --home '" + dir.sub("home") + "' collector --interval-ms 20 --otlp-endpoint " +
+                    receiver.url() + " >'" + dir.sub("collector.out") + "' 2>&1 </dev/null & echo $! >'" + pidfile + "'";
+  BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
+  const pid_t collector = static_cast<pid_t>(std::stol(slurp(pidfile)));
+  auto received = [&receiver](const std::string& session) {
+    std::map<std::string, std::string> spans;  // span id -> name
+    for (const auto& q : receiver.requests()) {
+      json j = json::parse(q.body, nullptr, false);
+      if (j.is_discarded()) continue;
+      for (const auto& s : j["resourceSpans"][0]["scopeSpans"][0]["spans"]) {
+        std::map<std::string, json> a;
+        for (const auto& kv : s["attributes"]) a[kv["key"]] = kv["value"];
+        if (a["gen_ai.conversation.id"]["stringValue"] != session) continue;
+        spans[s["spanId"]] = s["name"].get<std::string>();
+        if (a.count("gen_ai.provider.name")) spans[s["spanId"]] += " from " + a["gen_ai.provider.name"]["stringValue"].get<std::string>();
+      }
+    }
+    return spans;
+  };
+  BOOST_REQUIRE(wait_for([&] { return received("warm").size() > 0; }));
+  run_scenario("quickstart", "q");  // the collector holds the store: the run goes without its own
+  json show = json::parse(run("trace show q --json").out);
+  std::map<std::string, std::string> expected;
+  for (const auto& s : show["data"]["spans"]) expected[s["span_id"]] = s["name"];
+  BOOST_TEST(wait_for([&] { return received("q").size() == expected.size(); }));
+  auto got = received("q");
+  for (const auto& [id, name] : expected) BOOST_TEST(got.count(id) == 1u, name);
+  BOOST_TEST(got[show["data"]["spans"][0]["span_id"]] == "invoke_agent carapace from scripted");
+  // Sent before its root closed, a model call still names the session's provider.
+  BOOST_TEST(got[show["data"]["spans"][2]["span_id"]] == "chat scripted-1 from scripted");
+  for (const auto& q : receiver.requests()) BOOST_TEST(q.path == "/v1/traces");
+  ::kill(collector, SIGTERM);
+  BOOST_TEST(wait_for([collector] { return ::kill(collector, 0) != 0 && errno == ESRCH; }));
+  BOOST_TEST(contains(slurp(dir.sub("collector.out")), "spans to " + receiver.url()), slurp(dir.sub("collector.out")));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
