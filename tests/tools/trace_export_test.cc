@@ -270,6 +270,14 @@ BOOST_AUTO_TEST_CASE(endpoint_refusals_are_clear_errors) {
   r = run("trace export q --format otlp --attempts 2 --endpoint http://127.0.0.1:" + std::to_string(port));
   BOOST_TEST(r.code == 1);
   BOOST_TEST(contains(r.err, "did not take the export after 2 attempts"), r.err);
+  BOOST_TEST(contains(r.err, "; attempt 2 in 500 ms"), r.err);  // the first backoff
+  // The collector: a batch it cannot send is a warning; it goes on, the spans are stored.
+  BOOST_REQUIRE(run("log synth --session synth --turns 1").code == 0);
+  r = run("collector --once --otlp-endpoint http://127.0.0.1:" + std::to_string(port));
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(contains(r.err, "not sent: the OTLP receiver at http://127.0.0.1:" + std::to_string(port) + "/v1/traces did not take"), r.err);
+  BOOST_TEST(contains(r.out, "(" ), r.out);
+  BOOST_TEST(json::parse(run("trace show synth --json").out)["data"]["source"] == "store");
 }
 
 BOOST_AUTO_TEST_CASE(an_http_run_exports_the_response_model_and_content) {

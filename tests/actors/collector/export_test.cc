@@ -158,6 +158,7 @@ BOOST_AUTO_TEST_CASE(otlp_has_the_tree_ids_times_and_genai_attributes) {
   auto ta = attrs_of(tool);
   BOOST_TEST(ta["gen_ai.tool.name"] == json({{"stringValue", "shell"}}));
   BOOST_TEST(ta["gen_ai.tool.call.id"] == json({{"stringValue", "c1"}}));
+  BOOST_TEST(ta["gen_ai.tool.type"] == json({{"stringValue", "function"}}));
   BOOST_TEST(tool["kind"] == kOtlpKindInternal);
   BOOST_TEST(tool["status"]["code"] == kOtlpStatusOk);
   BOOST_TEST(attrs_of(otlp_span(out, std::string("execute_tool ") + kHostile))["error.type"] ==
@@ -170,8 +171,21 @@ BOOST_AUTO_TEST_CASE(otlp_has_the_tree_ids_times_and_genai_attributes) {
   BOOST_TEST(resume["links"][0]["spanId"] == cut["spanId"]);
   BOOST_TEST(resume["links"][0]["traceId"] == cut["traceId"]);
   BOOST_TEST(cut["status"]["code"] == kOtlpStatusError);
+  BOOST_TEST(attrs_of(cut)["error.type"] == json({{"stringValue", "crashed"}}));
   BOOST_TEST(cut["events"][0]["name"] == "crash");
   BOOST_TEST(cut["events"][0]["timeUnixNano"].is_string());
+}
+
+BOOST_AUTO_TEST_CASE(an_open_span_ends_at_the_last_event_of_its_session) {
+  auto events = session_events();
+  events.resize(15);  // stops in the middle of turn 2's model call: the session, the turn and the call are open
+  ExportInput in = input_of(events);
+  BOOST_REQUIRE(in.traces[0][0].open());
+  json out = otlp_request(in)["resourceSpans"][0]["scopeSpans"][0]["spans"];
+  const std::string last = std::to_string(events.back().ts_us * 1000);
+  BOOST_TEST(out[0]["endTimeUnixNano"] == last);
+  BOOST_TEST(out[0]["status"] == json({{"code", kOtlpStatusUnset}}));
+  BOOST_TEST(otlp_span(out, "chat m1", 2)["endTimeUnixNano"] == last);
 }
 
 BOOST_AUTO_TEST_CASE(otlp_content_only_with_content_and_redacted) {
