@@ -94,6 +94,7 @@ void register_torture_command(CLI::App& app, Context& ctx);
 void register_replay_command(CLI::App& app, Context& ctx);
 void register_bundle_command(CLI::App& app, Context& ctx);
 void register_trace_commands(CLI::App& app, Context& ctx);
+void register_trace_export_command(CLI::App& trace, Context& ctx);
 void register_collector_command(CLI::App& app, Context& ctx);
 void register_gc_command(CLI::App& app, Context& ctx);
 

@@ -3,7 +3,10 @@
 #include <cstdio>
 #include <thread>
 
+#include "actors/collector/export_otlp.h"
 #include "actors/collector/log_follower.h"
+#include "actors/collector/otlp_sender.h"
+#include "storage/body_store.h"
 #include "tools/cli.h"
 #include "tools/stop_signals.h"
 
@@ -13,6 +16,49 @@ namespace {
 struct CollectorArgs {
   uint64_t interval_ms = 200;
   bool once = false;
+  std::string otlp_endpoint;
+};
+
+#ifndef CARAPACE_VERSION
+#define CARAPACE_VERSION "unknown"
+#endif
+
+// Sends the spans a poll closed to the OTLP receiver; a failure is a warning
+// (the spans are in the trace store; `trace export --endpoint` sends them again).
+struct OtlpStream {
+  const Context& ctx;
+  std::string endpoint;
+  uint64_t sent = 0;
+  uint64_t failed = 0;
+
+  void send(const FollowReport& report) {
+    if (report.finished.empty()) return;
+    ExportInput input;
+    input.service_version = CARAPACE_VERSION;
+    const Redactor& redactor = ctx.redactor();
+    input.redact = [&redactor](std::string text) { return redactor(std::move(text)); };
+    input.roots = report.roots;
+    std::unique_ptr<BodyStore> bodies;
+    const bool have_bodies = BodyStore::open(ctx.home() + "/bodies", BodyStore::Mode::kReader, &bodies).ok();
+    size_t n = 0;
+    for (const auto& [session, spans] : report.finished) {
+      for (const auto& sp : spans) {
+        std::string ref = sp.attrs.value("response_body", std::string()), text;
+        if (have_bodies && !ref.empty() && bodies->get(ref, &text).ok()) input.bodies[ref] = std::move(text);
+      }
+      n += spans.size();
+      input.traces.push_back(spans);
+    }
+    OtlpSendOptions options{.endpoint = endpoint, .max_attempts = 3};
+    OtlpSendReport sent_report;
+    Status s = otlp_send(options, export_otlp(input), &sent_report);
+    if (s.ok()) {
+      sent += n;
+      return;
+    }
+    failed += n;
+    std::fprintf(stderr, "%s\n", redactor("collector: " + count(n, "span") + " not sent: " + s.message()).c_str());
+  }
 };
 
 int run_collector(Context& ctx, const CollectorArgs& args) {
@@ -36,6 +82,13 @@ int run_collector(Context& ctx, const CollectorArgs& args) {
     return ctx.fail(s);
   }
   if (stop_signal() != 0) return kExitOk;
+  OtlpStream stream{ctx, args.otlp_endpoint};
+  if (!args.otlp_endpoint.empty()) {
+    std::string url;
+    Status valid = otlp_traces_url(args.otlp_endpoint, &url);
+    if (!valid.ok()) return ctx.fail(valid, "e.g. --otlp-endpoint http://localhost:4318 (an OTLP/HTTP receiver)");
+    follower->report_finished(true);
+  }
   if (!ctx.json && !args.once) {
     std::fprintf(stderr, "collector: following %s/log into %s/traces (SIGINT or SIGTERM stops it)\n",
                  ctx.home().c_str(), ctx.home().c_str());
@@ -48,6 +101,7 @@ int run_collector(Context& ctx, const CollectorArgs& args) {
     if (!s.ok()) return ctx.fail(s);
     total.events += report.events;
     total.spans += report.spans;
+    if (!args.otlp_endpoint.empty()) stream.send(report);
     for (const auto& [id, seq] : report.crashed) {
       crashed.push_back({{"session", id}, {"crashed_after_seq", seq}});
       if (!ctx.json) {
@@ -60,8 +114,17 @@ int run_collector(Context& ctx, const CollectorArgs& args) {
     std::this_thread::sleep_for(std::chrono::milliseconds(args.interval_ms));
   }
   std::string summary = "folded " + count(total.events, "event") + ", wrote " + count(total.spans, "span");
+  if (!args.otlp_endpoint.empty()) {
+    summary += ", sent " + count(stream.sent, "span") + " to " + url_for_display(args.otlp_endpoint) +
+               (stream.failed ? " (" + std::to_string(stream.failed) + " not sent)" : "");
+  }
   if (ctx.json) {
-    ctx.print_success({{"events", total.events}, {"spans", total.spans}, {"crashed", crashed}}, summary);
+    nlohmann::json data{{"events", total.events}, {"spans", total.spans}, {"crashed", crashed}};
+    if (!args.otlp_endpoint.empty()) {
+      data["otlp_sent"] = stream.sent;
+      data["otlp_failed"] = stream.failed;
+    }
+    ctx.print_success(data, summary);
   } else {
     std::printf("%s\n", summary.c_str());
   }
@@ -77,6 +140,8 @@ void register_collector_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--interval-ms", args->interval_ms, "Time between polls")->capture_default_str()->check(
       CLI::Range(10, 60'000));
   cmd->add_flag("--once", args->once, "One pass, then exit");
+  cmd->add_option("--otlp-endpoint", args->otlp_endpoint,
+                  "Also send each span as it closes to this OTLP/HTTP receiver (OTLP/JSON, /v1/traces)");
   add_json_flag(cmd, ctx);
   cmd->callback([&ctx, args] { ctx.run = [&ctx, args] { return run_collector(ctx, *args); }; });
 }

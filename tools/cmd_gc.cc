@@ -1,6 +1,5 @@
 // carapace gc: applies the retention policy to a home's provider bodies and
 // spans (storage/retention.h). Events are never pruned.
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -11,6 +10,7 @@
 #include "storage/trace_store.h"
 #include "tools/cli.h"
 #include "tools/cli_run.h"
+#include "tools/trace_load.h"
 
 namespace carapace::cli {
 namespace {
@@ -21,18 +21,6 @@ struct GcArgs {
   std::string max_body_bytes;
   bool dry_run = false;
 };
-
-// "30d", "12h", "90m", "45s" → microseconds; false on anything else.
-bool parse_age(const std::string& text, int64_t* us) {
-  if (text.size() < 2 || text.size() > 10) return false;
-  const char unit = text.back();
-  const std::string digits = text.substr(0, text.size() - 1);
-  if (digits.find_first_not_of("0123456789") != std::string::npos) return false;
-  const int64_t mult = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : unit == 'd' ? 86400 : 0;
-  if (mult == 0) return false;
-  *us = std::stoll(digits) * mult * 1'000'000;
-  return true;
-}
 
 // "1500", "500K", "200M", "2G" (powers of 1024) → bytes; false on anything else.
 bool parse_bytes(const std::string& text, uint64_t* out) {
@@ -76,11 +64,6 @@ uint64_t directory_bytes(const std::string& path) {
   return total;
 }
 
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 int run_gc(Context& ctx, const GcArgs& args) {
   Config config;
   if (int rc = load_cli_config(ctx, args.config, &config); rc != kExitOk) return rc;
@@ -89,7 +72,7 @@ int run_gc(Context& ctx, const GcArgs& args) {
   if (!args.max_age.empty()) {
     if (args.max_age == "0") {
       policy.max_age_us = 0;
-    } else if (!parse_age(args.max_age, &policy.max_age_us)) {
+    } else if (!parse_since(args.max_age, &policy.max_age_us)) {
       return ctx.fail(Status::invalid_argument("--max-age '" + args.max_age + "' is not a duration"),
                       "write it as a number and a unit: 30d, 12h, 90m, 45s (0: no age limit)");
     }

@@ -16,76 +16,13 @@
 #include "events/event_summary.h"
 #include "tools/cli.h"
 #include "tools/stop_signals.h"
+#include "tools/trace_load.h"
 
 #include <chrono>
 #include <thread>
 
 namespace carapace::cli {
 namespace {
-
-struct TraceInfo {
-  std::string source;  // store, or log
-  uint64_t last_seq = 0;
-  uint64_t dropped = 0;
-  uint64_t crashed_after_seq = 0;
-  std::string warning;  // a damaged record cut the trace short
-};
-
-// The session's spans: from the trace store when the collector has folded
-// every event the log holds, else built from the log now (the same spans).
-Status load_trace(const Context& ctx, const EventLog& log, const TraceStore* store, const std::string& session,
-                  std::vector<Span>* spans, TraceInfo* info) {
-  CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(session));
-  uint64_t last = 0;
-  CARAPACE_RETURN_IF_ERROR(log.last_seq(session, &last));
-  if (last == 0) return Status::not_found("no session '" + session + "' in " + ctx.home());
-  info->last_seq = last;
-  TraceProgress progress;
-  if (store != nullptr && store->progress(session, &progress).ok()) {
-    info->dropped = progress.dropped;
-    info->crashed_after_seq = progress.crashed_after_seq;
-    if (progress.last_seq == last) {
-      std::vector<std::string> values;
-      bool good = store->spans_of(session, &values).ok() && !values.empty();
-      std::vector<Span> stored;
-      for (const auto& v : values) {
-        Span sp;
-        auto j = nlohmann::json::parse(v, nullptr, false);
-        if (!good || !span_from_json(j, &sp).ok()) {
-          good = false;
-          break;
-        }
-        stored.push_back(std::move(sp));
-      }
-      if (good) {
-        *spans = std::move(stored);
-        info->source = "store";
-        return Status();
-      }
-    }
-  }
-  std::vector<Event> events;
-  Status read = log.read(session, 1, last, &events);
-  if (!read.ok()) {
-    if (events.empty()) return read;
-    info->warning = "the trace stops at a damaged record: " + read.message();
-  }
-  *spans = build_spans(session, events);
-  info->source = "log";
-  return Status();
-}
-
-// The trace store, if the home has one (nullptr otherwise).
-std::unique_ptr<TraceStore> open_store(const Context& ctx) {
-  std::unique_ptr<TraceStore> store;
-  if (!TraceStore::open(ctx.home() + "/traces", TraceStore::Mode::kReader, &store).ok()) return nullptr;
-  return store;
-}
-
-int no_such_session(const Context& ctx, const Status& s) {
-  if (s.is_not_found()) return ctx.fail(s, "`carapace sessions` lists the sessions there");
-  return ctx.fail(s);
-}
 
 // ---- show ----
 
@@ -248,41 +185,6 @@ int run_span(Context& ctx, const SpanArgs& args) {
 }
 
 // ---- stats and analyze over one or many sessions ----
-
-// "24h", "30m", "7d", "90s" → microseconds; false on anything else.
-bool parse_since(const std::string& text, int64_t* us) {
-  if (text.size() < 2) return false;
-  char unit = text.back();
-  std::string digits = text.substr(0, text.size() - 1);
-  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) return false;
-  int64_t n = std::stoll(digits);
-  int64_t mult = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : unit == 'd' ? 86400 : 0;
-  if (mult == 0) return false;
-  *us = n * mult * 1'000'000;
-  return true;
-}
-
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// The sessions a query covers: `session`, or every session updated since `since_us`.
-Status sessions_for(const Context& ctx, const EventLog& log, const std::string& session, int64_t since_us,
-                    std::vector<std::string>* out) {
-  if (!session.empty()) {
-    out->push_back(session);
-    return Status();
-  }
-  std::vector<SessionMeta> metas;
-  std::vector<std::string> unreadable;
-  CARAPACE_RETURN_IF_ERROR(log.list_sessions(&metas, &unreadable));
-  for (const auto& m : metas) {
-    if (m.updated_us >= since_us || m.created_us >= since_us || since_us == 0) out->push_back(m.id);
-  }
-  (void)ctx;
-  return Status();
-}
 
 struct StatsArgs {
   std::string session;
@@ -663,6 +565,7 @@ void register_trace_commands(CLI::App& app, Context& ctx) {
   tail->callback([&ctx, tail_args] { ctx.run = [&ctx, tail_args] { return run_tail(ctx, *tail_args); }; });
   analyze->callback(
       [&ctx, analyze_args] { ctx.run = [&ctx, analyze_args] { return run_analyze(ctx, *analyze_args); }; });
+  register_trace_export_command(*trace, ctx);
 }
 
 }  // namespace carapace::cli

@@ -74,6 +74,10 @@ Status LogFollower::poll(FollowReport* report) {
         if (sp.kind == kSpanTool) stored.tool = sp.attrs.value("tool", std::string());
         stored.value = span_to_json(sp).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         spans.push_back(std::move(stored));
+        if (report_finished_ && !sp.open()) report->finished[meta.id].push_back(std::move(sp));
+      }
+      if (report_finished_ && report->finished.count(meta.id) && !s.builder->spans().empty()) {
+        report->roots[meta.id] = s.builder->spans()[0];
       }
       s.stored_seq = s.builder->last_seq();
     }

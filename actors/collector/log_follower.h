@@ -35,6 +35,10 @@ struct FollowReport {
   uint64_t spans = 0;   // spans written
   // Sessions found crashed by this poll: (id, the seq after which their writer died).
   std::vector<std::pair<std::string, uint64_t>> crashed;
+  // With report_finished(): per session, the spans this poll closed (or
+  // changed after they closed), and the session's root span as it stands.
+  std::map<std::string, std::vector<Span>> finished;
+  std::map<std::string, Span> roots;
 };
 
 class LogFollower {
@@ -46,6 +50,9 @@ class LogFollower {
 
   // Catches up with the log, folds what is new, attributes crashes, writes.
   Status poll(FollowReport* report);
+
+  // Makes poll() report the spans it closed (for `collector --otlp-endpoint`).
+  void report_finished(bool on) { report_finished_ = on; }
 
  private:
   struct Session {
@@ -59,6 +66,7 @@ class LogFollower {
   std::unique_ptr<EventLog> log_;
   std::unique_ptr<TraceStore> store_;
   std::map<std::string, Session> sessions_;
+  bool report_finished_ = false;
 };
 
 }  // namespace carapace

@@ -1,0 +1,45 @@
+// How the `carapace trace` commands find a session's spans (the trace
+// store when it is up to date, else the log) and which sessions a --since
+// window covers (tools/cmd_trace.cc, tools/cmd_trace_export.cc).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/collector/span.h"
+#include "storage/event_log.h"
+#include "storage/trace_store.h"
+#include "tools/cli.h"
+
+namespace carapace::cli {
+
+struct TraceInfo {
+  std::string source;  // store, or log
+  uint64_t last_seq = 0;
+  uint64_t dropped = 0;
+  uint64_t crashed_after_seq = 0;
+  std::string warning;  // a damaged record cut the trace short
+};
+
+// The session's spans: from the trace store when the collector has folded
+// every event the log holds, else built from the log now (the same spans).
+Status load_trace(const Context& ctx, const EventLog& log, const TraceStore* store, const std::string& session,
+                  std::vector<Span>* spans, TraceInfo* info);
+
+// The trace store, if the home has one (nullptr otherwise).
+std::unique_ptr<TraceStore> open_store(const Context& ctx);
+
+// Prints the failure to load a session (with a hint when it does not exist).
+int no_such_session(const Context& ctx, const Status& s);
+
+// "24h", "30m", "7d", "90s" → microseconds; false on anything else.
+bool parse_since(const std::string& text, int64_t* us);
+
+int64_t now_us();
+
+// The sessions a query covers: `session`, or every session updated since `since_us`.
+Status sessions_for(const Context& ctx, const EventLog& log, const std::string& session, int64_t since_us,
+                    std::vector<std::string>* out);
+
+}  // namespace carapace::cli
