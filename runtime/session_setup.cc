@@ -102,12 +102,18 @@ Status recorded_configuration(const EventLog& log, const std::string& id, Record
     *out = *c;
     return Status();
   }
-  // The opening's (the only one of sessions older than the index entry): before the first checkpoint.
-  std::vector<Event> events;
-  CARAPACE_RETURN_IF_ERROR(log.read(id, 1, 8, &events));
-  if (events.empty()) return Status::not_found("no session '" + id + "'");
-  for (auto it = events.begin(); it != events.end() && !std::holds_alternative<TurnCommitted>(it->body); ++it) {
-    if (const auto* c = get_if<SessionConfigured>(*it)) {
+  // The opening's (the only one of sessions older than the index entry):
+  // before the first checkpoint, read one event at a time so that no record
+  // after it is read.
+  for (uint64_t seq = 1; seq <= 8; ++seq) {
+    std::vector<Event> events;
+    CARAPACE_RETURN_IF_ERROR(log.read(id, seq, seq, &events));
+    if (events.empty()) {
+      if (seq == 1) return Status::not_found("no session '" + id + "'");
+      break;
+    }
+    if (std::holds_alternative<TurnCommitted>(events.front().body)) break;
+    if (const auto* c = get_if<SessionConfigured>(events.front())) {
       *out = *c;
       return Status();
     }

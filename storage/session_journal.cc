@@ -33,6 +33,9 @@ Status SessionJournal::create(EventLog* log, std::string id, std::vector<EventBo
                                     " events); resume it or choose another id");
   }
   std::unique_ptr<SessionJournal> journal(new SessionJournal(log, std::move(id), std::move(options)));
+  for (size_t i = 0; i < opening.size(); ++i) {
+    if (std::holds_alternative<SessionConfigured>(opening[i])) journal->meta_.configured_seq = i + 1;
+  }
   CARAPACE_RETURN_IF_ERROR(journal->commit(std::move(opening)));
   *out = std::move(journal);
   return Status();
