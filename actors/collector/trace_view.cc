@@ -201,75 +201,110 @@ struct Renderer {
     line(tree.handle(i), depth, sp.name + "  " + describe(tree, sp) + "  " + steps(tree, i));
   }
 
+  // What session() renders for one child of the session, or one run of them.
+  struct Block {
+    std::string text;
+    size_t first = 0, last = 0;  // the children it covers, [first, last)
+  };
+  // Past this many blocks, the middle ones become one line (unless `full`).
+  static constexpr size_t kMaxBlocks = 60, kKeptAtEachEnd = 25;
+
   void session(size_t root) {
     const auto& kids = tree.kids(root);
+    std::vector<Block> blocks;
+    const size_t top = out.size();
     for (size_t n = 0; n < kids.size();) {
-      size_t k = kids[n];
-      const Span& sp = tree.spans[k];
-      if (options.full || sp.kind != kSpanTurn) {
-        span(k, 1);
-        ++n;
-        continue;
-      }
-      if (b(sp.attrs, "copied_from_parent")) {
-        size_t m = n;
-        while (m < kids.size() && b(tree.spans[kids[m]].attrs, "copied_from_parent")) ++m;
-        line(tree.handle(k), 1,
-             "turns " + tree.spans[k].attrs.value("turn", nlohmann::json(0)).dump() + "-" +
-                 tree.spans[kids[m - 1]].attrs.value("turn", nlohmann::json(0)).dump() + " copied from the parent " +
-                 s(tree.spans[root].attrs, "parent_session") + " (--full shows them)");
-        n = m;
-        continue;
-      }
-      if (notable(tree, k)) {
-        span(k, 1);
-        ++n;
-        continue;
-      }
-      // A run of clean turns: the first and the last, and one line for those between.
-      std::string what = steps(tree, k);
-      bool same = true;
-      size_t m = n + 1;
-      while (m < kids.size() && tree.spans[kids[m]].kind == kSpanTurn && !notable(tree, kids[m]) &&
-             !b(tree.spans[kids[m]].attrs, "copied_from_parent")) {
-        same = same && steps(tree, kids[m]) == what;
-        ++m;
-      }
-      compact_turn(k, 1);
-      if (m - n >= 4) {
-        nlohmann::json sum = nlohmann::json::object();
-        int64_t us = 0;
-        std::map<std::string, uint64_t> tools;
-        for (size_t r = n + 1; r + 1 < m; ++r) {
-          const auto& a = tree.spans[kids[r]].attrs;
-          for (const char* key : {"tokens_in", "tokens_out", "cache_read", "cache_write"}) {
-            sum[key] = u(sum, key) + u(a, key);
-          }
-          sum["cost_usd"] = f(sum, "cost_usd") + f(a, "cost_usd");
-          us += tree.spans[kids[r]].end_us - tree.spans[kids[r]].start_us;
-          for (size_t c : tree.kids(kids[r])) {
-            if (tree.spans[c].kind == kSpanTool) ++tools[tree.spans[c].name.substr(5)];
-          }
-        }
-        std::string text = "turns " + std::to_string(u(tree.spans[kids[n + 1]].attrs, "turn")) + "-" +
-                           std::to_string(u(tree.spans[kids[m - 2]].attrs, "turn")) + ": " +
-                           std::to_string(m - n - 2) + " more turns, all ok";
-        if (same) {
-          text += ", each " + what;
-        } else {
-          std::string list;
-          for (const auto& [name, calls] : tools) list += (list.empty() ? "" : ", ") + name + " ×" + std::to_string(calls);
-          if (!list.empty()) text += ", tools " + list;
-        }
-        text += "  " + format_duration_us(us) + "  " + tokens(sum);
-        if (f(sum, "cost_usd") > 0) text += "  " + format_cost(f(sum, "cost_usd"));
-        line(tree.handle(kids[n + 1]), 1, text + "  (--full expands)");
-        compact_turn(kids[m - 1], 1);
-        n = m;
-      } else {
-        ++n;
-      }
+      const size_t from = n;
+      n = block(root, n);
+      blocks.push_back(Block{out.substr(top), from, n});
+      out.resize(top);
     }
+    if (options.full || blocks.size() <= kMaxBlocks) {
+      for (const auto& b : blocks) out += b.text;
+      return;
+    }
+    for (size_t i = 0; i < kKeptAtEachEnd; ++i) out += blocks[i].text;
+    const size_t first = blocks[kKeptAtEachEnd].first, last = blocks[blocks.size() - kKeptAtEachEnd - 1].last;
+    uint64_t turns = 0, notable_turns = 0, first_turn = 0, last_turn = 0;
+    for (size_t m = first; m < last; ++m) {
+      const Span& sp = tree.spans[kids[m]];
+      if (sp.kind != kSpanTurn) continue;
+      if (turns++ == 0) first_turn = u(sp.attrs, "turn");
+      last_turn = u(sp.attrs, "turn");
+      if (notable(tree, kids[m])) ++notable_turns;
+    }
+    line(tree.handle(kids[first]), 1,
+         "… turns " + std::to_string(first_turn) + "-" + std::to_string(last_turn) + ": " +
+             plural(turns, "turn", "turns") + " not shown, " + std::to_string(notable_turns) +
+             " of them with an error, retry, fault or other event (--full shows them; `carapace trace analyze` "
+             "lists the patterns with their seqs)");
+    for (size_t i = blocks.size() - kKeptAtEachEnd; i < blocks.size(); ++i) out += blocks[i].text;
+  }
+
+  // Renders kids[n] (or a run of turns from it) and returns the index after it.
+  size_t block(size_t root, size_t n) {
+    const auto& kids = tree.kids(root);
+    size_t k = kids[n];
+    const Span& sp = tree.spans[k];
+    if (options.full || sp.kind != kSpanTurn) {
+      span(k, 1);
+      return n + 1;
+    }
+    if (b(sp.attrs, "copied_from_parent")) {
+      size_t m = n;
+      while (m < kids.size() && b(tree.spans[kids[m]].attrs, "copied_from_parent")) ++m;
+      line(tree.handle(k), 1,
+           "turns " + tree.spans[k].attrs.value("turn", nlohmann::json(0)).dump() + "-" +
+               tree.spans[kids[m - 1]].attrs.value("turn", nlohmann::json(0)).dump() + " copied from the parent " +
+               s(tree.spans[root].attrs, "parent_session") + " (--full shows them)");
+      return m;
+    }
+    if (notable(tree, k)) {
+      span(k, 1);
+      return n + 1;
+    }
+    // A run of clean turns: the first and the last, and one line for those between.
+    std::string what = steps(tree, k);
+    bool same = true;
+    size_t m = n + 1;
+    while (m < kids.size() && tree.spans[kids[m]].kind == kSpanTurn && !notable(tree, kids[m]) &&
+           !b(tree.spans[kids[m]].attrs, "copied_from_parent")) {
+      same = same && steps(tree, kids[m]) == what;
+      ++m;
+    }
+    compact_turn(k, 1);
+    if (m - n >= 4) {
+      nlohmann::json sum = nlohmann::json::object();
+      int64_t us = 0;
+      std::map<std::string, uint64_t> tools;
+      for (size_t r = n + 1; r + 1 < m; ++r) {
+        const auto& a = tree.spans[kids[r]].attrs;
+        for (const char* key : {"tokens_in", "tokens_out", "cache_read", "cache_write"}) {
+          sum[key] = u(sum, key) + u(a, key);
+        }
+        sum["cost_usd"] = f(sum, "cost_usd") + f(a, "cost_usd");
+        us += tree.spans[kids[r]].end_us - tree.spans[kids[r]].start_us;
+        for (size_t c : tree.kids(kids[r])) {
+          if (tree.spans[c].kind == kSpanTool) ++tools[tree.spans[c].name.substr(5)];
+        }
+      }
+      std::string text = "turns " + std::to_string(u(tree.spans[kids[n + 1]].attrs, "turn")) + "-" +
+                         std::to_string(u(tree.spans[kids[m - 2]].attrs, "turn")) + ": " +
+                         std::to_string(m - n - 2) + " more turns, all ok";
+      if (same) {
+        text += ", each " + what;
+      } else {
+        std::string list;
+        for (const auto& [name, calls] : tools) list += (list.empty() ? "" : ", ") + name + " ×" + std::to_string(calls);
+        if (!list.empty()) text += ", tools " + list;
+      }
+      text += "  " + format_duration_us(us) + "  " + tokens(sum);
+      if (f(sum, "cost_usd") > 0) text += "  " + format_cost(f(sum, "cost_usd"));
+      line(tree.handle(kids[n + 1]), 1, text + "  (--full expands)");
+      compact_turn(kids[m - 1], 1);
+      return m;
+    }
+    return n + 1;
   }
 };
 

@@ -7,7 +7,9 @@
 // screen or two, unless `full`: a turn where nothing went wrong takes one
 // line, a run of such turns that did the same steps is one line, and the
 // turns a fork copied from its parent are one line. Turns with an error, a
-// retry, a crash, a fault, a trim or a rollback are always shown whole.
+// retry, a crash, a fault, a trim or a rollback are shown whole, up to a
+// point: past 60 such pieces, the first 25 and the last 25 are shown, and
+// one line says how many turns are between and how many of them are notable.
 #pragma once
 
 #include <string>

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "actors/collector/collector.h"
+#include "actors/collector/log_follower.h"
 #include "actors/collector/span_builder.h"
 #include "runtime/runtime.h"
 #include "storage/event_log.h"
@@ -135,6 +136,43 @@ BOOST_AUTO_TEST_CASE(quickstart_gives_this_tree_and_the_store_holds_it) {
   BOOST_TEST(find(spans, "llm attempt 2").attrs["tool_names"] == "write_file,shell");
   BOOST_TEST(find(spans, "tool shell").attrs["is_error"] == false);
   for (const auto& s : spans) BOOST_TEST(s.links.empty());
+}
+
+// The collector in the runtime's process and `carapace collector` in
+// another (following the log) store the same spans: ids, tree, attributes.
+BOOST_AUTO_TEST_CASE(the_collector_out_of_process_stores_the_same_spans_as_the_one_in_process) {
+  open("demo.json");
+  run("d", "Tidy the workspace");
+  CHECK_OK(rt->fork_session("d", 1, Runtime::ForkOptions{.id = "f", .task = "again"}, nullptr));
+  SessionOutcome out;
+  CHECK_OK(rt->wait("f", 60s, &out));
+  std::map<std::string, std::vector<std::string>> in_process;
+  rt.reset();
+  CHECK_OK(collector->flush());
+  collector.reset();
+  auto values_of = [&](const std::string& id) {
+    std::unique_ptr<TraceStore> store;
+    CHECK_OK(TraceStore::open(home + "/traces", TraceStore::Mode::kReader, &store));
+    std::vector<std::string> values;
+    CHECK_OK(store->spans_of(id, &values));
+    return values;
+  };
+  for (const std::string id : {"d", "f"}) in_process[id] = values_of(id);
+  BOOST_REQUIRE(in_process["d"].size() > 10u);
+
+  std::filesystem::remove_all(home + "/traces");
+  {
+    std::unique_ptr<LogFollower> follower;
+    CHECK_OK(LogFollower::open(home, &follower));
+    FollowReport report;
+    CHECK_OK(follower->poll(&report));
+    BOOST_TEST(report.crashed.empty());
+  }
+  for (const std::string id : {"d", "f"}) {
+    std::vector<std::string> followed = values_of(id);
+    BOOST_REQUIRE(followed.size() == in_process[id].size());
+    for (size_t i = 0; i < followed.size(); ++i) BOOST_TEST(followed[i] == in_process[id][i], id << " span " << i);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(embed_gives_a_denied_call_with_its_hook_as_child) {

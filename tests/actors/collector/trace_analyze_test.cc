@@ -147,4 +147,21 @@ BOOST_AUTO_TEST_CASE(the_skeleton_of_a_hundred_clean_turns_fits_a_screen) {
   BOOST_TEST(find_span(spans, "99999", &ambiguous) == -1);
 }
 
+BOOST_AUTO_TEST_CASE(the_skeleton_of_ten_thousand_turns_with_errors_in_half_still_fits_a_screen_or_two) {
+  SessionBuilder b;
+  b.start();
+  for (uint64_t turn = 1; turn <= 10'000; ++turn) {
+    call(b, turn, "c" + std::to_string(turn), "shell", "{}",
+         ToolCompleted{.output = "x", .is_error = turn % 2 == 0});
+  }
+  auto spans = build_spans("s1", b.events());
+  std::string text = render_skeleton(spans, {});
+  size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  BOOST_TEST(lines < 200u, lines);
+  BOOST_TEST(text.find("turns 26-9975: 9950 turns not shown, 4975 of them with an error") != std::string::npos, text);
+  BOOST_TEST(text.find("turn 10000 ") != std::string::npos, text);  // the last ones are there
+  std::string full = render_skeleton(spans, {.full = true});
+  BOOST_TEST(static_cast<size_t>(std::count(full.begin(), full.end(), '\n')) > 30'000u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
