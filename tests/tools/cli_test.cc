@@ -1073,7 +1073,8 @@ BOOST_AUTO_TEST_CASE(gc_prunes_bodies_oldest_first_and_spans_and_never_events) {
   Result shown = run("log show g1 --bodies");
   BOOST_TEST(shown.code == 0, shown.err);
   BOOST_TEST(contains(shown.out + shown.err, "removed by `carapace gc`"), shown.out);
-  // Everything, with the spans of every session.
+  // Everything, with the spans of every session (last updated more than a second ago).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   json all = run_json("gc --max-age 1s --max-body-bytes 1");
   BOOST_TEST(all["data"]["body_bytes_kept"] == 0);
   BOOST_TEST(all["data"]["span_sessions"] == json::array({"g1"}));
