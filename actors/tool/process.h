@@ -123,4 +123,20 @@ ProcessResult run_process(const ProcessOptions& options);
 // null) says which.
 std::string truncate_output(std::string_view full, uint64_t max_bytes, bool* truncated);
 
+class UniqueFd;
+
+// Helpers shared with other long-lived children (actors/tool/mcp_process.h).
+
+// A pipe whose ends are close-on-exec and not among fds 0-2; false with
+// *err set if it cannot be made.
+bool make_pipe(UniqueFd* read_end, UniqueFd* write_end, int* err);
+bool set_nonblocking(int fd);
+// The path execvp would run for `program`: itself if it holds a '/', else
+// the first executable regular file of that name in `path_list`; 0, or
+// ENOENT / EACCES.
+int resolve_program(const std::string& program, const std::string& path_list, std::string* resolved);
+// PATH as a program with environment `env` sees it (else the caller's,
+// else the default).
+std::string search_path(const std::optional<std::vector<std::string>>& env);
+
 }  // namespace carapace
