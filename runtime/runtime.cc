@@ -19,6 +19,7 @@
 
 #include "actors/caf_types.h"
 #include "actors/tool/file_tools.h"
+#include "actors/tool/mcp_hub.h"
 #include "actors/hook/hook_actor.h"
 #include "actors/hook/hook_registry.h"
 #include "actors/provider/provider_actor.h"
@@ -98,6 +99,14 @@ struct Runtime::Impl {
   SessionKeeperActor keeper;
   // The tool processes of this runtime's calls, stopped with it.
   std::shared_ptr<ProcessSet> processes = std::make_shared<ProcessSet>();
+  // The configured MCP servers (null: none configured).
+  std::shared_ptr<McpHub> mcp;
+
+  // Starts the MCP servers of `workspace` not running yet, registering
+  // their tools; one that fails is logged and its tools are left out.
+  void ensure_mcp(const std::string& workspace) {
+    if (mcp) mcp->ensure(workspace);
+  }
 
   // Recoveries of failed session actors run on threads of their own; the
   // runtime's destructor waits for a running one and stops new ones.
@@ -236,6 +245,9 @@ Runtime::~Runtime() {
   // stopped already, so none records the killed call as completed; a resume
   // reports its outcome as unknown (or runs it again if it is idempotent).
   impl_->processes->terminate_all();
+  // MCP calls in flight end with an error; each server gets its stdin
+  // closed, then SIGTERM, then SIGKILL.
+  if (impl_->mcp) impl_->mcp->shutdown();
   impl_->owned_system.reset();  // waits for every actor, detached helpers included
   impl_->log.reset();
 }
@@ -277,6 +289,19 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
         add_builtin_tools(config, options.decorate_builtin_tool, impl->tools.get(), impl->processes));
   }
   CARAPACE_RETURN_IF_ERROR(add_config_hooks(config, impl->hooks.get()));
+  if (!config.mcp_servers.empty()) {
+    // The servers run under the shell's sandbox: what the kernel cannot
+    // enforce stops the runtime here, as it does for the shell.
+    SandboxPlan plan;
+    CARAPACE_RETURN_IF_ERROR(plan_sandbox(config.sandbox, sandbox_support(), &plan, nullptr));
+    ToolEnvOptions env = config.tool_env;
+    env.secret_names = provider_key_env_names(config.provider);
+    impl->mcp = McpHub::make(McpHubOptions{.servers = config.mcp_servers,
+                                           .env_policy = env,
+                                           .sandbox = config.sandbox,
+                                           .max_output_bytes = config.shell.max_output_bytes},
+                             impl->tools);
+  }
   impl->digest = config_digest(config);
 
   if (options.system != nullptr) {
@@ -332,6 +357,7 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
                        SessionSettings settings, const std::function<void(const Event&)>& on_event,
                        const std::function<void(const StreamDelta&)>& on_delta,
                        const std::string& first_input, const std::vector<Event>& backlog) {
+  impl_->ensure_mcp(settings.workspace);
   auto context = std::make_shared<SessionContext>(SessionContext{
       .id = id,
       .journal = std::move(journal),
@@ -413,6 +439,7 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
   std::random_device rd;
   uint64_t seed = (static_cast<uint64_t>(rd()) << 32) | rd();
   const uint64_t max_turns = options.max_turns ? options.max_turns : config.max_turns;
+  impl_->ensure_mcp(canonical);  // its tools are in session.configured and the first prompt
   std::vector<EventBody> opening;
   opening.emplace_back(SessionStarted{.agent_id = config.agent_id,
                                       .provider = impl_->provider->name(),
