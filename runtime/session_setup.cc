@@ -87,6 +87,18 @@ SessionConfigured session_configured(const Config& config, const std::string& sc
       .origin = origin};
 }
 
+Status add_recorded_mcp_tools(const std::vector<ToolSpec>& recorded, ToolRegistry* tools) {
+  for (const auto& spec : recorded) {
+    if (spec.name.rfind("mcp__", 0) != 0 || tools->find(spec.name)) continue;
+    ToolDefinition def{.spec = spec, .blocking = false, .run = [](const nlohmann::json&, const ToolContext&) {
+                         return ToolResult::error("an MCP tool does not run in a replay: its calls are answered "
+                                                  "from the log");
+                       }};
+    CARAPACE_RETURN_IF_ERROR(tools->add(std::move(def)));
+  }
+  return Status();
+}
+
 Status read_scenario_text(const std::string& path, std::string* out) {
   out->clear();
   if (path.empty()) return Status();
@@ -111,6 +123,16 @@ Status stored_run(const EventLog& log, const std::string& id, StoredRun* out) {
     CARAPACE_RETURN_IF_ERROR(parse_config(c->config.text, "the configuration stored with session " + id,
                                           &run.config, &warnings));
     run.scenario = c->scenario;
+    nlohmann::json specs = nlohmann::json::parse(c->tools.text, nullptr, false);
+    if (specs.is_array()) {
+      for (const auto& t : specs) {
+        if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) continue;
+        ToolSpec spec{.name = t["name"], .description = t.value("description", ""),
+                      .schema = JsonText{t.contains("schema") ? t["schema"].dump() : ""},
+                      .idempotent = t.value("idempotent", false)};
+        run.tools.push_back(std::move(spec));
+      }
+    }
     *out = std::move(run);
     return Status();
   }

@@ -46,7 +46,13 @@ Status read_scenario_text(const std::string& path, std::string* out);
 struct StoredRun {
   Config config;
   std::string scenario;  // the scenario file's text, or ""
+  std::vector<ToolSpec> tools;  // the tools registered when it started, in order
 };
+
+// Registers the MCP tools (mcp__...) among `recorded` that `tools` lacks,
+// with functions that refuse to run: a replay answers their calls from the
+// log and starts no server, but their specs shape its prompts.
+Status add_recorded_mcp_tools(const std::vector<ToolSpec>& recorded, ToolRegistry* tools);
 Status stored_run(const EventLog& log, const std::string& id, StoredRun* out);
 
 }  // namespace carapace
