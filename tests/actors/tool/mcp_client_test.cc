@@ -77,7 +77,7 @@ BOOST_AUTO_TEST_CASE(handshake_lists_every_page_and_calls_a_tool) {
   std::vector<mcp::ToolInfo> tools;
   std::vector<std::string> skipped;
   BOOST_REQUIRE(c->list_tools(&tools, &skipped).ok());
-  BOOST_CHECK_EQUAL(tools.size(), 11u);  // four pages of three
+  BOOST_CHECK_EQUAL(tools.size(), 12u);  // four pages of three
   BOOST_CHECK(skipped.empty());
   BOOST_CHECK(tools[0].read_only);
   BOOST_CHECK(tools[1].idempotent);
@@ -164,7 +164,7 @@ BOOST_AUTO_TEST_CASE(tools_with_invalid_schemas_or_names_are_skipped) {
   std::vector<mcp::ToolInfo> tools;
   std::vector<std::string> skipped;
   BOOST_REQUIRE(c->list_tools(&tools, &skipped).ok());
-  BOOST_CHECK_EQUAL(tools.size(), 11u);
+  BOOST_CHECK_EQUAL(tools.size(), 12u);
   BOOST_REQUIRE_EQUAL(skipped.size(), 2u);
   BOOST_CHECK_MESSAGE(skipped[0].find("tool \"broken\": its inputSchema's \"type\" must be \"object\"") != std::string::npos,
                       skipped[0]);

@@ -7,7 +7,7 @@
 // 'x'), rich (an image block, a resource and structuredContent), fail
 // (isError), ask (sends the client a sampling/createMessage request and a
 // ping, and reports what came back), env {name} (the value of a variable),
-// slow {ms}.
+// slow {ms}, slow_echo {text, ms} (read-only).
 //
 // Flags: --page-size N (tools/list pages), --garbage (a non-JSON line
 // before every answer), --wrong-id (answers tools/call with another id),
@@ -17,7 +17,7 @@
 // --stderr TEXT (printed on stderr at start), --exit-at-start N (exits with
 // N at once), --ignore-term (ignores SIGTERM and stdin's end), --child
 // (starts a `sleep 600` child at start), --calls FILE (appends the tool's
-// name for each tools/call it runs).
+// name for each tools/call it runs), --fast (slow and slow_echo do not wait).
 #include <nlohmann/json.hpp>
 
 #include <signal.h>
@@ -46,6 +46,7 @@ struct Flags {
   bool list_changed = false;
   bool ignore_term = false;
   std::string calls_file;
+  bool fast = false;
 };
 
 Flags flags;
@@ -81,6 +82,8 @@ std::vector<json> tools() {
       tool("ask", "Asks the client something", schema(json::object(), {})),
       tool("env", "Returns an environment variable", schema({{"name", {{"type", "string"}}}}, {"name"})),
       tool("slow", "Answers after ms milliseconds", schema({{"ms", {{"type", "integer"}}}}, {"ms"})),
+      tool("slow_echo", "Returns its text after ms milliseconds",
+           schema({{"text", {{"type", "string"}}}, {"ms", {{"type", "integer"}}}}, {"text"}), {{"readOnlyHint", true}}),
   };
   if (flags.invalid_schema) {
     out.push_back(tool("broken", "Has a bad schema", {{"type", "string"}}));
@@ -141,9 +144,9 @@ json call(const std::string& name, const json& args) {
     const char* v = std::getenv(args.value("name", "").c_str());
     return text_result(v == nullptr ? "(unset)" : v);
   }
-  if (name == "slow") {
-    std::this_thread::sleep_for(std::chrono::milliseconds(args.value("ms", 0)));
-    return text_result("done");
+  if (name == "slow" || name == "slow_echo") {
+    if (!flags.fast) std::this_thread::sleep_for(std::chrono::milliseconds(args.value("ms", 0)));
+    return text_result(name == "slow" ? "done" : args.value("text", ""));
   }
   if (name == "extra" && extra_tool) return text_result("extra ran");
   return json();  // unknown
@@ -166,6 +169,7 @@ int main(int argc, char** argv) {
     else if (a == "--exit-at-start") return std::atoi(next().c_str());
     else if (a == "--ignore-term") flags.ignore_term = true;
     else if (a == "--calls") flags.calls_file = next();
+    else if (a == "--fast") flags.fast = true;
     else if (a == "--child") {
       if (fork() == 0) {
         execlp("sleep", "sleep", "600", static_cast<char*>(nullptr));
