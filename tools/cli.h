@@ -95,5 +95,6 @@ void register_replay_command(CLI::App& app, Context& ctx);
 void register_bundle_command(CLI::App& app, Context& ctx);
 void register_trace_commands(CLI::App& app, Context& ctx);
 void register_collector_command(CLI::App& app, Context& ctx);
+void register_mcp_commands(CLI::App& app, Context& ctx);
 
 }  // namespace carapace::cli

@@ -56,6 +56,16 @@ std::vector<mcp::ToolInfo> McpServer::tools() const {
   return tools_;
 }
 
+std::vector<std::string> McpServer::skipped() const {
+  std::lock_guard lock(mu_);
+  return skipped_;
+}
+
+std::string McpServer::protocol_version() const {
+  std::lock_guard lock(mu_);
+  return client_ ? client_->protocol_version() : "";
+}
+
 void McpServer::stop() {
   std::shared_ptr<McpClient> client;
   std::shared_ptr<CallSandbox> sandbox;
@@ -81,6 +91,7 @@ Status McpServer::list_and_publish(McpClient& client) {
   {
     std::lock_guard lock(mu_);
     tools_ = tools;
+    skipped_ = skipped;
   }
   if (options_.on_tools) options_.on_tools(tools);
   return Status();

@@ -66,6 +66,10 @@ class McpServer {
   Status start();
   ToolResult call(const std::string& tool, const nlohmann::json& args);
   std::vector<mcp::ToolInfo> tools() const;
+  // Why each tool of the last list was left out (a bad name or schema).
+  std::vector<std::string> skipped() const;
+  // The protocol revision the running server speaks ("" when none runs).
+  std::string protocol_version() const;
   // Stops the server (stdin closed, SIGTERM, SIGKILL); later calls fail.
   void stop();
   uint64_t starts() const;
@@ -84,6 +88,7 @@ class McpServer {
   std::shared_ptr<McpClient> client_;
   std::shared_ptr<CallSandbox> sandbox_;  // the running server's; goes after it
   std::vector<mcp::ToolInfo> tools_;
+  std::vector<std::string> skipped_;
   bool stopped_ = false;
   uint64_t starts_ = 0;
   std::chrono::milliseconds backoff_{0};

@@ -270,4 +270,37 @@ BOOST_AUTO_TEST_CASE(the_filesystem_reference_server_reads_and_writes_through_ca
   BOOST_TEST(contains(output_of(done, "call_1_3"), "[error]"));
 }
 
+BOOST_AUTO_TEST_CASE(mcp_list_reports_tools_and_failures) {
+  json c = {{"mcp_servers",
+             {{"t", {{"command", MCP_TEST_SERVER}, {"args", {"--invalid-schema", "--page-size", "5"}}}},
+              {"bad", {{"command", MCP_TEST_SERVER},
+                       {"args", {"--stderr", "token=ghp_abcdefghijklmnopqrstuvwxyz0123456789 rejected", "--exit-at-start", "2"}}}}}}};
+  std::string cfg = write("list.json", c.dump());
+  Result r = run("mcp list --config " + cfg + " --workspace " + ws);
+  BOOST_TEST(r.code == 1, r.out + r.err);
+  BOOST_TEST(contains(r.out, "t: 12 tools (protocol 2025-11-25)"), r.out);
+  BOOST_TEST(contains(r.out, "mcp__t__echo"), r.out);
+  BOOST_TEST(contains(r.out, "skipped: tool \"broken\""), r.out);
+  BOOST_TEST(contains(r.out, "bad: failed to start: MCP server bad: initialize failed: the server exited with status 2"), r.out);
+  BOOST_TEST(contains(r.out, "rejected"), r.out);  // its stderr, redacted
+  BOOST_TEST(!contains(r.out, "ghp_abcdefghijklmnopqrstuvwxyz0123456789"), r.out);
+  BOOST_TEST(contains(r.out, "2 servers, 12 tools; 1 failed to start"), r.out);
+  r = run("mcp list --json --config " + cfg + " --workspace " + ws);
+  json j = json::parse(r.out, nullptr, false);
+  BOOST_REQUIRE_MESSAGE(!j.is_discarded(), r.out);
+  BOOST_TEST(j["success"] == false);
+  BOOST_TEST(j["data"]["servers"].size() == 2u);
+  for (const auto& s : j["data"]["servers"]) {
+    if (s["name"] == "t") {
+      BOOST_TEST(s["tools"].size() == 12u);
+      BOOST_TEST(s["tools"][0]["read_only"] == true);
+    } else {
+      BOOST_TEST(s["ok"] == false);
+      BOOST_TEST(!contains(s["error"].get<std::string>(), "ghp_abcdefghijklmnopqrstuvwxyz0123456789"));
+    }
+  }
+  BOOST_TEST(run("mcp list --help").code == 0);
+  BOOST_TEST(testing::survivors({{MCP_TEST_SERVER, "--invalid-schema", "--page-size", "5"}}, std::chrono::milliseconds(1000)) == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
