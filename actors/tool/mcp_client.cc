@@ -162,6 +162,14 @@ void McpClient::wake() {
 void McpClient::request_stop(bool graceful) {
   {
     std::lock_guard lock(mu_);
+    // Requests still waiting are cancelled first: the server may stop work
+    // it was doing for them before its stdin closes.
+    if (stop_mode_ == 0 && !gone_) {
+      for (const auto& [id, p] : pending_) {
+        outgoing_.push_back(mcp::notification_line(
+            "notifications/cancelled", {{"requestId", id}, {"reason", "the client is stopping"}}));
+      }
+    }
     int mode = graceful ? 1 : 2;
     if (stop_mode_ < mode) stop_mode_ = mode;
   }
@@ -299,7 +307,7 @@ void McpClient::run_io(std::promise<Status>* started) {
     {
       std::lock_guard lock(mu_);
       mode = stop_mode_;
-      if (mode == 0) {
+      if (stop_phase == 0) {
         while (!outgoing_.empty()) {
           out += outgoing_.front();
           outgoing_.pop_front();
@@ -307,6 +315,10 @@ void McpClient::run_io(std::promise<Status>* started) {
       }
     }
     if (mode == 1 && stop_phase == 0) {
+      // What is queued (the cancellations) goes out if the pipe takes it now.
+      if (!out.empty() && proc->stdin_fd() >= 0) {
+        [[maybe_unused]] ssize_t w = ::write(proc->stdin_fd(), out.data(), out.size());
+      }
       stop_phase = 1;
       proc->close_stdin();
       out.clear();

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "actors/tool/mcp_client.h"
 #include "actors/tool/mcp_result.h"
@@ -215,6 +216,20 @@ BOOST_AUTO_TEST_CASE(a_hung_server_is_killed_with_everything_it_started) {
   BOOST_CHECK(::kill(pid, 0) != 0);
   BOOST_CHECK_EQUAL(testing::survivors({{MCP_TEST_SERVER, "--ignore-term", "--child"}, {"sleep", "600"}}, 500ms), 0u);
   BOOST_CHECK_EQUAL(zombie_children(), 0u);
+}
+
+BOOST_AUTO_TEST_CASE(calls_are_cancelled_at_their_timeout_and_when_the_client_stops) {
+  testing::TempDir dir;
+  std::unique_ptr<McpClient> c;
+  BOOST_REQUIRE(McpClient::start(options(dir.path(), {"--calls", "calls.txt"}), &c).ok());
+  BOOST_CHECK_EQUAL(call_text(*c, "hang", json::object(), 200ms), "ERROR: no answer to tools/call within 200 ms");
+  std::thread waiting([&] { call_text(*c, "echo", {{"text", "queued behind the hang"}}, 10000ms); });
+  std::this_thread::sleep_for(100ms);
+  c->stop();
+  waiting.join();
+  std::ifstream in(dir.sub("calls.txt"));
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_CHECK_EQUAL(all, "hang\ncancelled\ncancelled\n");
 }
 
 BOOST_AUTO_TEST_CASE(a_polite_server_stops_when_its_stdin_closes) {

@@ -3,7 +3,7 @@
 //
 // Tools: echo {text} (read-only), add {a, b} (idempotent), note {text}
 // (appends to notes.txt in its working directory; neither), crash (exits
-// mid-call), hang (never answers), big {bytes} (a text block of that many
+// mid-call), hang (never answers; notes cancellations in --calls), big {bytes} (a text block of that many
 // 'x'), rich (an image block, a resource and structuredContent), fail
 // (isError), ask (sends the client a sampling/createMessage request and a
 // ping, and reports what came back), env {name} (the value of a variable),
@@ -120,6 +120,14 @@ json call(const std::string& name, const json& args) {
     std::_Exit(7);
   }
   if (name == "hang") {
+    // Never answers; notes each cancellation it hears.
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      json m = json::parse(line, nullptr, false);
+      if (m.is_object() && m.value("method", "") == "notifications/cancelled" && !flags.calls_file.empty())
+        std::ofstream(flags.calls_file, std::ios::app) << "cancelled\n";
+    }
+    if (!flags.ignore_term) std::exit(0);
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
   }
   if (name == "big") return text_result(std::string(args.value("bytes", size_t{0}), 'x'));
