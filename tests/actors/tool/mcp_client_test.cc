@@ -13,6 +13,7 @@
 
 #include "actors/tool/mcp_client.h"
 #include "actors/tool/mcp_result.h"
+#include "actors/tool/mcp_server.h"
 #include "tests/support/proc_watch.h"
 #include "tests/support/temp_dir.h"
 
@@ -267,4 +268,69 @@ BOOST_AUTO_TEST_CASE(a_message_over_the_limit_ends_the_connection) {
   BOOST_CHECK(r.kind == McpClient::Reply::Kind::kGone);
   BOOST_CHECK_MESSAGE(r.error.find("longer than 1048576 bytes") != std::string::npos, r.error);
   BOOST_CHECK(!c->alive());
+}
+
+// McpServer: the supervision around a client.
+BOOST_AUTO_TEST_CASE(a_crashed_server_is_restarted_with_a_growing_backoff) {
+  testing::TempDir dir;
+  SandboxOptions off;
+  off.mode = "off";
+  McpServer server(McpServerOptions{.config = McpServerConfig{.name = "t", .command = MCP_TEST_SERVER, .timeout_ms = 5000},
+                                    .workspace = dir.path(),
+                                    .sandbox = off,
+                                    .stop_grace = 300ms});
+  BOOST_REQUIRE(server.start().ok());
+  BOOST_CHECK_EQUAL(server.tools().size(), 12u);
+  ToolResult r = server.call("crash", json::object());
+  BOOST_CHECK(r.is_error);
+  BOOST_CHECK_MESSAGE(r.output.find("the server exited with status 7 during the call") != std::string::npos, r.output);
+  auto t0 = std::chrono::steady_clock::now();
+  r = server.call("echo", {{"text", "back"}});
+  auto first_wait = std::chrono::steady_clock::now() - t0;
+  BOOST_CHECK_EQUAL(r.output, "back");
+  BOOST_CHECK_EQUAL(server.starts(), 2u);
+  BOOST_CHECK(first_wait >= 90ms);
+  // Crashes in a row (no call succeeding between them) double the wait:
+  // 100, 200, 400, then 800 ms before the next start.
+  for (int i = 0; i < 4; ++i) server.call("crash", json::object());
+  t0 = std::chrono::steady_clock::now();
+  r = server.call("echo", {{"text", "again"}});
+  auto last_wait = std::chrono::steady_clock::now() - t0;
+  BOOST_CHECK_EQUAL(r.output, "again");
+  BOOST_CHECK(last_wait >= 750ms);
+  BOOST_CHECK_EQUAL(server.starts(), 6u);
+  server.stop();
+  BOOST_CHECK(server.call("echo", {{"text", "x"}}).is_error);
+  BOOST_CHECK_EQUAL(zombie_children(), 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_hung_call_times_out_and_kills_the_server) {
+  testing::TempDir dir;
+  SandboxOptions off;
+  off.mode = "off";
+  McpServer server(McpServerOptions{.config = McpServerConfig{.name = "t", .command = MCP_TEST_SERVER, .args = {"--child"}, .timeout_ms = 300},
+                                    .workspace = dir.path(),
+                                    .sandbox = off,
+                                    .stop_grace = 300ms});
+  BOOST_REQUIRE(server.start().ok());
+  ToolResult r = server.call("hang", json::object());
+  BOOST_CHECK(r.is_error);
+  BOOST_CHECK(r.timed_out);
+  BOOST_CHECK_MESSAGE(r.output.find("gave no answer within 300 ms") != std::string::npos, r.output);
+  BOOST_CHECK(!server.running());
+  BOOST_CHECK_EQUAL(testing::survivors({{"sleep", "600"}}, 1000ms), 0u);  // what it started died with it
+  BOOST_CHECK_EQUAL(server.call("echo", {{"text", "fresh"}}).output, "fresh");
+  BOOST_CHECK_EQUAL(server.starts(), 2u);
+}
+
+BOOST_AUTO_TEST_CASE(the_server_environment_has_no_secrets_but_its_own) {
+  const char* environment[] = {"PATH=/usr/bin", "OPENAI_API_KEY=sk-x", "GITHUB_TOKEN=ghp-x", "HOME=/h", nullptr};
+  ::setenv("CARAPACE_MCP_TEST_PASS", "from-carapace", 1);
+  McpServerConfig config{.name = "t", .command = "x",
+                         .env = {{"GITHUB_TOKEN", std::string("given")}, {"CARAPACE_MCP_TEST_PASS", std::nullopt},
+                                 {"UNSET_ONE", std::nullopt}, {"HOME", std::string("/other")}}};
+  std::vector<std::string> env = mcp_server_environment(config, ToolEnvOptions{}, environment);
+  std::vector<std::string> expected = {"PATH=/usr/bin", "GITHUB_TOKEN=given", "CARAPACE_MCP_TEST_PASS=from-carapace",
+                                       "HOME=/other"};
+  BOOST_CHECK_EQUAL_COLLECTIONS(env.begin(), env.end(), expected.begin(), expected.end());
 }
