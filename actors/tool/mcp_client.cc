@@ -243,6 +243,7 @@ void McpClient::handle_line(std::string_view line) {
     case mcp::Message::Kind::kNotification:
       if (m.method == "notifications/tools/list_changed") {
         tools_changed_ = true;
+        if (options_.on_tools_changed) options_.on_tools_changed();
       } else if (m.method == "notifications/message") {
         spdlog::info("MCP server {} (log): {}", options_.name, shown(m.params.dump()));
       }

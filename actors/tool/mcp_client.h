@@ -52,6 +52,9 @@ struct McpClientOptions {
   // After stdin is closed, how long the server has to exit before SIGTERM,
   // and after SIGTERM before SIGKILL.
   std::chrono::milliseconds stop_grace{1000};
+  // Called on the I/O thread when notifications/tools/list_changed
+  // arrives (after the flag is set); must return at once.
+  std::function<void()> on_tools_changed;
 };
 
 class McpClient {

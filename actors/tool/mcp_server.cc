@@ -35,9 +35,35 @@ std::vector<std::string> mcp_server_environment(const McpServerConfig& config, c
   return env;
 }
 
-McpServer::McpServer(McpServerOptions options) : options_(std::move(options)) {}
+McpServer::McpServer(McpServerOptions options) : options_(std::move(options)) {
+  refresher_ = std::thread([this] { run_refresher(); });
+}
 
-McpServer::~McpServer() { stop(); }
+McpServer::~McpServer() {
+  stop();
+  if (refresher_.joinable()) refresher_.join();
+}
+
+void McpServer::run_refresher() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    refresh_cv_.wait(lock, [&] { return refresh_wanted_ || stopped_; });
+    if (stopped_) return;
+    refresh_wanted_ = false;
+    std::shared_ptr<McpClient> client = client_;
+    lock.unlock();
+    if (client) refresh_if_changed(*client);
+    lock.lock();
+  }
+}
+
+void McpServer::refresh_if_changed(McpClient& client) {
+  std::lock_guard refresh(refresh_mu_);
+  if (!client.alive() || !client.take_tools_changed()) return;
+  if (Status listed = list_and_publish(client); !listed.ok()) {
+    spdlog::error("{}: the tool list changed but could not be read again: {}", label(), listed.message());
+  }
+}
 
 std::string McpServer::label() const { return "MCP server " + options_.config.name; }
 
@@ -75,6 +101,7 @@ void McpServer::stop() {
     client = std::move(client_);
     sandbox = std::move(sandbox_);
   }
+  refresh_cv_.notify_all();
   if (client) client->stop();
 }
 
@@ -140,6 +167,13 @@ Status McpServer::ensure_client(std::chrono::milliseconds wait, std::shared_ptr<
   o.name = config.name;
   o.request_timeout = std::chrono::milliseconds(config.timeout_ms);
   o.stop_grace = options_.stop_grace;
+  o.on_tools_changed = [this] {
+    {
+      std::lock_guard lock(mu_);
+      refresh_wanted_ = true;
+    }
+    refresh_cv_.notify_all();
+  };
   o.process.argv.push_back(config.command);
   for (const auto& a : config.args) o.process.argv.push_back(a);
   o.process.cwd = config.cwd.empty()        ? options_.workspace
@@ -181,7 +215,10 @@ Status McpServer::ensure_client(std::chrono::milliseconds wait, std::shared_ptr<
     sandbox_ = std::move(sandbox);
     if (starts_ > 0) spdlog::warn("{} restarted (start {})", label(), starts_ + 1);
     ++starts_;
+    // A change announced while the first list was read is acted on now.
+    refresh_wanted_ = true;
   }
+  refresh_cv_.notify_all();
   spdlog::info("{} started in {} (protocol {})", label(), options_.workspace, client->protocol_version());
   *out = std::move(client);
   return Status();
@@ -226,11 +263,7 @@ ToolResult McpServer::call(const std::string& tool, const json& args) {
       break;
     }
   }
-  if (client->alive() && client->take_tools_changed()) {
-    if (Status listed = list_and_publish(*client); !listed.ok()) {
-      spdlog::error("{}: the tool list changed but could not be read again: {}", label(), listed.message());
-    }
-  }
+  refresh_if_changed(*client);
   return result;
 }
 

@@ -12,7 +12,9 @@
 // (notifications/cancelled), its server killed with everything it started,
 // and the call reported as timed out. After a call, a
 // notifications/tools/list_changed that arrived is acted on: the tool list
-// is fetched again and handed to on_tools, before the call returns.
+// is fetched again and handed to on_tools, before the call returns; one
+// that arrives between calls is acted on at once by a thread of the
+// server's own.
 //
 // Thread safety: every method may be called from any thread; calls from
 // several threads run at once on one server.
@@ -24,7 +26,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <optional>
 #include <string>
 #include <utility>
@@ -80,6 +84,9 @@ class McpServer {
   // allows it; the live client, or an error.
   Status ensure_client(std::chrono::milliseconds wait, std::shared_ptr<McpClient>* out);
   Status list_and_publish(McpClient& client);
+  // Reads the tool list again if the server said it changed.
+  void refresh_if_changed(McpClient& client);
+  void run_refresher();
   std::string label() const;
 
   McpServerOptions options_;
@@ -93,6 +100,11 @@ class McpServer {
   uint64_t starts_ = 0;
   std::chrono::milliseconds backoff_{0};
   std::chrono::steady_clock::time_point next_start_{};
+  // A list_changed between calls is acted on by a thread of the server's own.
+  std::mutex refresh_mu_;  // one refresh at a time; a call waits for one under way
+  std::condition_variable refresh_cv_;
+  bool refresh_wanted_ = false;  // under mu_
+  std::thread refresher_;
 };
 
 // The environment of a server: `policy` applied to `environment` (a

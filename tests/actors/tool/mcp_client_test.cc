@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -335,4 +336,21 @@ BOOST_AUTO_TEST_CASE(the_server_environment_has_no_secrets_but_its_own) {
   std::vector<std::string> expected = {"PATH=/usr/bin", "GITHUB_TOKEN=given", "CARAPACE_MCP_TEST_PASS=from-carapace",
                                        "HOME=/other"};
   BOOST_CHECK_EQUAL_COLLECTIONS(env.begin(), env.end(), expected.begin(), expected.end());
+}
+
+BOOST_AUTO_TEST_CASE(a_list_change_between_calls_is_acted_on_at_once) {
+  testing::TempDir dir;
+  SandboxOptions off;
+  off.mode = "off";
+  std::atomic<size_t> published{0};
+  McpServer server(McpServerOptions{
+      .config = McpServerConfig{.name = "t", .command = MCP_TEST_SERVER, .args = {"--list-changed-after-list"}},
+      .workspace = dir.path(),
+      .sandbox = off,
+      .on_tools = [&](const std::vector<mcp::ToolInfo>& tools) { published = tools.size(); }});
+  BOOST_REQUIRE(server.start().ok());
+  auto deadline = std::chrono::steady_clock::now() + 3s;
+  while (published != 13u && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  BOOST_CHECK_EQUAL(published.load(), 13u);  // no call was made
+  BOOST_CHECK_EQUAL(server.tools().back().name, "extra");
 }

@@ -14,6 +14,7 @@
 // --protocol V (answers initialize with V), --no-initialize (never answers
 // it), --invalid-schema (adds a tool "broken" with an invalid inputSchema),
 // --list-changed (after the first call, adds a tool "extra" and says so),
+// --list-changed-after-list (the same right after the first tools/list),
 // --stderr TEXT (printed on stderr at start), --exit-at-start N (exits with
 // N at once), --ignore-term (ignores SIGTERM and stdin's end), --child
 // (starts a `sleep 600` child at start), --calls FILE (appends the tool's
@@ -47,6 +48,7 @@ struct Flags {
   bool ignore_term = false;
   std::string calls_file;
   bool fast = false;
+  bool list_changed_after_list = false;
 };
 
 Flags flags;
@@ -178,6 +180,7 @@ int main(int argc, char** argv) {
     else if (a == "--ignore-term") flags.ignore_term = true;
     else if (a == "--calls") flags.calls_file = next();
     else if (a == "--fast") flags.fast = true;
+    else if (a == "--list-changed-after-list") flags.list_changed_after_list = true;
     else if (a == "--child") {
       if (fork() == 0) {
         execlp("sleep", "sleep", "600", static_cast<char*>(nullptr));
@@ -212,6 +215,13 @@ int main(int argc, char** argv) {
       size_t end = flags.page_size == 0 ? all.size() : std::min(all.size(), start + flags.page_size);
       result = {{"tools", json(std::vector<json>(all.begin() + static_cast<long>(start), all.begin() + static_cast<long>(end)))}};
       if (end < all.size()) result["nextCursor"] = std::to_string(end);
+      if (flags.list_changed_after_list && !extra_tool) {
+        // The answer first, then (between calls) the news that the list changed.
+        write_line({{"jsonrpc", "2.0"}, {"id", id}, {"result", result}});
+        extra_tool = true;
+        write_line({{"jsonrpc", "2.0"}, {"method", "notifications/tools/list_changed"}});
+        continue;
+      }
     } else if (method == "tools/call") {
       std::string name = params.value("name", "");
       result = call(name, params.value("arguments", json::object()));
