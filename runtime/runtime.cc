@@ -724,7 +724,23 @@ void Runtime::recover_failed_session(const std::string& id, const std::string& r
 }
 
 Status Runtime::replay(const std::string& id, uint64_t until_turn, ReplayReport* report) {
-  ReplayOptions options{.tools = impl_->tools,
+  // MCP tools the session had that this runtime has not registered (no
+  // session of their workspace ran here) come from its record: no server
+  // is started for a replay.
+  std::shared_ptr<ToolRegistry> tools = impl_->tools;
+  StoredRun stored;
+  if (stored_run(*impl_->log, id, &stored).ok()) {
+    bool missing = false;
+    for (const auto& t : stored.tools) missing = missing || (t.name.rfind("mcp__", 0) == 0 && !tools->find(t.name));
+    if (missing) {
+      tools = std::make_shared<ToolRegistry>();
+      for (const auto& name : impl_->tools->names()) {
+        if (auto def = impl_->tools->find(name)) CARAPACE_RETURN_IF_ERROR(tools->add(*def));
+      }
+      CARAPACE_RETURN_IF_ERROR(add_recorded_mcp_tools(stored.tools, tools.get()));
+    }
+  }
+  ReplayOptions options{.tools = tools,
                         .hooks = impl_->hooks,
                         .settings =
                             [this](const SessionState& s) {

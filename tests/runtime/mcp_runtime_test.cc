@@ -12,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "replay/replayer.h"
 #include "runtime/runtime.h"
 #include "tests/support/printing.h"
 #include "tests/support/proc_watch.h"
@@ -110,6 +111,20 @@ BOOST_AUTO_TEST_CASE(destroying_the_runtime_mid_call_stops_everything) {
   BOOST_TEST((std::chrono::steady_clock::now() - t0 < 5s));
   BOOST_TEST(testing::survivors({{MCP_TEST_SERVER, "--child"}, {"sleep", "600"}}, 2000ms) == 0u);
   BOOST_TEST(zombie_children() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_fresh_runtime_replays_an_mcp_session_without_starting_a_server) {
+  open(R"({"replies": [{"text": "1", "tool_calls": [{"name": "mcp__t__echo", "args": {"text": "hi"}}]}, {"text": "done"}]})",
+       "--replay-me");
+  std::string id = start(dir.sub("ws"), "r1");
+  SessionOutcome out;
+  CHECK_OK(rt->wait(id, 60s, &out));
+  rt.reset();
+  open(R"({"replies": [{"text": "unused"}]})", "--replay-me");  // a new runtime: no session started, no server
+  ReplayReport report;
+  CHECK_OK(rt->replay("r1", 0, &report));
+  BOOST_TEST(report.identical());
+  BOOST_TEST(testing::find_processes({MCP_TEST_SERVER, "--replay-me"}).empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
