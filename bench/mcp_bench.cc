@@ -15,9 +15,9 @@
 //       the C++ test server (sandbox off, and in the Landlock sandbox), and
 //       the npm filesystem server when node and tests/node/node_modules are there
 // Prints a table, then one JSON object as the last line.
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdio>
@@ -94,11 +94,14 @@ int main(int argc, char** argv) {
   for (const Status& s : hub->ensure(workspace)) die(s.to_string());
   auto mcp_tool = registry->find("mcp__t__echo");
   if (!mcp_tool) die("the test server offered no echo tool");
-  ToolDefinition cpp_tool{.spec = {.name = "echo"}, .blocking = false, .run = [](const json& args, const ToolContext&) {
-                            return ToolResult{.output = args.value("text", "")};
-                          }};
-  ToolInvocation invocation{.session_id = "bench", .call = ToolCall{.id = "c1", .name = "echo", .args = JsonText{R"({"text":"hello"})"}},
-                            .workspace = workspace};
+  ToolDefinition cpp_tool{
+      .spec = {.name = "echo"}, .blocking = false, .run = [](const json& args, const ToolContext&) {
+        return ToolResult{.output = args.value("text", "")};
+      }};
+  ToolInvocation invocation{
+      .session_id = "bench",
+      .call = ToolCall{.id = "c1", .name = "echo", .args = JsonText{R"({"text":"hello"})"}},
+      .workspace = workspace};
   ToolInvocation mcp_invocation = invocation;
   mcp_invocation.call.name = "mcp__t__echo";
   std::unique_ptr<McpClient> client;
@@ -110,14 +113,18 @@ int main(int argc, char** argv) {
   if (Status s = McpClient::start(co, &client); !s.ok()) die(s.to_string());
   json params = {{"name", "echo"}, {"arguments", {{"text", "hello"}}}};
   std::vector<Variant> per_call = {
-      {"C++ tool (run_tool, inline)", [&] {
+      {"C++ tool (run_tool, inline)",
+       [&] {
          if (run_tool(cpp_tool, invocation).output != "hello") die("C++ tool answered wrong");
        }},
-      {"MCP tool (run_tool -> hub -> server -> pipes)", [&] {
+      {"MCP tool (run_tool -> hub -> server -> pipes)",
+       [&] {
          if (run_tool(*mcp_tool, mcp_invocation).output != "hello") die("MCP tool answered wrong");
        }},
-      {"McpClient::request alone", [&] {
-         if (client->request("tools/call", params, std::chrono::seconds(10)).kind != McpClient::Reply::Kind::kResult)
+      {"McpClient::request alone",
+       [&] {
+         if (client->request("tools/call", params, std::chrono::seconds(10)).kind !=
+             McpClient::Reply::Kind::kResult)
            die("request failed");
        }},
   };
@@ -133,21 +140,25 @@ int main(int argc, char** argv) {
   };
   SandboxOptions off;
   off.mode = "off";
-  std::vector<StartCase> cases = {{"C++ test server, sandbox off", test_server(), off},
-                                  {"C++ test server, sandbox auto (Landlock)", test_server(), SandboxOptions{}}};
+  std::vector<StartCase> cases = {
+      {"C++ test server, sandbox off", test_server(), off},
+      {"C++ test server, sandbox auto (Landlock)", test_server(), SandboxOptions{}}};
   std::string fs_server = std::string(PROJECT_DIR) + "/tests/node/node_modules/.bin/mcp-server-filesystem";
   if (std::system("command -v node >/dev/null 2>&1") == 0 && fs::exists(fs_server)) {
     cases.push_back({"npm server-filesystem (node), sandbox auto",
-                     McpServerConfig{.name = "fs", .command = fs_server, .args = {workspace}}, SandboxOptions{}});
+                     McpServerConfig{.name = "fs", .command = fs_server, .args = {workspace}},
+                     SandboxOptions{}});
   }
   json results = json::object();
   std::printf("%-58s %14s %12s\n", "measurement", "per call [us]", "vs first row");
-  std::printf("(c) one call of a tool returning its argument, %llu calls each\n", static_cast<unsigned long long>(calls));
+  std::printf("(c) one call of a tool returning its argument, %llu calls each\n",
+              static_cast<unsigned long long>(calls));
   for (const auto& v : per_call) {
     std::printf("    %-54s %14.1f %11.2fx\n", v.name.c_str(), v.us(), v.us() / per_call[0].us());
     results["call_us"][v.name] = v.us();
   }
-  std::printf("%-58s %14s %12s\n", "(s) start + initialize + tools/list, then stop", "start [ms]", "stop [ms]");
+  std::printf("%-58s %14s %12s\n", "(s) start + initialize + tools/list, then stop", "start [ms]",
+              "stop [ms]");
   for (const auto& c : cases) {
     double start_s = 0, stop_s = 0;
     size_t tools = 0;
@@ -162,8 +173,10 @@ int main(int argc, char** argv) {
       start_s += std::chrono::duration<double>(t1 - t0).count();
       stop_s += std::chrono::duration<double>(t2 - t1).count();
     }
-    double start_ms = start_s * 1e3 / static_cast<double>(starts), stop_ms = stop_s * 1e3 / static_cast<double>(starts);
-    std::printf("    %-54s %14.1f %12.1f\n", (c.name + " (" + std::to_string(tools) + " tools)").c_str(), start_ms, stop_ms);
+    double start_ms = start_s * 1e3 / static_cast<double>(starts),
+           stop_ms = stop_s * 1e3 / static_cast<double>(starts);
+    std::printf("    %-54s %14.1f %12.1f\n", (c.name + " (" + std::to_string(tools) + " tools)").c_str(),
+                start_ms, stop_ms);
     results["start_ms"][c.name] = start_ms;
     results["stop_ms"][c.name] = stop_ms;
   }

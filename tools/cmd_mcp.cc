@@ -25,13 +25,14 @@ int run_mcp_list(Context& ctx, const McpListArgs& args) {
   if (config.mcp_servers.empty()) {
     std::string summary = "no MCP servers are configured (mcp_servers in the config file, docs/mcp.md)";
     if (ctx.json) {
-      print_redacted(ctx, {{"success", true}, {"data", {{"servers", nlohmann::json::array()}}}, {"summary", summary}});
+      print_redacted(
+          ctx, {{"success", true}, {"data", {{"servers", nlohmann::json::array()}}}, {"summary", summary}});
     } else {
       std::cout << summary << "\n";
     }
     return kExitOk;
   }
-  std::string workspace = !args.workspace.empty()  ? args.workspace
+  std::string workspace = !args.workspace.empty()     ? args.workspace
                           : !config.workspace.empty() ? config.workspace
                                                       : std::filesystem::current_path().string();
   std::string canonical;
@@ -57,7 +58,8 @@ int run_mcp_list(Context& ctx, const McpListArgs& args) {
     if (!s.ok()) {
       ++failed;
       entry["error"] = s.message();
-      if (!ctx.json) std::printf("%s: failed to start: %s\n", server_config.name.c_str(), redactor(s.message()).c_str());
+      if (!ctx.json)
+        std::printf("%s: failed to start: %s\n", server_config.name.c_str(), redactor(s.message()).c_str());
     } else {
       std::vector<mcp::ToolInfo> tools = server.tools();
       tools_total += tools.size();
@@ -80,8 +82,8 @@ int run_mcp_list(Context& ctx, const McpListArgs& args) {
           std::string hints = t.read_only ? " [read-only]" : t.idempotent ? " [idempotent]" : "";
           std::string first_line = t.description.substr(0, t.description.find('\n'));
           if (first_line.size() > 100) first_line = first_line.substr(0, 97) + "...";
-          std::printf("  %-40s%s %s\n", mcp::qualified_tool_name(server_config.name, t.name).c_str(), hints.c_str(),
-                      redactor(first_line).c_str());
+          std::printf("  %-40s%s %s\n", mcp::qualified_tool_name(server_config.name, t.name).c_str(),
+                      hints.c_str(), redactor(first_line).c_str());
         }
         for (const auto& why : server.skipped()) std::printf("  skipped: %s\n", redactor(why).c_str());
       }
@@ -106,10 +108,13 @@ void register_mcp_commands(CLI::App& app, Context& ctx) {
   mcp->require_subcommand(1);
   auto args = std::make_shared<McpListArgs>();
   auto* list = mcp->add_subcommand(
-      "list", "Start each configured MCP server, list its tools, and report servers that fail to start (exit 1)");
-  list->add_option("--config", args->config, "Config file (default: $CARAPACE_HOME/config.json if it exists)");
-  list->add_option("--workspace", args->workspace,
-                   "Directory the servers start in (default: the config's session.workspace, else the current one)");
+      "list",
+      "Start each configured MCP server, list its tools, and report servers that fail to start (exit 1)");
+  list->add_option("--config", args->config,
+                   "Config file (default: $CARAPACE_HOME/config.json if it exists)");
+  list->add_option(
+      "--workspace", args->workspace,
+      "Directory the servers start in (default: the config's session.workspace, else the current one)");
   add_json_flag(list, ctx);
   list->callback([&ctx, args] { ctx.run = [&ctx, args] { return run_mcp_list(ctx, *args); }; });
 }

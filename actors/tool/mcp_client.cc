@@ -60,7 +60,8 @@ Status McpClient::start(McpClientOptions options, std::unique_ptr<McpClient>* ou
   auto fail = [&](const std::string& why) {
     std::string tail = c->stderr_tail();
     c->stop();
-    return Status::io_error("MCP server " + name + ": " + why + (tail.empty() ? "" : "; its stderr ends with:\n" + tail));
+    return Status::io_error("MCP server " + name + ": " + why +
+                            (tail.empty() ? "" : "; its stderr ends with:\n" + tail));
   };
   Reply init = c->request("initialize", mcp::initialize_params(kClientVersion), c->options_.request_timeout);
   if (init.kind != Reply::Kind::kResult) return fail("initialize failed: " + init.error);
@@ -92,20 +93,23 @@ Status McpClient::list_tools(std::vector<mcp::ToolInfo>* tools, std::vector<std:
     if (!s.ok()) return s.with_context("MCP server " + options_.name);
     if (next.empty()) return Status();
     if (next == cursor) {
-      return Status::invalid_argument("MCP server " + options_.name + ": tools/list returned the same cursor again");
+      return Status::invalid_argument("MCP server " + options_.name +
+                                      ": tools/list returned the same cursor again");
     }
     cursor = next;
   }
   return Status::invalid_argument("MCP server " + options_.name + ": tools/list has more than 1000 pages");
 }
 
-McpClient::Reply McpClient::request(const std::string& method, const json& params, std::chrono::milliseconds timeout) {
+McpClient::Reply McpClient::request(const std::string& method, const json& params,
+                                    std::chrono::milliseconds timeout) {
   auto pending = std::make_shared<Pending>();
   uint64_t id = 0;
   {
     std::lock_guard lock(mu_);
     if (gone_ || stop_mode_ != 0) {
-      return Reply{.kind = Reply::Kind::kGone, .error = gone_reason_.empty() ? "the server is stopping" : gone_reason_};
+      return Reply{.kind = Reply::Kind::kGone,
+                   .error = gone_reason_.empty() ? "the server is stopping" : gone_reason_};
     }
     id = ++next_id_;
     pending_[id] = pending;
@@ -120,8 +124,9 @@ McpClient::Reply McpClient::request(const std::string& method, const json& param
     pending_.erase(id);
   }
   if (method != "initialize") {
-    send(mcp::notification_line("notifications/cancelled",
-                                {{"requestId", id}, {"reason", "no answer within " + std::to_string(timeout.count()) + " ms"}}));
+    send(mcp::notification_line(
+        "notifications/cancelled",
+        {{"requestId", id}, {"reason", "no answer within " + std::to_string(timeout.count()) + " ms"}}));
   }
   return Reply{.kind = Reply::Kind::kTimeout,
                .error = "no answer to " + method + " within " + std::to_string(timeout.count()) + " ms"};
@@ -287,13 +292,13 @@ void McpClient::run_io(std::promise<Status>* started) {
     gone_reason_ = s.message();
     return;
   }
-  std::string in;           // stdout bytes not yet a whole line
-  size_t scanned = 0;       // of `in`, bytes known to hold no '\n'
-  std::string out;          // bytes queued for stdin
+  std::string in;      // stdout bytes not yet a whole line
+  size_t scanned = 0;  // of `in`, bytes known to hold no '\n'
+  std::string out;     // bytes queued for stdin
   std::vector<char> buffer(1 << 20);
-  int stop_phase = 0;       // 1: stdin closed, 2: SIGTERM sent, 3: killed
+  int stop_phase = 0;  // 1: stdin closed, 2: SIGTERM sent, 3: killed
   Clock::time_point phase_deadline{};
-  std::string ended_why;    // set when the client ends the connection itself
+  std::string ended_why;  // set when the client ends the connection itself
   Clock::time_point gone_at{};
 
   auto start_kill = [&] {
@@ -338,7 +343,9 @@ void McpClient::run_io(std::promise<Status>* started) {
       if (gone_at == Clock::time_point{}) gone_at = Clock::now();
       // What the server wrote before it went is read; what a stray process
       // holds open is not waited for.
-      if ((proc->stdout_fd() < 0 && proc->stderr_fd() < 0) || Clock::now() >= gone_at + std::chrono::milliseconds(200)) break;
+      if ((proc->stdout_fd() < 0 && proc->stderr_fd() < 0) ||
+          Clock::now() >= gone_at + std::chrono::milliseconds(200))
+        break;
     }
 
     pollfd fds[5];
@@ -424,7 +431,8 @@ void McpClient::run_io(std::promise<Status>* started) {
     gone_reason_ = why;
     outgoing_.clear();
   }
-  if (mode == 0 && ended_why.empty()) spdlog::warn("MCP server {} {}", options_.name, proc->exit_description());
+  if (mode == 0 && ended_why.empty())
+    spdlog::warn("MCP server {} {}", options_.name, proc->exit_description());
   fail_pending(why);
 }
 

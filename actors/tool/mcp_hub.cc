@@ -27,16 +27,16 @@ std::shared_ptr<McpServer> McpHub::server(const std::string& name, const std::st
   }
   if (config == nullptr) return nullptr;
   std::weak_ptr<McpHub> self = weak_from_this();
-  auto server = std::make_shared<McpServer>(McpServerOptions{
-      .config = *config,
-      .workspace = workspace,
-      .env_policy = options_.env_policy,
-      .sandbox = options_.sandbox,
-      .max_output_bytes = options_.max_output_bytes,
-      .stop_grace = options_.stop_grace,
-      .on_tools = [self, name](const std::vector<mcp::ToolInfo>& tools) {
-        if (auto hub = self.lock()) hub->publish(name, tools);
-      }});
+  auto server = std::make_shared<McpServer>(
+      McpServerOptions{.config = *config,
+                       .workspace = workspace,
+                       .env_policy = options_.env_policy,
+                       .sandbox = options_.sandbox,
+                       .max_output_bytes = options_.max_output_bytes,
+                       .stop_grace = options_.stop_grace,
+                       .on_tools = [self, name](const std::vector<mcp::ToolInfo>& tools) {
+                         if (auto hub = self.lock()) hub->publish(name, tools);
+                       }});
   servers_.emplace(key, server);
   return server;
 }
@@ -92,13 +92,16 @@ void McpHub::publish(const std::string& server_name, const std::vector<mcp::Tool
     ToolDefinition def;
     def.spec = specs[i];
     def.blocking = true;
-    def.run = [self, server_name, tool = tools[i].name](const nlohmann::json& args, const ToolContext& context) {
+    def.run = [self, server_name, tool = tools[i].name](const nlohmann::json& args,
+                                                        const ToolContext& context) {
       auto hub = self.lock();
-      if (!hub) return ToolResult::error("MCP server " + server_name + " is gone: the runtime is shutting down");
+      if (!hub)
+        return ToolResult::error("MCP server " + server_name + " is gone: the runtime is shutting down");
       return hub->call(server_name, tool, args, context.workspace);
     };
     Status added = registry_->add(std::move(def));
-    if (!added.ok()) spdlog::error("MCP server {}: tool {} not registered: {}", server_name, specs[i].name, added.message());
+    if (!added.ok())
+      spdlog::error("MCP server {}: tool {} not registered: {}", server_name, specs[i].name, added.message());
   }
 }
 

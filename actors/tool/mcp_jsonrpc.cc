@@ -38,7 +38,8 @@ std::string error_line(const json& id, int code, std::string_view message) {
 
 Message parse_message(std::string_view line) {
   Message m;
-  while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
+    line.remove_suffix(1);
   json doc = json::parse(line, nullptr, false);
   if (doc.is_discarded()) {
     m.problem = "not JSON";
@@ -78,7 +79,8 @@ Message parse_message(std::string_view line) {
   if (!has_id) {
     // An error about a request that could not be read has a null id; there
     // is nothing to match it to.
-    m.problem = doc.contains("error") ? "an error without an id: " + doc["error"].dump() : "neither a request nor a response";
+    m.problem = doc.contains("error") ? "an error without an id: " + doc["error"].dump()
+                                      : "neither a request nor a response";
     return m;
   }
   m.id = *id;
@@ -89,7 +91,8 @@ Message parse_message(std::string_view line) {
       auto code = error->find("code");
       if (code != error->end() && code->is_number_integer()) m.error_code = code->get<int>();
       auto message = error->find("message");
-      m.error_message = message != error->end() && message->is_string() ? message->get<std::string>() : error->dump();
+      m.error_message =
+          message != error->end() && message->is_string() ? message->get<std::string>() : error->dump();
     } else {
       m.error_message = error->dump();
     }

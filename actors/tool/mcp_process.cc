@@ -104,11 +104,21 @@ bool McpProcess::read_reports() {
     process_guard::Report r;
     std::memcpy(&r, reports_.data() + at, sizeof r);
     switch (r.kind) {
-      case process_guard::kWorkerPid: worker_ = r.value; break;
-      case process_guard::kSetupFailed: setup_error_ = r.value; break;
-      case process_guard::kExecFailed: exec_error_ = r.value; break;
-      case process_guard::kWaitStatus: wait_status_ = r.value; have_status_ = true; break;
-      default: break;
+      case process_guard::kWorkerPid:
+        worker_ = r.value;
+        break;
+      case process_guard::kSetupFailed:
+        setup_error_ = r.value;
+        break;
+      case process_guard::kExecFailed:
+        exec_error_ = r.value;
+        break;
+      case process_guard::kWaitStatus:
+        wait_status_ = r.value;
+        have_status_ = true;
+        break;
+      default:
+        break;
     }
   }
   reports_.erase(0, at);
@@ -118,8 +128,8 @@ bool McpProcess::read_reports() {
 std::string McpProcess::exit_description() const {
   if (exec_error_ != 0) return "could not be started: '" + program_ + "': " + errno_text(exec_error_);
   if (setup_error_ != 0) {
-    return "could not be started: setup step " + std::to_string(setup_error_ / 65536) + " failed: " +
-           errno_text(setup_error_ % 65536);
+    return "could not be started: setup step " + std::to_string(setup_error_ / 65536) +
+           " failed: " + errno_text(setup_error_ % 65536);
   }
   if (!have_status_) return "ended without a report (its guard was killed)";
   if (WIFEXITED(wait_status_)) return "exited with status " + std::to_string(WEXITSTATUS(wait_status_));

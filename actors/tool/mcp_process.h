@@ -31,9 +31,9 @@
 namespace carapace {
 
 struct McpProcessOptions {
-  std::vector<std::string> argv;  // argv[0] is the program; without a '/', searched in env's PATH
-  std::string cwd;                // working directory (must exist)
-  std::vector<std::string> env;   // "NAME=value": the whole environment of the server
+  std::vector<std::string> argv;   // argv[0] is the program; without a '/', searched in env's PATH
+  std::string cwd;                 // working directory (must exist)
+  std::vector<std::string> env;    // "NAME=value": the whole environment of the server
   ProcessConfinement confinement;  // applied before exec (none by default)
 };
 

@@ -9,9 +9,7 @@ namespace {
 
 using nlohmann::json;
 
-bool tool_name_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
-}
+bool tool_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; }
 
 std::string with_thousands(uint64_t n) {
   std::string digits = std::to_string(n);
@@ -69,7 +67,8 @@ Status validate_server_name(const std::string& name) {
                                     "names the model sees)");
   }
   if (name.find("__") != std::string::npos) {
-    return Status::invalid_argument("server name \"" + name + "\" must not contain \"__\" (it separates the "
+    return Status::invalid_argument("server name \"" + name +
+                                    "\" must not contain \"__\" (it separates the "
                                     "server from the tool in mcp__SERVER__TOOL)");
   }
   return Status();
@@ -89,7 +88,8 @@ Status parse_tool(const std::string& server, const json& entry, ToolInfo* out) {
   t.name = name->get<std::string>();
   std::string shown = "tool \"" + t.name.substr(0, 100) + "\"";
   if (!std::all_of(t.name.begin(), t.name.end(), tool_name_char)) {
-    return Status::invalid_argument(shown + ": its name has characters other than letters, digits, '_' and '-'");
+    return Status::invalid_argument(shown +
+                                    ": its name has characters other than letters, digits, '_' and '-'");
   }
   std::string qualified = qualified_tool_name(server, t.name);
   if (qualified.size() > 64) {
@@ -108,7 +108,8 @@ Status parse_tool(const std::string& server, const json& entry, ToolInfo* out) {
     return Status::invalid_argument(shown + ": its inputSchema's \"properties\" is not an object");
   }
   if (auto req = schema->find("required"); req != schema->end()) {
-    if (!req->is_array() || !std::all_of(req->begin(), req->end(), [](const json& r) { return r.is_string(); })) {
+    if (!req->is_array() ||
+        !std::all_of(req->begin(), req->end(), [](const json& r) { return r.is_string(); })) {
       return Status::invalid_argument(shown + ": its inputSchema's \"required\" is not an array of strings");
     }
   }
@@ -138,14 +139,16 @@ Status parse_tools_page(const std::string& server, const json& result, std::vect
       skipped->push_back(s.message());
       continue;
     }
-    bool duplicate = std::any_of(tools->begin(), tools->end(), [&](const ToolInfo& o) { return o.name == t.name; });
+    bool duplicate =
+        std::any_of(tools->begin(), tools->end(), [&](const ToolInfo& o) { return o.name == t.name; });
     if (duplicate) {
       skipped->push_back("tool \"" + t.name + "\" is listed twice; the first is kept");
       continue;
     }
     tools->push_back(std::move(t));
   }
-  if (auto c = result.find("nextCursor"); c != result.end() && c->is_string()) *next_cursor = c->get<std::string>();
+  if (auto c = result.find("nextCursor"); c != result.end() && c->is_string())
+    *next_cursor = c->get<std::string>();
   return Status();
 }
 
@@ -171,7 +174,8 @@ ToolResult call_result(const json& result, uint64_t max_output_bytes) {
       text += block_text(block);
     }
   }
-  if (auto structured = result.find("structuredContent"); structured != result.end() && !structured->is_null()) {
+  if (auto structured = result.find("structuredContent");
+      structured != result.end() && !structured->is_null()) {
     if (!text.empty()) text += '\n';
     text += "[structured content]\n" + structured->dump(-1, ' ', false, json::error_handler_t::replace);
   }

@@ -25,7 +25,9 @@ std::vector<std::string> mcp_server_environment(const McpServerConfig& config, c
                                                 const char* const* environment) {
   std::vector<std::string> env = tool_environment(policy, environment);
   for (const auto& [name, value] : config.env) {
-    std::erase_if(env, [&](const std::string& e) { return e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '='; });
+    std::erase_if(env, [&](const std::string& e) {
+      return e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=';
+    });
     if (value) {
       env.push_back(name + "=" + *value);
     } else if (const char* own = std::getenv(name.c_str()); own != nullptr) {
@@ -176,7 +178,7 @@ Status McpServer::ensure_client(std::chrono::milliseconds wait, std::shared_ptr<
   };
   o.process.argv.push_back(config.command);
   for (const auto& a : config.args) o.process.argv.push_back(a);
-  o.process.cwd = config.cwd.empty()        ? options_.workspace
+  o.process.cwd = config.cwd.empty()          ? options_.workspace
                   : config.cwd.front() == '/' ? config.cwd
                                               : options_.workspace + "/" + config.cwd;
   o.process.env = mcp_server_environment(config, options_.env_policy, environ);
@@ -244,9 +246,10 @@ ToolResult McpServer::call(const std::string& tool, const json& args) {
       break;
     case McpClient::Reply::Kind::kTimeout:
       client->kill();
-      result = ToolResult::error(label() + " gave no answer within " + std::to_string(timeout.count()) +
-                                 " ms: the call was cancelled and the server stopped with everything it "
-                                 "started (it is started again for the next call); what the call did is unknown");
+      result =
+          ToolResult::error(label() + " gave no answer within " + std::to_string(timeout.count()) +
+                            " ms: the call was cancelled and the server stopped with everything it "
+                            "started (it is started again for the next call); what the call did is unknown");
       result.timed_out = true;
       break;
     case McpClient::Reply::Kind::kGone: {
@@ -256,10 +259,11 @@ ToolResult McpServer::call(const std::string& tool, const json& args) {
         backoff_ = backoff_.count() == 0 ? kFirstBackoff : std::min(backoff_ * 2, kMaxBackoff);
         next_start_ = Clock::now() + backoff_;
       }
-      result = ToolResult::error(label() + ": " + reply.error +
-                                 " during the call; it is started again for the next call, and what this call "
-                                 "did is unknown" +
-                                 (tail.empty() ? "" : "\n[its stderr ends with]\n" + tail));
+      result =
+          ToolResult::error(label() + ": " + reply.error +
+                            " during the call; it is started again for the next call, and what this call "
+                            "did is unknown" +
+                            (tail.empty() ? "" : "\n[its stderr ends with]\n" + tail));
       break;
     }
   }

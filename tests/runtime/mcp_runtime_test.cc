@@ -49,7 +49,8 @@ struct Fixture {
     Config config;
     config.provider.scenario = dir.sub("scenario.json");
     config.tools_enabled = {};
-    config.mcp_servers = {McpServerConfig{.name = "t", .command = MCP_TEST_SERVER, .args = {server_flag}, .timeout_ms = 30000}};
+    config.mcp_servers = {
+        McpServerConfig{.name = "t", .command = MCP_TEST_SERVER, .args = {server_flag}, .timeout_ms = 30000}};
     CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &rt));
   }
 
@@ -70,18 +71,17 @@ BOOST_AUTO_TEST_CASE(a_cpp_hook_denies_one_mcp_call_and_each_workspace_has_its_s
                                                      {"name": "mcp__t__note", "args": {"text": "secret"}}]},
                        {"text": "done"}]})",
        "--page-size=0");
-  CHECK_OK(rt->register_hook(HookDefinition{
-      .name = "no-secrets",
-      .event = HookEvent::kPreToolUse,
-      .matcher = "^mcp__",
-      .function = [](const HookInput& in) {
-        HookDecision d;
-        if (in.args.text.find("secret") != std::string::npos) {
-          d.decision = Decision::kDeny;
-          d.reason = "no secrets in notes";
-        }
-        return d;
-      }}));
+  CHECK_OK(rt->register_hook(HookDefinition{.name = "no-secrets",
+                                            .event = HookEvent::kPreToolUse,
+                                            .matcher = "^mcp__",
+                                            .function = [](const HookInput& in) {
+                                              HookDecision d;
+                                              if (in.args.text.find("secret") != std::string::npos) {
+                                                d.decision = Decision::kDeny;
+                                                d.reason = "no secrets in notes";
+                                              }
+                                              return d;
+                                            }}));
   for (std::string ws : {dir.sub("a"), dir.sub("b")}) {
     std::string id = start(ws, "s-" + ws.substr(ws.size() - 1));
     SessionOutcome out;
@@ -99,8 +99,9 @@ BOOST_AUTO_TEST_CASE(a_cpp_hook_denies_one_mcp_call_and_each_workspace_has_its_s
 }
 
 BOOST_AUTO_TEST_CASE(destroying_the_runtime_mid_call_stops_everything) {
-  open(R"({"replies": [{"text": "1", "tool_calls": [{"name": "mcp__t__hang", "args": {}}]}, {"text": "done"}]})",
-       "--child");
+  open(
+      R"({"replies": [{"text": "1", "tool_calls": [{"name": "mcp__t__hang", "args": {}}]}, {"text": "done"}]})",
+      "--child");
   start(dir.sub("ws"), "hung");
   auto deadline = std::chrono::steady_clock::now() + 10s;
   while (testing::find_processes({"sleep", "600"}).empty() && std::chrono::steady_clock::now() < deadline)
@@ -114,13 +115,15 @@ BOOST_AUTO_TEST_CASE(destroying_the_runtime_mid_call_stops_everything) {
 }
 
 BOOST_AUTO_TEST_CASE(a_fresh_runtime_replays_an_mcp_session_without_starting_a_server) {
-  open(R"({"replies": [{"text": "1", "tool_calls": [{"name": "mcp__t__echo", "args": {"text": "hi"}}]}, {"text": "done"}]})",
-       "--replay-me");
+  open(
+      R"({"replies": [{"text": "1", "tool_calls": [{"name": "mcp__t__echo", "args": {"text": "hi"}}]}, {"text": "done"}]})",
+      "--replay-me");
   std::string id = start(dir.sub("ws"), "r1");
   SessionOutcome out;
   CHECK_OK(rt->wait(id, 60s, &out));
   rt.reset();
-  open(R"({"replies": [{"text": "unused"}]})", "--replay-me");  // a new runtime: no session started, no server
+  open(R"({"replies": [{"text": "unused"}]})",
+       "--replay-me");  // a new runtime: no session started, no server
   ReplayReport report;
   CHECK_OK(rt->replay("r1", 0, &report));
   BOOST_TEST(report.identical());

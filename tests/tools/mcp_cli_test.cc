@@ -34,7 +34,9 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 struct Result {
   int code = -1;
@@ -50,8 +52,8 @@ struct McpFixture {
 
   Result run(const std::string& args) {
     std::string out = dir.sub("out.txt"), err = dir.sub("err.txt");
-    std::string cmd = "cd '" + dir.path() + "' && " + std::string(CARAPACE_BIN) + " --home '" + dir.sub("home") + "' " + args + " >'" + out +
-                      "' 2>'" + err + "' </dev/null";
+    std::string cmd = "cd '" + dir.path() + "' && " + std::string(CARAPACE_BIN) + " --home '" +
+                      dir.sub("home") + "' " + args + " >'" + out + "' 2>'" + err + "' </dev/null";
     int status = std::system(cmd.c_str());
     return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
   }
@@ -66,7 +68,8 @@ struct McpFixture {
     json args = json::array();
     std::istringstream in(flags);
     for (std::string f; in >> f;) args.push_back(f);
-    json c = {{"mcp_servers", {{"t", {{"command", MCP_TEST_SERVER}, {"args", args}, {"timeout_ms", 20000}}}}}};
+    json c = {
+        {"mcp_servers", {{"t", {{"command", MCP_TEST_SERVER}, {"args", args}, {"timeout_ms", 20000}}}}}};
     if (!extra.empty()) c.update(json::parse(extra));
     return write(name, c.dump());
   }
@@ -86,11 +89,14 @@ struct McpFixture {
   }
 };
 
-size_t count(const std::vector<std::string>& v, const std::string& x) { return std::count(v.begin(), v.end(), x); }
+size_t count(const std::vector<std::string>& v, const std::string& x) {
+  return std::count(v.begin(), v.end(), x);
+}
 
 std::string output_of(const json& completed, const std::string& call_id) {
   for (const auto& e : completed) {
-    if (e["data"]["call_id"] == call_id) return e["data"]["output"].get<std::string>() + (e["data"]["is_error"].get<bool>() ? " [error]" : "");
+    if (e["data"]["call_id"] == call_id)
+      return e["data"]["output"].get<std::string>() + (e["data"]["is_error"].get<bool>() ? " [error]" : "");
   }
   return "(no tool.completed for " + call_id + ")";
 }
@@ -100,8 +106,9 @@ std::string output_of(const json& completed, const std::string& call_id) {
 BOOST_FIXTURE_TEST_SUITE(mcp, McpFixture)
 
 BOOST_AUTO_TEST_CASE(a_session_calls_mcp_tools_through_hooks_restarts_and_a_changing_list) {
-  std::string cfg = config("c.json", "--calls calls.txt --list-changed",
-                           R"({"hooks": [{"name": "no-notes", "event": "PreToolUse", "matcher": "^mcp__t__note$",
+  std::string cfg =
+      config("c.json", "--calls calls.txt --list-changed",
+             R"({"hooks": [{"name": "no-notes", "event": "PreToolUse", "matcher": "^mcp__t__note$",
                                 "command": "cat > /dev/null; echo '{\"decision\":\"deny\",\"reason\":\"notes are off\"}'"}]})");
   std::string scenario = write("s.json", R"({"replies": [
     {"text": "1", "tool_calls": [{"name": "mcp__t__echo", "args": {"text": "hello"}},
@@ -118,8 +125,9 @@ BOOST_AUTO_TEST_CASE(a_session_calls_mcp_tools_through_hooks_restarts_and_a_chan
   BOOST_TEST(contains(output_of(done, "call_1_3"), "[image: image/png, 8 bytes of base64]"));
   // list_changed came with the first call: turn 2's prompt offered "extra".
   BOOST_TEST(output_of(done, "call_2_1") == "extra ran");
-  BOOST_TEST(contains(output_of(done, "call_2_2"), "MCP server t: the server exited with status 7 during the call"),
-             output_of(done, "call_2_2"));
+  BOOST_TEST(
+      contains(output_of(done, "call_2_2"), "MCP server t: the server exited with status 7 during the call"),
+      output_of(done, "call_2_2"));
   // Restarted for the next call.
   BOOST_TEST(output_of(done, "call_3_1") == "3.000000");
   BOOST_TEST(output_of(done, "call_3_2") == "it failed on purpose [error]");
@@ -140,7 +148,8 @@ BOOST_AUTO_TEST_CASE(a_session_calls_mcp_tools_through_hooks_restarts_and_a_chan
   }
   BOOST_TEST(echo_found, tools.dump());
   // Nothing is left running once carapace has exited.
-  BOOST_TEST(testing::survivors({{MCP_TEST_SERVER, "--calls", "calls.txt", "--list-changed"}}, std::chrono::milliseconds(2000)) == 0u);
+  BOOST_TEST(testing::survivors({{MCP_TEST_SERVER, "--calls", "calls.txt", "--list-changed"}},
+                                std::chrono::milliseconds(2000)) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_config_without_mcp_servers_keeps_its_digest) {
@@ -161,13 +170,17 @@ BOOST_AUTO_TEST_CASE(bad_mcp_config_is_refused_naming_the_key) {
   struct Case {
     std::string config, expected;
   } cases[] = {
-      {R"({"mcp_servers": {"bad name": {"command": "x"}}})", "mcp_servers.bad name: server name \"bad name\" must be"},
+      {R"({"mcp_servers": {"bad name": {"command": "x"}}})",
+       "mcp_servers.bad name: server name \"bad name\" must be"},
       {R"({"mcp_servers": {"a__b": {"command": "x"}}})", "must not contain \"__\""},
       {R"({"mcp_servers": {"s": {"args": []}}})", "mcp_servers.s.command: is required"},
       {R"({"mcp_servers": {"s": {"command": "x", "args": [1]}}})", "mcp_servers.s.args[0]: must be a string"},
-      {R"({"mcp_servers": {"s": {"command": "x", "env": {"A-B": "1"}}}})", "mcp_servers.s.env.A-B: is not a valid"},
-      {R"({"mcp_servers": {"s": {"command": "x", "timeout_ms": 0}}})", "mcp_servers.s.timeout_ms: must be a whole number"},
-      {R"({"mcp_servers": {"s": {"command": "x", "type": "http"}}})", "mcp_servers.s.type: only the stdio transport"},
+      {R"({"mcp_servers": {"s": {"command": "x", "env": {"A-B": "1"}}}})",
+       "mcp_servers.s.env.A-B: is not a valid"},
+      {R"({"mcp_servers": {"s": {"command": "x", "timeout_ms": 0}}})",
+       "mcp_servers.s.timeout_ms: must be a whole number"},
+      {R"({"mcp_servers": {"s": {"command": "x", "type": "http"}}})",
+       "mcp_servers.s.type: only the stdio transport"},
       {R"({"mcp_servers": {"s": {"command": "x", "colour": 1}}})", "mcp_servers.s: unknown key \"colour\""},
       {R"({"mcp_servers": []})", "mcp_servers: must be an object"},
   };
@@ -203,11 +216,12 @@ BOOST_AUTO_TEST_CASE(sigkill_mid_call_then_step_resume) {
     std::string fast_cfg = config("fast.json", "--calls calls.txt --fast");
     std::string scenario = write("s.json", R"({"replies": [
       {"text": "1", "tool_calls": [{"name": "mcp__t__echo", "args": {"text": "first"}},
-                                   {"name": "mcp__t__)" + tool + R"(", "args": {"text": "second", "ms": 60000}}]},
+                                   {"name": "mcp__t__)" +
+                                               tool + R"(", "args": {"text": "second", "ms": 60000}}]},
       {"text": "done"}]})");
     pid_t pid = spawn_child_process(CARAPACE_BIN,
-                                    {"--home", dir.sub("home"), "run", "go", "--session", session, "--workspace", ws,
-                                     "--config", slow_cfg, "--scenario", scenario},
+                                    {"--home", dir.sub("home"), "run", "go", "--session", session,
+                                     "--workspace", ws, "--config", slow_cfg, "--scenario", scenario},
                                     dir.sub("kill.log"));
     BOOST_REQUIRE(pid > 0);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -218,7 +232,8 @@ BOOST_AUTO_TEST_CASE(sigkill_mid_call_then_step_resume) {
     int status = 0;
     BOOST_REQUIRE(wait_child_process(pid, 10000, &status));
     // The server died with carapace (its guard's parent-death signal).
-    BOOST_TEST(testing::survivors({{MCP_TEST_SERVER, "--calls", "calls.txt"}}, std::chrono::milliseconds(3000)) == 0u);
+    BOOST_TEST(testing::survivors({{MCP_TEST_SERVER, "--calls", "calls.txt"}},
+                                  std::chrono::milliseconds(3000)) == 0u);
     Result r = run("resume " + session + " --config " + fast_cfg + " --scenario " + scenario);
     BOOST_REQUIRE_MESSAGE(r.code == 0, r.out + r.err);
     std::vector<std::string> c = calls();
@@ -238,7 +253,9 @@ BOOST_AUTO_TEST_CASE(replay_answers_mcp_calls_without_a_server) {
   std::string cfg = config("c.json", "--calls calls.txt");
   std::string scenario = write("s.json", R"({"replies": [
     {"text": "1", "tool_calls": [{"name": "mcp__t__echo", "args": {"text": "hello"}}]}, {"text": "done"}]})");
-  BOOST_REQUIRE(run("run go --session rp --workspace " + ws + " --config " + cfg + " --scenario " + scenario).code == 0);
+  BOOST_REQUIRE(
+      run("run go --session rp --workspace " + ws + " --config " + cfg + " --scenario " + scenario).code ==
+      0);
   BOOST_REQUIRE(count(calls(), "echo") == 1u);
   Result r = run("replay rp");
   BOOST_TEST(r.code == 0, r.out + r.err);
@@ -250,15 +267,19 @@ BOOST_AUTO_TEST_CASE(the_filesystem_reference_server_reads_and_writes_through_ca
   std::string server = std::string(PROJECT_DIR) + "/tests/node/node_modules/.bin/mcp-server-filesystem";
   bool node = std::system("command -v node >/dev/null 2>&1") == 0;
   if (!node || !fs::exists(server)) {
-    BOOST_TEST_MESSAGE("skipped: needs node and tests/node/node_modules (scripts/bootstrap.sh installs them)");
+    BOOST_TEST_MESSAGE(
+        "skipped: needs node and tests/node/node_modules (scripts/bootstrap.sh installs them)");
     return;
   }
   std::string real_ws = fs::canonical(ws).string();
   std::ofstream(real_ws + "/in.txt") << "from the test\n";
-  std::string cfg = write("fs.json", json{{"mcp_servers", {{"fs", {{"command", server}, {"args", {real_ws}}}}}}}.dump());
+  std::string cfg =
+      write("fs.json", json{{"mcp_servers", {{"fs", {{"command", server}, {"args", {real_ws}}}}}}}.dump());
   std::string scenario = write("s.json", R"({"replies": [
-    {"text": "1", "tool_calls": [{"name": "mcp__fs__write_file", "args": {"path": ")" + real_ws + R"(/out.txt", "content": "written by mcp"}},
-                                 {"name": "mcp__fs__read_text_file", "args": {"path": ")" + real_ws + R"(/in.txt"}},
+    {"text": "1", "tool_calls": [{"name": "mcp__fs__write_file", "args": {"path": ")" +
+                                             real_ws + R"(/out.txt", "content": "written by mcp"}},
+                                 {"name": "mcp__fs__read_text_file", "args": {"path": ")" +
+                                             real_ws + R"(/in.txt"}},
                                  {"name": "mcp__fs__read_text_file", "args": {"path": "/etc/hostname"}}]},
     {"text": "done"}]})");
   Result r = run("run go --session fs --workspace " + ws + " --config " + cfg + " --scenario " + scenario);
@@ -273,15 +294,21 @@ BOOST_AUTO_TEST_CASE(the_filesystem_reference_server_reads_and_writes_through_ca
 BOOST_AUTO_TEST_CASE(mcp_list_reports_tools_and_failures) {
   json c = {{"mcp_servers",
              {{"t", {{"command", MCP_TEST_SERVER}, {"args", {"--invalid-schema", "--page-size", "5"}}}},
-              {"bad", {{"command", MCP_TEST_SERVER},
-                       {"args", {"--stderr", "token=ghp_abcdefghijklmnopqrstuvwxyz0123456789 rejected", "--exit-at-start", "2"}}}}}}};
+              {"bad",
+               {{"command", MCP_TEST_SERVER},
+                {"args",
+                 {"--stderr", "token=ghp_abcdefghijklmnopqrstuvwxyz0123456789 rejected", "--exit-at-start",
+                  "2"}}}}}}};
   std::string cfg = write("list.json", c.dump());
   Result r = run("mcp list --config " + cfg + " --workspace " + ws);
   BOOST_TEST(r.code == 1, r.out + r.err);
   BOOST_TEST(contains(r.out, "t: 12 tools (protocol 2025-11-25)"), r.out);
   BOOST_TEST(contains(r.out, "mcp__t__echo"), r.out);
   BOOST_TEST(contains(r.out, "skipped: tool \"broken\""), r.out);
-  BOOST_TEST(contains(r.out, "bad: failed to start: MCP server bad: initialize failed: the server exited with status 2"), r.out);
+  BOOST_TEST(
+      contains(r.out,
+               "bad: failed to start: MCP server bad: initialize failed: the server exited with status 2"),
+      r.out);
   BOOST_TEST(contains(r.out, "rejected"), r.out);  // its stderr, redacted
   BOOST_TEST(!contains(r.out, "ghp_abcdefghijklmnopqrstuvwxyz0123456789"), r.out);
   BOOST_TEST(contains(r.out, "2 servers, 12 tools; 1 failed to start"), r.out);
@@ -300,7 +327,8 @@ BOOST_AUTO_TEST_CASE(mcp_list_reports_tools_and_failures) {
     }
   }
   BOOST_TEST(run("mcp list --help").code == 0);
-  BOOST_TEST(testing::survivors({{MCP_TEST_SERVER, "--invalid-schema", "--page-size", "5"}}, std::chrono::milliseconds(1000)) == 0u);
+  BOOST_TEST(testing::survivors({{MCP_TEST_SERVER, "--invalid-schema", "--page-size", "5"}},
+                                std::chrono::milliseconds(1000)) == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -91,8 +91,10 @@ BOOST_AUTO_TEST_CASE(handshake_lists_every_page_and_calls_a_tool) {
   call_text(*c, "fail", json::object(), 5000ms, &err);
   BOOST_CHECK(err);
   std::string rich = call_text(*c, "rich");
-  BOOST_CHECK_EQUAL(rich, "a picture:\n[image: image/png, 8 bytes of base64]\n[resource: file:///a.txt, text/plain]\nA\n"
-                          "[structured content]\n{\"answer\":42}");
+  BOOST_CHECK_EQUAL(
+      rich,
+      "a picture:\n[image: image/png, 8 bytes of base64]\n[resource: file:///a.txt, text/plain]\nA\n"
+      "[structured content]\n{\"answer\":42}");
   c->stop();
   BOOST_CHECK_EQUAL(zombie_children(), 0u);
 }
@@ -127,10 +129,12 @@ BOOST_AUTO_TEST_CASE(a_server_that_never_answers_initialize_times_out) {
   auto start = std::chrono::steady_clock::now();
   Status s = McpClient::start(o, &c);
   BOOST_REQUIRE(!s.ok());
-  BOOST_CHECK_MESSAGE(s.message().find("no answer to initialize within 300 ms") != std::string::npos, s.message());
+  BOOST_CHECK_MESSAGE(s.message().find("no answer to initialize within 300 ms") != std::string::npos,
+                      s.message());
   BOOST_CHECK_MESSAGE(s.message().find("waiting forever") != std::string::npos, s.message());
   BOOST_CHECK(std::chrono::steady_clock::now() - start < 3s);
-  BOOST_CHECK_EQUAL(testing::survivors({{MCP_TEST_SERVER, "--no-initialize", "--stderr", "waiting forever"}}, 500ms), 0u);
+  BOOST_CHECK_EQUAL(
+      testing::survivors({{MCP_TEST_SERVER, "--no-initialize", "--stderr", "waiting forever"}}, 500ms), 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_server_that_cannot_start_says_why) {
@@ -157,7 +161,8 @@ BOOST_AUTO_TEST_CASE(an_answer_with_the_wrong_id_leaves_the_call_to_time_out) {
   testing::TempDir dir;
   std::unique_ptr<McpClient> c;
   BOOST_REQUIRE(McpClient::start(options(dir.path(), {"--wrong-id"}), &c).ok());
-  BOOST_CHECK_EQUAL(call_text(*c, "echo", {{"text", "x"}}, 300ms), "ERROR: no answer to tools/call within 300 ms");
+  BOOST_CHECK_EQUAL(call_text(*c, "echo", {{"text", "x"}}, 300ms),
+                    "ERROR: no answer to tools/call within 300 ms");
 }
 
 BOOST_AUTO_TEST_CASE(tools_with_invalid_schemas_or_names_are_skipped) {
@@ -169,8 +174,9 @@ BOOST_AUTO_TEST_CASE(tools_with_invalid_schemas_or_names_are_skipped) {
   BOOST_REQUIRE(c->list_tools(&tools, &skipped).ok());
   BOOST_CHECK_EQUAL(tools.size(), 12u);
   BOOST_REQUIRE_EQUAL(skipped.size(), 2u);
-  BOOST_CHECK_MESSAGE(skipped[0].find("tool \"broken\": its inputSchema's \"type\" must be \"object\"") != std::string::npos,
-                      skipped[0]);
+  BOOST_CHECK_MESSAGE(
+      skipped[0].find("tool \"broken\": its inputSchema's \"type\" must be \"object\"") != std::string::npos,
+      skipped[0]);
   BOOST_CHECK_MESSAGE(skipped[1].find("bad name!") != std::string::npos, skipped[1]);
 }
 
@@ -205,9 +211,11 @@ BOOST_AUTO_TEST_CASE(a_hung_server_is_killed_with_everything_it_started) {
   testing::TempDir dir;
   std::unique_ptr<McpClient> c;
   BOOST_REQUIRE(McpClient::start(options(dir.path(), {"--ignore-term", "--child"}), &c).ok());
-  for (int i = 0; i < 200 && testing::find_processes({"sleep", "600"}).empty(); ++i) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 200 && testing::find_processes({"sleep", "600"}).empty(); ++i)
+    std::this_thread::sleep_for(10ms);
   BOOST_CHECK_EQUAL(testing::find_processes({"sleep", "600"}).size(), 1u);
-  BOOST_CHECK_EQUAL(call_text(*c, "hang", json::object(), 200ms), "ERROR: no answer to tools/call within 200 ms");
+  BOOST_CHECK_EQUAL(call_text(*c, "hang", json::object(), 200ms),
+                    "ERROR: no answer to tools/call within 200 ms");
   pid_t pid = c->pid();
   BOOST_REQUIRE(pid > 0);
   auto start = std::chrono::steady_clock::now();
@@ -216,7 +224,8 @@ BOOST_AUTO_TEST_CASE(a_hung_server_is_killed_with_everything_it_started) {
   BOOST_CHECK(took >= 550ms);
   BOOST_CHECK(took < 3s);
   BOOST_CHECK(::kill(pid, 0) != 0);
-  BOOST_CHECK_EQUAL(testing::survivors({{MCP_TEST_SERVER, "--ignore-term", "--child"}, {"sleep", "600"}}, 500ms), 0u);
+  BOOST_CHECK_EQUAL(
+      testing::survivors({{MCP_TEST_SERVER, "--ignore-term", "--child"}, {"sleep", "600"}}, 500ms), 0u);
   BOOST_CHECK_EQUAL(zombie_children(), 0u);
 }
 
@@ -224,7 +233,8 @@ BOOST_AUTO_TEST_CASE(calls_are_cancelled_at_their_timeout_and_when_the_client_st
   testing::TempDir dir;
   std::unique_ptr<McpClient> c;
   BOOST_REQUIRE(McpClient::start(options(dir.path(), {"--calls", "calls.txt"}), &c).ok());
-  BOOST_CHECK_EQUAL(call_text(*c, "hang", json::object(), 200ms), "ERROR: no answer to tools/call within 200 ms");
+  BOOST_CHECK_EQUAL(call_text(*c, "hang", json::object(), 200ms),
+                    "ERROR: no answer to tools/call within 200 ms");
   std::thread waiting([&] { call_text(*c, "echo", {{"text", "queued behind the hang"}}, 10000ms); });
   std::this_thread::sleep_for(100ms);
   c->stop();
@@ -278,15 +288,17 @@ BOOST_AUTO_TEST_CASE(a_crashed_server_is_restarted_with_a_growing_backoff) {
   testing::TempDir dir;
   SandboxOptions off;
   off.mode = "off";
-  McpServer server(McpServerOptions{.config = McpServerConfig{.name = "t", .command = MCP_TEST_SERVER, .timeout_ms = 5000},
-                                    .workspace = dir.path(),
-                                    .sandbox = off,
-                                    .stop_grace = 300ms});
+  McpServer server(
+      McpServerOptions{.config = McpServerConfig{.name = "t", .command = MCP_TEST_SERVER, .timeout_ms = 5000},
+                       .workspace = dir.path(),
+                       .sandbox = off,
+                       .stop_grace = 300ms});
   BOOST_REQUIRE(server.start().ok());
   BOOST_CHECK_EQUAL(server.tools().size(), 12u);
   ToolResult r = server.call("crash", json::object());
   BOOST_CHECK(r.is_error);
-  BOOST_CHECK_MESSAGE(r.output.find("the server exited with status 7 during the call") != std::string::npos, r.output);
+  BOOST_CHECK_MESSAGE(r.output.find("the server exited with status 7 during the call") != std::string::npos,
+                      r.output);
   auto t0 = std::chrono::steady_clock::now();
   r = server.call("echo", {{"text", "back"}});
   auto first_wait = std::chrono::steady_clock::now() - t0;
@@ -311,10 +323,12 @@ BOOST_AUTO_TEST_CASE(a_hung_call_times_out_and_kills_the_server) {
   testing::TempDir dir;
   SandboxOptions off;
   off.mode = "off";
-  McpServer server(McpServerOptions{.config = McpServerConfig{.name = "t", .command = MCP_TEST_SERVER, .args = {"--child"}, .timeout_ms = 300},
-                                    .workspace = dir.path(),
-                                    .sandbox = off,
-                                    .stop_grace = 300ms});
+  McpServer server(McpServerOptions{
+      .config =
+          McpServerConfig{.name = "t", .command = MCP_TEST_SERVER, .args = {"--child"}, .timeout_ms = 300},
+      .workspace = dir.path(),
+      .sandbox = off,
+      .stop_grace = 300ms});
   BOOST_REQUIRE(server.start().ok());
   ToolResult r = server.call("hang", json::object());
   BOOST_CHECK(r.is_error);
@@ -327,14 +341,18 @@ BOOST_AUTO_TEST_CASE(a_hung_call_times_out_and_kills_the_server) {
 }
 
 BOOST_AUTO_TEST_CASE(the_server_environment_has_no_secrets_but_its_own) {
-  const char* environment[] = {"PATH=/usr/bin", "OPENAI_API_KEY=sk-x", "GITHUB_TOKEN=ghp-x", "HOME=/h", nullptr};
+  const char* environment[] = {"PATH=/usr/bin", "OPENAI_API_KEY=sk-x", "GITHUB_TOKEN=ghp-x", "HOME=/h",
+                               nullptr};
   ::setenv("CARAPACE_MCP_TEST_PASS", "from-carapace", 1);
-  McpServerConfig config{.name = "t", .command = "x",
-                         .env = {{"GITHUB_TOKEN", std::string("given")}, {"CARAPACE_MCP_TEST_PASS", std::nullopt},
-                                 {"UNSET_ONE", std::nullopt}, {"HOME", std::string("/other")}}};
+  McpServerConfig config{.name = "t",
+                         .command = "x",
+                         .env = {{"GITHUB_TOKEN", std::string("given")},
+                                 {"CARAPACE_MCP_TEST_PASS", std::nullopt},
+                                 {"UNSET_ONE", std::nullopt},
+                                 {"HOME", std::string("/other")}}};
   std::vector<std::string> env = mcp_server_environment(config, ToolEnvOptions{}, environment);
-  std::vector<std::string> expected = {"PATH=/usr/bin", "GITHUB_TOKEN=given", "CARAPACE_MCP_TEST_PASS=from-carapace",
-                                       "HOME=/other"};
+  std::vector<std::string> expected = {"PATH=/usr/bin", "GITHUB_TOKEN=given",
+                                       "CARAPACE_MCP_TEST_PASS=from-carapace", "HOME=/other"};
   BOOST_CHECK_EQUAL_COLLECTIONS(env.begin(), env.end(), expected.begin(), expected.end());
 }
 
@@ -344,7 +362,8 @@ BOOST_AUTO_TEST_CASE(a_list_change_between_calls_is_acted_on_at_once) {
   off.mode = "off";
   std::atomic<size_t> published{0};
   McpServer server(McpServerOptions{
-      .config = McpServerConfig{.name = "t", .command = MCP_TEST_SERVER, .args = {"--list-changed-after-list"}},
+      .config =
+          McpServerConfig{.name = "t", .command = MCP_TEST_SERVER, .args = {"--list-changed-after-list"}},
       .workspace = dir.path(),
       .sandbox = off,
       .on_tools = [&](const std::vector<mcp::ToolInfo>& tools) { published = tools.size(); }});

@@ -11,7 +11,8 @@ using nlohmann::json;
 using Kind = mcp::Message::Kind;
 
 BOOST_AUTO_TEST_CASE(lines_are_single_json_rpc_objects) {
-  BOOST_TEST(mcp::request_line(7, "tools/list", json()) == "{\"id\":7,\"jsonrpc\":\"2.0\",\"method\":\"tools/list\"}\n");
+  BOOST_TEST(mcp::request_line(7, "tools/list", json()) ==
+             "{\"id\":7,\"jsonrpc\":\"2.0\",\"method\":\"tools/list\"}\n");
   BOOST_TEST(mcp::notification_line("notifications/initialized", json()) ==
              "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
   BOOST_TEST(mcp::error_line("a", -32601, "no") ==
@@ -23,7 +24,8 @@ BOOST_AUTO_TEST_CASE(lines_are_single_json_rpc_objects) {
 }
 
 BOOST_AUTO_TEST_CASE(protocol_versions) {
-  for (const char* v : {"2025-11-25", "2025-06-18", "2025-03-26"}) BOOST_TEST(mcp::supported_protocol_version(v), v);
+  for (const char* v : {"2025-11-25", "2025-06-18", "2025-03-26"})
+    BOOST_TEST(mcp::supported_protocol_version(v), v);
   for (const char* v : {"2024-11-05", "", "2025-11-26"}) BOOST_TEST(!mcp::supported_protocol_version(v), v);
 }
 
@@ -32,7 +34,8 @@ BOOST_AUTO_TEST_CASE(messages_are_classified) {
   BOOST_TEST((m.kind == Kind::kResponse));
   BOOST_TEST(m.id == 3);
   BOOST_TEST(m.result["x"] == 1);
-  m = mcp::parse_message(R"({"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"bad"}})" "\r");
+  m = mcp::parse_message(R"({"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"bad"}})"
+                         "\r");
   BOOST_TEST((m.kind == Kind::kResponse));
   BOOST_TEST(m.is_error);
   BOOST_TEST(m.error_code == -32602);
@@ -72,7 +75,8 @@ BOOST_AUTO_TEST_CASE(server_names) {
 BOOST_AUTO_TEST_CASE(tool_declarations_are_checked) {
   json ok = {{"name", "read"},
              {"description", "Reads"},
-             {"inputSchema", {{"type", "object"}, {"properties", {{"p", {{"type", "string"}}}}}, {"required", {"p"}}}},
+             {"inputSchema",
+              {{"type", "object"}, {"properties", {{"p", {{"type", "string"}}}}}, {"required", {"p"}}}},
              {"annotations", {{"readOnlyHint", true}}}};
   mcp::ToolInfo t;
   BOOST_REQUIRE(mcp::parse_tool("fs", ok, &t).ok());
@@ -99,7 +103,8 @@ BOOST_AUTO_TEST_CASE(tool_declarations_are_checked) {
       {with("inputSchema", "object"), "inputSchema is missing or not a JSON object"},
       {with("inputSchema", {{"type", "array"}}), "\"type\" must be \"object\""},
       {with("inputSchema", {{"type", "object"}, {"properties", {1, 2}}}), "\"properties\" is not an object"},
-      {with("inputSchema", {{"type", "object"}, {"required", "p"}}), "\"required\" is not an array of strings"},
+      {with("inputSchema", {{"type", "object"}, {"required", "p"}}),
+       "\"required\" is not an array of strings"},
   };
   for (const auto& b : bad) {
     Status s = mcp::parse_tool("fs", b.entry, &t);
@@ -129,15 +134,18 @@ BOOST_AUTO_TEST_CASE(call_results_become_text) {
             {"isError", true}};
   ToolResult t = mcp::call_result(r, 1 << 20);
   BOOST_TEST(t.output ==
-             "line\n[audio: audio/wav, 4 bytes of base64]\n[resource link: x file:///x]\n[resource: file:///b, 8 bytes "
+             "line\n[audio: audio/wav, 4 bytes of base64]\n[resource link: x file:///x]\n[resource: "
+             "file:///b, 8 bytes "
              "of base64]\n[content block of type \"video\"]\n[structured content]\n{\"n\":1}");
   BOOST_TEST(t.is_error);
   BOOST_TEST(!t.truncated);
   BOOST_TEST(!mcp::call_result({{"content", json::array()}}, 100).is_error);
   BOOST_TEST(mcp::call_result("nope", 100).is_error);
   // Over the cap: head, the shell's marker, tail.
-  t = mcp::call_result({{"content", {{{"type", "text"}, {"text", std::string(1000, 'a') + std::string(1000, 'b')}}}}}, 200);
+  t = mcp::call_result(
+      {{"content", {{{"type", "text"}, {"text", std::string(1000, 'a') + std::string(1000, 'b')}}}}}, 200);
   BOOST_TEST(t.truncated);
   BOOST_TEST(t.original_bytes == 2000u);
-  BOOST_TEST(t.output == std::string(100, 'a') + "\n[... 1,800 bytes truncated: kept 200 of 2,000 ...]\n" + std::string(100, 'b'));
+  BOOST_TEST(t.output == std::string(100, 'a') + "\n[... 1,800 bytes truncated: kept 200 of 2,000 ...]\n" +
+                             std::string(100, 'b'));
 }

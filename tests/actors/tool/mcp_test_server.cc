@@ -55,7 +55,9 @@ Flags flags;
 bool extra_tool = false;
 
 void write_line(const json& message) {
-  if (flags.garbage) std::cout << "this is not JSON {" << "\n";
+  if (flags.garbage)
+    std::cout << "this is not JSON {"
+              << "\n";
   std::cout << message.dump() << "\n" << std::flush;
 }
 
@@ -73,7 +75,8 @@ std::vector<json> tools() {
   json text_prop = {{"text", {{"type", "string"}}}};
   std::vector<json> out = {
       tool("echo", "Returns its text", schema(text_prop, {"text"}), {{"readOnlyHint", true}}),
-      tool("add", "Adds a and b", schema({{"a", {{"type", "number"}}}, {"b", {{"type", "number"}}}}, {"a", "b"}),
+      tool("add", "Adds a and b",
+           schema({{"a", {{"type", "number"}}}, {"b", {{"type", "number"}}}}, {"a", "b"}),
            {{"idempotentHint", true}}),
       tool("note", "Appends text to notes.txt", schema(text_prop, {"text"})),
       tool("crash", "Exits in the middle of the call", schema(json::object(), {})),
@@ -85,7 +88,8 @@ std::vector<json> tools() {
       tool("env", "Returns an environment variable", schema({{"name", {{"type", "string"}}}}, {"name"})),
       tool("slow", "Answers after ms milliseconds", schema({{"ms", {{"type", "integer"}}}}, {"ms"})),
       tool("slow_echo", "Returns its text after ms milliseconds",
-           schema({{"text", {{"type", "string"}}}, {"ms", {{"type", "integer"}}}}, {"text"}), {{"readOnlyHint", true}}),
+           schema({{"text", {{"type", "string"}}}, {"ms", {{"type", "integer"}}}}, {"text"}),
+           {{"readOnlyHint", true}}),
   };
   if (flags.invalid_schema) {
     out.push_back(tool("broken", "Has a bad schema", {{"type", "string"}}));
@@ -134,19 +138,25 @@ json call(const std::string& name, const json& args) {
   }
   if (name == "big") return text_result(std::string(args.value("bytes", size_t{0}), 'x'));
   if (name == "rich") {
-    return {{"content", json::array({{{"type", "text"}, {"text", "a picture:"}},
-                                     {{"type", "image"}, {"data", "aGVsbG8="}, {"mimeType", "image/png"}},
-                                     {{"type", "resource"},
-                                      {"resource", {{"uri", "file:///a.txt"}, {"mimeType", "text/plain"}, {"text", "A"}}}}})},
+    return {{"content",
+             json::array(
+                 {{{"type", "text"}, {"text", "a picture:"}},
+                  {{"type", "image"}, {"data", "aGVsbG8="}, {"mimeType", "image/png"}},
+                  {{"type", "resource"},
+                   {"resource", {{"uri", "file:///a.txt"}, {"mimeType", "text/plain"}, {"text", "A"}}}}})},
             {"structuredContent", {{"answer", 42}}}};
   }
   if (name == "fail") return text_result("it failed on purpose", true);
   if (name == "ask") {
-    write_line({{"jsonrpc", "2.0"}, {"id", "srv-1"}, {"method", "sampling/createMessage"}, {"params", json::object()}});
+    write_line({{"jsonrpc", "2.0"},
+                {"id", "srv-1"},
+                {"method", "sampling/createMessage"},
+                {"params", json::object()}});
     json a = await_answer("srv-1");
     write_line({{"jsonrpc", "2.0"}, {"id", "srv-2"}, {"method", "ping"}});
     json b = await_answer("srv-2");
-    std::string first = a.contains("error") ? "error " + std::to_string(a["error"].value("code", 0)) : "a result";
+    std::string first =
+        a.contains("error") ? "error " + std::to_string(a["error"].value("code", 0)) : "a result";
     std::string second = b.contains("result") ? "pong" : "no pong";
     return text_result("sampling: " + first + "; ping: " + second);
   }
@@ -168,19 +178,32 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--page-size") flags.page_size = std::stoul(next());
-    else if (a == "--garbage") flags.garbage = true;
-    else if (a == "--wrong-id") flags.wrong_id = true;
-    else if (a == "--protocol") flags.protocol = next();
-    else if (a == "--no-initialize") flags.no_initialize = true;
-    else if (a == "--invalid-schema") flags.invalid_schema = true;
-    else if (a == "--list-changed") flags.list_changed = true;
-    else if (a == "--stderr") std::fprintf(stderr, "%s\n", next().c_str());
-    else if (a == "--exit-at-start") return std::atoi(next().c_str());
-    else if (a == "--ignore-term") flags.ignore_term = true;
-    else if (a == "--calls") flags.calls_file = next();
-    else if (a == "--fast") flags.fast = true;
-    else if (a == "--list-changed-after-list") flags.list_changed_after_list = true;
+    if (a == "--page-size")
+      flags.page_size = std::stoul(next());
+    else if (a == "--garbage")
+      flags.garbage = true;
+    else if (a == "--wrong-id")
+      flags.wrong_id = true;
+    else if (a == "--protocol")
+      flags.protocol = next();
+    else if (a == "--no-initialize")
+      flags.no_initialize = true;
+    else if (a == "--invalid-schema")
+      flags.invalid_schema = true;
+    else if (a == "--list-changed")
+      flags.list_changed = true;
+    else if (a == "--stderr")
+      std::fprintf(stderr, "%s\n", next().c_str());
+    else if (a == "--exit-at-start")
+      return std::atoi(next().c_str());
+    else if (a == "--ignore-term")
+      flags.ignore_term = true;
+    else if (a == "--calls")
+      flags.calls_file = next();
+    else if (a == "--fast")
+      flags.fast = true;
+    else if (a == "--list-changed-after-list")
+      flags.list_changed_after_list = true;
     else if (a == "--child") {
       if (fork() == 0) {
         execlp("sleep", "sleep", "600", static_cast<char*>(nullptr));
@@ -213,7 +236,8 @@ int main(int argc, char** argv) {
       std::vector<json> all = tools();
       size_t start = params.contains("cursor") ? std::stoul(params["cursor"].get<std::string>()) : 0;
       size_t end = flags.page_size == 0 ? all.size() : std::min(all.size(), start + flags.page_size);
-      result = {{"tools", json(std::vector<json>(all.begin() + static_cast<long>(start), all.begin() + static_cast<long>(end)))}};
+      result = {{"tools", json(std::vector<json>(all.begin() + static_cast<long>(start),
+                                                 all.begin() + static_cast<long>(end)))}};
       if (end < all.size()) result["nextCursor"] = std::to_string(end);
       if (flags.list_changed_after_list && !extra_tool) {
         // The answer first, then (between calls) the news that the list changed.
@@ -226,7 +250,9 @@ int main(int argc, char** argv) {
       std::string name = params.value("name", "");
       result = call(name, params.value("arguments", json::object()));
       if (result.is_null()) {
-        write_line({{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", -32602}, {"message", "unknown tool " + name}}}});
+        write_line({{"jsonrpc", "2.0"},
+                    {"id", id},
+                    {"error", {{"code", -32602}, {"message", "unknown tool " + name}}}});
         continue;
       }
       if (flags.list_changed && !extra_tool) {
@@ -235,7 +261,8 @@ int main(int argc, char** argv) {
       }
       if (flags.wrong_id) id = id.is_number() ? json(id.get<int64_t>() + 1000) : json("wrong");
     } else {
-      write_line({{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", -32601}, {"message", "no " + method}}}});
+      write_line(
+          {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", -32601}, {"message", "no " + method}}}});
       continue;
     }
     write_line({{"jsonrpc", "2.0"}, {"id", id}, {"result", result}});
