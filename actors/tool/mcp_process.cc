@@ -149,6 +149,7 @@ void McpProcess::kill_all() {
 
 void McpProcess::reap() {
   if (guard_ <= 0 || reaped_) return;
+  if (!have_status_) kill_guard_remnants(guard_, worker_);  // the guard was killed before it swept
   int status = 0;
   while (::waitpid(guard_, &status, 0) < 0 && errno == EINTR) {
   }

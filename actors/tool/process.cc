@@ -302,6 +302,8 @@ void kill_remnants(pid_t guard, pid_t worker) {
 
 }  // namespace
 
+void kill_guard_remnants(pid_t guard, pid_t worker) { kill_remnants(guard, worker); }
+
 void ProcessSet::terminate_all() {
   std::lock_guard lock(mu_);
   terminating_ = true;

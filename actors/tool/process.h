@@ -135,6 +135,11 @@ bool set_nonblocking(int fd);
 // the first executable regular file of that name in `path_list`; 0, or
 // ENOENT / EACCES.
 int resolve_program(const std::string& program, const std::string& path_list, std::string* resolved);
+// What a guard that died without its report (SIGKILLed from outside) left:
+// the processes of its session and of the worker's group are killed, and
+// those re-parented to this process (a child subreaper) reaped. Call it
+// before reaping the guard, whose pid keeps those numbers reserved.
+void kill_guard_remnants(pid_t guard, pid_t worker);
 // PATH as a program with environment `env` sees it (else the caller's,
 // else the default).
 std::string search_path(const std::optional<std::vector<std::string>>& env);

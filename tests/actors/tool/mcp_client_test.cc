@@ -3,6 +3,7 @@
 #define BOOST_TEST_MODULE mcp_client_test
 #include <boost/test/unit_test.hpp>
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -372,4 +373,28 @@ BOOST_AUTO_TEST_CASE(a_list_change_between_calls_is_acted_on_at_once) {
   while (published != 13u && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
   BOOST_CHECK_EQUAL(published.load(), 13u);  // no call was made
   BOOST_CHECK_EQUAL(server.tools().back().name, "extra");
+}
+
+// Last in this file: it makes the test process a child subreaper, as the
+// runtime is, so that orphans come to it and must be reaped.
+BOOST_AUTO_TEST_CASE(a_guard_killed_from_outside_leaves_nothing) {
+  BOOST_REQUIRE(become_child_subreaper(nullptr));
+  testing::TempDir dir;
+  std::unique_ptr<McpClient> c;
+  BOOST_REQUIRE(McpClient::start(options(dir.path(), {"--child", "--ignore-term"}), &c).ok());
+  for (int i = 0; i < 200 && testing::find_processes({"sleep", "600"}).empty(); ++i)
+    std::this_thread::sleep_for(10ms);
+  // The server's parent is its guard.
+  std::ifstream stat("/proc/" + std::to_string(c->pid()) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  pid_t guard = static_cast<pid_t>(std::atol(line.c_str() + line.rfind(')') + 4));
+  BOOST_REQUIRE(guard > 1);
+  ::kill(guard, SIGKILL);
+  std::string out = call_text(*c, "echo", {{"text", "x"}}, 5000ms);
+  BOOST_CHECK_MESSAGE(out.find("ERROR: the server") == 0, out);  // gone, or stopped as it went
+  c->stop();
+  BOOST_CHECK_EQUAL(
+      testing::survivors({{MCP_TEST_SERVER, "--child", "--ignore-term"}, {"sleep", "600"}}, 2000ms), 0u);
+  BOOST_CHECK_EQUAL(zombie_children(), 0u);
 }
