@@ -1,6 +1,7 @@
 #include "runtime/config.h"
 
 #include "runtime/home.h"
+#include "actors/tool/mcp_result.h"
 
 #include <nlohmann/json.hpp>
 
@@ -372,6 +373,72 @@ Status read_hooks(const Reader& r, const json& v, std::vector<HookConfig>* hooks
   return Status();
 }
 
+bool env_name_ok(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+Status read_mcp_servers(const Reader& r, const json& v, std::vector<McpServerConfig>* servers) {
+  if (!v.is_object()) {
+    return r.error(r.key("mcp_servers"), "must be an object of server name -> {\"command\", \"args\", \"env\", "
+                                         "\"cwd\", \"timeout_ms\"}");
+  }
+  servers->clear();
+  for (const auto& [name, entry] : v.items()) {
+    std::string where = r.key("mcp_servers") + "." + name;
+    if (Status s = mcp::validate_server_name(name); !s.ok()) return r.error(where, s.message());
+    if (!entry.is_object()) return r.error(where, "must be an object with at least \"command\"");
+    McpServerConfig c;
+    c.name = name;
+    for (const auto& [k, value] : entry.items()) {
+      static const std::set<std::string> kKnown = {"command", "args", "env", "cwd", "timeout_ms", "type"};
+      if (!kKnown.count(k)) return r.error(where, "unknown key \"" + k + "\" (known: command, args, env, cwd, timeout_ms)");
+    }
+    if (entry.contains("type") && entry["type"] != "stdio") {
+      return r.error(where + ".type", "only the stdio transport is supported, got " + entry["type"].dump());
+    }
+    if (!entry.contains("command") || !entry["command"].is_string() || entry["command"].get<std::string>().empty()) {
+      return r.error(where + ".command", "is required: the program that runs the server, as a string");
+    }
+    c.command = entry["command"];
+    if (entry.contains("args")) {
+      const json& a = entry["args"];
+      if (!a.is_array()) return r.error(where + ".args", "must be an array of strings");
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (!a[i].is_string()) return r.error(where + ".args[" + std::to_string(i) + "]", "must be a string");
+        c.args.push_back(a[i]);
+      }
+    }
+    if (entry.contains("env")) {
+      const json& env = entry["env"];
+      if (!env.is_object()) return r.error(where + ".env", "must be an object of variable names to string values");
+      for (const auto& [k, val] : env.items()) {
+        if (!env_name_ok(k)) return r.error(where + ".env." + k, "is not a valid environment variable name");
+        if (val.is_null()) {
+          c.env.emplace_back(k, std::nullopt);
+        } else if (val.is_string()) {
+          c.env.emplace_back(k, val.get<std::string>());
+        } else {
+          return r.error(where + ".env." + k, "must be a string (or null: carapace's own value)");
+        }
+      }
+    }
+    if (entry.contains("cwd")) {
+      if (!entry["cwd"].is_string()) return r.error(where + ".cwd", "must be a string");
+      c.cwd = entry["cwd"];
+    }
+    if (entry.contains("timeout_ms")) {
+      const json& t = entry["timeout_ms"];
+      if (!t.is_number_unsigned() || t.get<uint64_t>() == 0 || t.get<uint64_t>() > 3'600'000)
+        return r.error(where + ".timeout_ms", "must be a whole number from 1 to 3600000, got " + t.dump());
+      c.timeout_ms = t;
+    }
+    servers->push_back(std::move(c));
+  }
+  return Status();
+}
+
 Status read_prices(const Reader& r, const json& v, PriceTable* prices) {
   if (!v.is_object()) return r.error(r.key("prices"), "must be an object of model -> prices");
   for (const auto& [model, p] : v.items()) {
@@ -416,7 +483,7 @@ Status parse_config(std::string_view text, const std::string& source, Config* ou
   Config c;
   Reader r(doc, "", source, warnings);
   CARAPACE_RETURN_IF_ERROR(r.object());
-  r.warn_unknown({"agent_id", "provider", "retry", "session", "prompt", "tools", "hooks", "prices", "retention"});
+  r.warn_unknown({"agent_id", "provider", "retry", "session", "prompt", "tools", "hooks", "prices", "retention", "mcp_servers"});
   CARAPACE_RETURN_IF_ERROR(r.get("agent_id", &c.agent_id));
   if (r.has("provider")) CARAPACE_RETURN_IF_ERROR(read_provider(r.child("provider"), &c.provider));
   if (r.has("retry")) CARAPACE_RETURN_IF_ERROR(read_retry(r.child("retry"), &c.retry));
@@ -426,6 +493,7 @@ Status parse_config(std::string_view text, const std::string& source, Config* ou
   if (r.has("hooks")) CARAPACE_RETURN_IF_ERROR(read_hooks(r, doc["hooks"], &c.hooks));
   if (r.has("prices")) CARAPACE_RETURN_IF_ERROR(read_prices(r, doc["prices"], &c.prices));
   if (r.has("retention")) CARAPACE_RETURN_IF_ERROR(read_retention(r.child("retention"), &c));
+  if (r.has("mcp_servers")) CARAPACE_RETURN_IF_ERROR(read_mcp_servers(r, doc["mcp_servers"], &c.mcp_servers));
   *out = std::move(c);
   return Status();
 }
@@ -472,7 +540,7 @@ json config_to_json(const Config& c) {
                      {"cache_read_per_mtok", p.cache_read_per_mtok},
                      {"cache_write_per_mtok", p.cache_write_per_mtok}};
   }
-  return json{
+  json out{
       {"agent_id", c.agent_id},
       {"provider",
        {{"name", c.provider.name},
@@ -529,6 +597,22 @@ json config_to_json(const Config& c) {
       {"hooks", hooks},
       {"prices", prices},
   };
+  // Only when there are servers: the stored configuration, and so the
+  // digest, of a session without them stays what it was.
+  if (!c.mcp_servers.empty()) {
+    json servers = json::object();
+    for (const auto& m : c.mcp_servers) {
+      json env = json::object();
+      // A value whose name looks secret is not stored: a resumed session
+      // takes it from carapace's environment.
+      for (const auto& [name, value] : m.env) {
+        env[name] = value && !looks_secret(name, provider_key_env_names(c.provider)) ? json(*value) : json(nullptr);
+      }
+      servers[m.name] = {{"command", m.command}, {"args", m.args}, {"env", env}, {"cwd", m.cwd}, {"timeout_ms", m.timeout_ms}};
+    }
+    out["mcp_servers"] = servers;
+  }
+  return out;
 }
 
 std::string default_base_url(const std::string& provider) {

@@ -17,6 +17,7 @@
 #include "actors/session/pricing.h"
 #include "actors/session/prompt.h"
 #include "actors/provider/retry_policy.h"
+#include "actors/tool/mcp_config.h"
 #include "actors/tool/shell_tool.h"
 #include "base/status.h"
 
@@ -77,6 +78,9 @@ struct Config {
   FileToolOptions files;
   ToolEnvOptions tool_env;  // tools.env: the environment of every tool process
   SandboxOptions sandbox;   // tools.sandbox, tools.network, tools.sandbox_readable/_writable
+
+  // mcp_servers: MCP servers whose tools the sessions get (docs/mcp.md).
+  std::vector<McpServerConfig> mcp_servers;
 
   std::vector<HookConfig> hooks;
   PriceTable prices = default_prices();

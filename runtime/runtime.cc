@@ -19,6 +19,7 @@
 
 #include "actors/caf_types.h"
 #include "actors/tool/file_tools.h"
+#include "actors/tool/mcp_hub.h"
 #include "actors/hook/hook_actor.h"
 #include "actors/hook/hook_registry.h"
 #include "actors/provider/provider_actor.h"
@@ -98,6 +99,14 @@ struct Runtime::Impl {
   SessionKeeperActor keeper;
   // The tool processes of this runtime's calls, stopped with it.
   std::shared_ptr<ProcessSet> processes = std::make_shared<ProcessSet>();
+  // The configured MCP servers (null: none configured).
+  std::shared_ptr<McpHub> mcp;
+
+  // Starts the MCP servers of `workspace` not running yet, registering
+  // their tools; one that fails is logged and its tools are left out.
+  void ensure_mcp(const std::string& workspace) {
+    if (mcp) mcp->ensure(workspace);
+  }
 
   // Recoveries of failed session actors run on threads of their own; the
   // runtime's destructor waits for a running one and stops new ones.
@@ -129,8 +138,9 @@ struct Runtime::Impl {
                                const std::string& extra_instructions) const;
   JournalOptions journal_options() const;
   // Writes a session.configured into `journal` if this runtime runs the
-  // session differently from its latest record (or it has none).
-  Status record_configuration(SessionJournal* journal, const std::string& origin) const;
+  // session (in `workspace`) differently from its latest record (or it has
+  // none). The workspace's MCP servers start first: their tools are part of it.
+  Status record_configuration(SessionJournal* journal, const std::string& origin, const std::string& workspace);
 
   SessionActor find(const std::string& id) {
     std::lock_guard lock(mu);
@@ -239,6 +249,9 @@ Runtime::~Runtime() {
   // stopped already, so none records the killed call as completed; a resume
   // reports its outcome as unknown (or runs it again if it is idempotent).
   impl_->processes->terminate_all();
+  // MCP calls in flight end with an error; each server gets its stdin
+  // closed, then SIGTERM, then SIGKILL.
+  if (impl_->mcp) impl_->mcp->shutdown();
   impl_->owned_system.reset();  // waits for every actor, detached helpers included
   impl_->log.reset();
 }
@@ -281,6 +294,19 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
         add_builtin_tools(config, options.decorate_builtin_tool, impl->tools.get(), impl->processes));
   }
   CARAPACE_RETURN_IF_ERROR(add_config_hooks(config, impl->hooks.get()));
+  if (!config.mcp_servers.empty()) {
+    // The servers run under the shell's sandbox: what the kernel cannot
+    // enforce stops the runtime here, as it does for the shell.
+    SandboxPlan plan;
+    CARAPACE_RETURN_IF_ERROR(plan_sandbox(config.sandbox, sandbox_support(), &plan, nullptr));
+    ToolEnvOptions env = config.tool_env;
+    env.secret_names = provider_key_env_names(config.provider);
+    impl->mcp = McpHub::make(McpHubOptions{.servers = config.mcp_servers,
+                                           .env_policy = env,
+                                           .sandbox = config.sandbox,
+                                           .max_output_bytes = config.shell.max_output_bytes},
+                             impl->tools);
+  }
   impl->digest = config_digest(config);
 
   if (options.system != nullptr) {
@@ -327,7 +353,9 @@ SessionSettings Runtime::Impl::settings_for(const std::string& workspace, uint64
   return session_settings(options.config, workspace, max_turns, extra_instructions, options.mutation);
 }
 
-Status Runtime::Impl::record_configuration(SessionJournal* journal, const std::string& origin) const {
+Status Runtime::Impl::record_configuration(SessionJournal* journal, const std::string& origin,
+                                           const std::string& workspace) {
+  ensure_mcp(workspace);
   SessionConfigured now = session_configured(options.config, scenario_text, tools->specs(), origin);
   SessionConfigured before;
   Status s = recorded_configuration(*log, journal->id(), RecordedAt::kLatest, &before);
@@ -350,6 +378,7 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
                        SessionSettings settings, const std::function<void(const Event&)>& on_event,
                        const std::function<void(const StreamDelta&)>& on_delta,
                        const std::string& first_input, const std::vector<Event>& backlog) {
+  impl_->ensure_mcp(settings.workspace);
   auto context = std::make_shared<SessionContext>(SessionContext{
       .id = id,
       .journal = std::move(journal),
@@ -431,6 +460,7 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
   std::random_device rd;
   uint64_t seed = (static_cast<uint64_t>(rd()) << 32) | rd();
   const uint64_t max_turns = options.max_turns ? options.max_turns : config.max_turns;
+  impl_->ensure_mcp(canonical);  // its tools are in session.configured and the first prompt
   std::vector<EventBody> opening;
   opening.emplace_back(SessionStarted{.agent_id = config.agent_id,
                                       .provider = impl_->provider->name(),
@@ -508,7 +538,7 @@ Status Runtime::resume(const std::string& id, const ResumeOptions& options, cons
                                                        .host = host,
                                                        .verified_seq = checked},
                                           impl_->journal_options(), &journal));
-  CARAPACE_RETURN_IF_ERROR(impl_->record_configuration(journal.get(), "resume"));
+  CARAPACE_RETURN_IF_ERROR(impl_->record_configuration(journal.get(), "resume", workspace));
   spdlog::info("session {}: resumed in {} mode at seq {}", id, options.mode == ResumeMode::kStep ? "step" : "turn",
                journal->last_seq());
   return launch(id, std::move(journal), std::move(settings), options.on_event, options.on_delta, first_input);
@@ -579,7 +609,7 @@ Status Runtime::fork_session(const std::string& source, uint64_t at_turn, const 
   std::string workspace;
   CARAPACE_RETURN_IF_ERROR(canonical_workspace(forked.workspace, &workspace));
   SessionSettings settings = impl_->settings_for(workspace, forked.max_turns, forked.instructions);
-  CARAPACE_RETURN_IF_ERROR(impl_->record_configuration(journal.get(), "fork"));
+  CARAPACE_RETURN_IF_ERROR(impl_->record_configuration(journal.get(), "fork", workspace));
   spdlog::info("session {}: forked from {} at turn {} (seq {})", id, source, at_turn, at->seq);
   CARAPACE_RETURN_IF_ERROR(launch(id, std::shared_ptr<SessionJournal>(std::move(journal)), std::move(settings),
                                   options.on_event, options.on_delta, options.task));
@@ -717,7 +747,23 @@ void Runtime::recover_failed_session(const std::string& id, const std::string& r
 }
 
 Status Runtime::replay(const std::string& id, uint64_t until_turn, ReplayReport* report) {
-  ReplayOptions options{.tools = impl_->tools,
+  // MCP tools the session had that this runtime has not registered (no
+  // session of their workspace ran here) come from its record: no server
+  // is started for a replay.
+  std::shared_ptr<ToolRegistry> tools = impl_->tools;
+  StoredRun stored;
+  if (stored_run(*impl_->log, id, RecordedAt::kLatest, &stored).ok()) {
+    bool missing = false;
+    for (const auto& t : stored.tools) missing = missing || (t.name.rfind("mcp__", 0) == 0 && !tools->find(t.name));
+    if (missing) {
+      tools = std::make_shared<ToolRegistry>();
+      for (const auto& name : impl_->tools->names()) {
+        if (auto def = impl_->tools->find(name)) CARAPACE_RETURN_IF_ERROR(tools->add(*def));
+      }
+      CARAPACE_RETURN_IF_ERROR(add_recorded_mcp_tools(stored.tools, tools.get()));
+    }
+  }
+  ReplayOptions options{.tools = tools,
                         .hooks = impl_->hooks,
                         .settings =
                             [this](const SessionState& s) {

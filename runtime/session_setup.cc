@@ -85,6 +85,18 @@ SessionConfigured session_configured(const Config& config, const std::string& sc
       .origin = origin};
 }
 
+Status add_recorded_mcp_tools(const std::vector<ToolSpec>& recorded, ToolRegistry* tools) {
+  for (const auto& spec : recorded) {
+    if (spec.name.rfind("mcp__", 0) != 0 || tools->find(spec.name)) continue;
+    ToolDefinition def{.spec = spec, .blocking = false, .run = [](const nlohmann::json&, const ToolContext&) {
+                         return ToolResult::error("an MCP tool does not run in a replay: its calls are answered "
+                                                  "from the log");
+                       }};
+    CARAPACE_RETURN_IF_ERROR(tools->add(std::move(def)));
+  }
+  return Status();
+}
+
 Status recorded_configuration(const EventLog& log, const std::string& id, RecordedAt which,
                               SessionConfigured* out) {
   SessionMeta meta;
@@ -121,6 +133,20 @@ Status recorded_configuration(const EventLog& log, const std::string& id, Record
   return Status::not_found("session " + id + " was recorded before sessions stored their configuration");
 }
 
+std::vector<ToolSpec> recorded_tools(const SessionConfigured& c) {
+  std::vector<ToolSpec> tools;
+  nlohmann::json specs = nlohmann::json::parse(c.tools.text, nullptr, false);
+  if (!specs.is_array()) return tools;
+  for (const auto& t : specs) {
+    if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) continue;
+    tools.push_back(ToolSpec{.name = t["name"],
+                             .description = t.value("description", ""),
+                             .schema = JsonText{t.contains("schema") ? t["schema"].dump() : ""},
+                             .idempotent = t.value("idempotent", false)});
+  }
+  return tools;
+}
+
 bool same_configuration(const SessionConfigured& a, const SessionConfigured& b) {
   return a.config == b.config && a.scenario == b.scenario && a.tools == b.tools;
 }
@@ -133,6 +159,7 @@ Status stored_run(const EventLog& log, const std::string& id, RecordedAt which, 
   CARAPACE_RETURN_IF_ERROR(
       parse_config(c.config.text, "the configuration stored with session " + id, &run.config, &warnings));
   run.scenario = c.scenario;
+  run.tools = recorded_tools(c);
   *out = std::move(run);
   return Status();
 }

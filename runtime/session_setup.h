@@ -54,7 +54,16 @@ bool same_configuration(const SessionConfigured& a, const SessionConfigured& b);
 struct StoredRun {
   Config config;
   std::string scenario;  // the scenario file's text, or ""
+  std::vector<ToolSpec> tools;  // the tools registered then, in order
 };
 Status stored_run(const EventLog& log, const std::string& id, RecordedAt which, StoredRun* out);
+
+// Registers the MCP tools (mcp__...) among `recorded` that `tools` lacks,
+// with functions that refuse to run: a replay answers their calls from the
+// log and starts no server, but their specs shape its prompts.
+Status add_recorded_mcp_tools(const std::vector<ToolSpec>& recorded, ToolRegistry* tools);
+
+// The tools a session.configured records, as specs.
+std::vector<ToolSpec> recorded_tools(const SessionConfigured& configured);
 
 }  // namespace carapace

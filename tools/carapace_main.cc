@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   register_trace_commands(app, ctx);
   register_collector_command(app, ctx);
   register_gc_command(app, ctx);
+  register_mcp_commands(app, ctx);
   app.allow_extras();  // an unknown command is named below, not reported as "a subcommand is required"
   try {
     app.parse(argc, argv);

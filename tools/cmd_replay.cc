@@ -173,15 +173,10 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
   // is given), else the home's.
   auto replay_one = [&](const std::string& id, ReplayReport* report) -> Status {
     Config config = home_config;
-    if (args.config.empty()) {
-      StoredRun run;
-      Status s = stored_run(*log, id, RecordedAt::kOpening, &run);
-      if (s.ok()) {
-        config = std::move(run.config);
-      } else if (!s.is_not_found()) {
-        return s;
-      }
-    }
+    StoredRun run;
+    Status stored = stored_run(*log, id, RecordedAt::kOpening, &run);
+    if (!stored.ok() && !stored.is_not_found()) return stored;
+    if (args.config.empty() && stored.ok()) config = run.config;
     ReplayOptions options{.tools = std::make_shared<ToolRegistry>(),
                           .hooks = std::make_shared<HookRegistry>(),
                           .settings =
@@ -190,6 +185,8 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
                               },
                           .until_turn = args.live_after > 0 ? args.live_after : args.until_turn};
     CARAPACE_RETURN_IF_ERROR(add_builtin_tools(config, nullptr, options.tools.get()));
+    // MCP tools as recorded: no server is started.
+    CARAPACE_RETURN_IF_ERROR(add_recorded_mcp_tools(run.tools, options.tools.get()));
     CARAPACE_RETURN_IF_ERROR(add_config_hooks(config, options.hooks.get()));
     if (args.config.empty()) {
       // Where a resume or fork changed how the session ran, the replay follows.
@@ -201,6 +198,7 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
         next->tools = std::make_shared<ToolRegistry>();
         next->hooks = std::make_shared<HookRegistry>();
         CARAPACE_RETURN_IF_ERROR(add_builtin_tools(*changed, nullptr, next->tools.get()));
+        CARAPACE_RETURN_IF_ERROR(add_recorded_mcp_tools(recorded_tools(recorded), next->tools.get()));
         CARAPACE_RETURN_IF_ERROR(add_config_hooks(*changed, next->hooks.get()));
         next->settings = [changed](const SessionState& s) {
           return session_settings(*changed, s.workspace, s.max_turns, s.instructions);

@@ -117,6 +117,8 @@ class OutputCapture {
   size_t filled_ = 0;
 };
 
+}  // namespace
+
 // A pipe whose ends are close-on-exec and not among fds 0-2 (a daemon may
 // have closed its stdio): the spawn's dup2 onto 0-2 would otherwise clobber
 // one end with another.
@@ -145,6 +147,8 @@ bool set_nonblocking(int fd) {
   int flags = ::fcntl(fd, F_GETFL);
   return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
 }
+
+namespace {
 
 // Blocks SIGPIPE in the calling thread: a write to a child that closed its
 // stdin then fails with EPIPE instead of killing the runtime. On destruction,
@@ -229,6 +233,8 @@ std::string setup_error(const ProcessOptions& options, int32_t value) {
   }
 }
 
+}  // namespace
+
 // The path execvp would run for `program`: itself if it holds a '/', else
 // the first executable regular file of that name in `path_list`. ENOENT or
 // EACCES (found, none executable) otherwise.
@@ -257,16 +263,17 @@ int resolve_program(const std::string& program, const std::string& path_list, st
   return err;
 }
 
-// PATH as the program will see it (else the caller's, else the default).
-std::string search_path(const ProcessOptions& options) {
-  if (options.env) {
-    for (const std::string& entry : *options.env) {
+std::string search_path(const std::optional<std::vector<std::string>>& env) {
+  if (env) {
+    for (const std::string& entry : *env) {
       if (entry.rfind("PATH=", 0) == 0) return entry.substr(5);
     }
   }
   const char* path = ::getenv("PATH");
   return path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
 }
+
+namespace {
 
 // What a guard that died without reporting (SIGKILLed from outside) may have
 // left: processes of its session (it was the session leader) or of the
@@ -294,6 +301,8 @@ void kill_remnants(pid_t guard, pid_t worker) {
 }
 
 }  // namespace
+
+void kill_guard_remnants(pid_t guard, pid_t worker) { kill_remnants(guard, worker); }
 
 void ProcessSet::terminate_all() {
   std::lock_guard lock(mu_);
@@ -368,7 +377,7 @@ ProcessResult run_process(const ProcessOptions& options) {
     }
   }
   std::string path;
-  if (int err = resolve_program(program, search_path(options), &path); err != 0) {
+  if (int err = resolve_program(program, search_path(options.env), &path); err != 0) {
     result.error = spawn_error(options, err);
     return finish();
   }

@@ -123,4 +123,25 @@ ProcessResult run_process(const ProcessOptions& options);
 // null) says which.
 std::string truncate_output(std::string_view full, uint64_t max_bytes, bool* truncated);
 
+class UniqueFd;
+
+// Helpers shared with other long-lived children (actors/tool/mcp_process.h).
+
+// A pipe whose ends are close-on-exec and not among fds 0-2; false with
+// *err set if it cannot be made.
+bool make_pipe(UniqueFd* read_end, UniqueFd* write_end, int* err);
+bool set_nonblocking(int fd);
+// The path execvp would run for `program`: itself if it holds a '/', else
+// the first executable regular file of that name in `path_list`; 0, or
+// ENOENT / EACCES.
+int resolve_program(const std::string& program, const std::string& path_list, std::string* resolved);
+// What a guard that died without its report (SIGKILLed from outside) left:
+// the processes of its session and of the worker's group are killed, and
+// those re-parented to this process (a child subreaper) reaped. Call it
+// before reaping the guard, whose pid keeps those numbers reserved.
+void kill_guard_remnants(pid_t guard, pid_t worker);
+// PATH as a program with environment `env` sees it (else the caller's,
+// else the default).
+std::string search_path(const std::optional<std::vector<std::string>>& env);
+
 }  // namespace carapace

@@ -44,7 +44,7 @@ void reset_signals(const sigset_t& mask) {
   if (::getppid() != guard) fail_setup(plan.report_fd, kStepParentGone, ESRCH);
   ::setpgid(0, 0);
   if (::dup2(plan.stdin_fd, STDIN_FILENO) < 0 || ::dup2(plan.output_fd, STDOUT_FILENO) < 0 ||
-      ::dup2(plan.output_fd, STDERR_FILENO) < 0) {
+      ::dup2(plan.stderr_fd >= 0 ? plan.stderr_fd : plan.output_fd, STDERR_FILENO) < 0) {
     fail_setup(plan.report_fd, kStepStdio, errno);
   }
   if (plan.cwd_fd >= 0) {

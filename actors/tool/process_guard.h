@@ -58,7 +58,8 @@ struct ChildPlan {
   const char* cwd = nullptr;  // null: the runtime's
   int cwd_fd = -1;            // if >= 0, entered with fchdir instead of cwd
   int stdin_fd = -1;          // the child ends of the pipes
-  int output_fd = -1;         // stdout and stderr
+  int output_fd = -1;         // stdout, and stderr unless stderr_fd is set
+  int stderr_fd = -1;         // if >= 0: stderr goes here instead (an MCP server's log)
   int report_fd = -1;         // close-on-exec write end of the report pipe
   pid_t runtime_pid = 0;      // the process that forked the guard
   // Called in the worker after its stdio and cwd are set, before exec; must be
