@@ -246,6 +246,14 @@ BOOST_AUTO_TEST_CASE(sigkill_mid_call_then_step_resume) {
       BOOST_TEST(count(c, "slow_echo") == 2u);  // read-only: run again
       BOOST_TEST(out == "second", out);
     }
+    // The resume ran with another config: recorded, with the MCP tools its servers offered then.
+    json configured = events(session, "session.configured");
+    BOOST_REQUIRE(configured.size() == 2u);
+    BOOST_TEST(configured[1]["data"]["origin"] == "resume");
+    BOOST_TEST(contains(configured[1]["data"]["tools"].dump(), "mcp__t__echo"));
+    BOOST_TEST(configured[1]["data"]["tools"] == configured[0]["data"]["tools"]);
+    Result replayed = run("replay " + session);
+    BOOST_TEST(replayed.code == 0, replayed.out + replayed.err);
   }
 }
 
