@@ -392,7 +392,9 @@ BOOST_AUTO_TEST_CASE(a_guard_killed_from_outside_leaves_nothing) {
   BOOST_REQUIRE(guard > 1);
   ::kill(guard, SIGKILL);
   std::string out = call_text(*c, "echo", {{"text", "x"}}, 5000ms);
-  BOOST_CHECK_MESSAGE(out.find("ERROR: the server") == 0, out);  // gone, or stopped as it went
+  // Gone, or stopped as it went; on a loaded machine the call can still reach
+  // the server before its parent-death signal does. Either way nothing is left.
+  BOOST_CHECK_MESSAGE(out == "x" || out.find("ERROR: the server") == 0, out);
   c->stop();
   BOOST_CHECK_EQUAL(
       testing::survivors({{MCP_TEST_SERVER, "--child", "--ignore-term"}, {"sleep", "600"}}, 2000ms), 0u);
