@@ -1,5 +1,7 @@
 #include "runtime/config.h"
 
+#include "base/redactor.h"
+
 #include "runtime/home.h"
 #include "actors/tool/mcp_result.h"
 
@@ -209,6 +211,27 @@ Status read_retention(const Reader& r, Config* c) {
   r.warn_unknown({"max_age_days", "max_body_bytes"});
   CARAPACE_RETURN_IF_ERROR(r.get("max_age_days", &c->retention_max_age_days, 0, 100'000));
   return r.get("max_body_bytes", &c->retention_max_body_bytes, 0);
+}
+
+Status read_redaction(const Reader& r, Config* c) {
+  CARAPACE_RETURN_IF_ERROR(r.object());
+  r.warn_unknown({"patterns", "paths"});
+  CARAPACE_RETURN_IF_ERROR(r.get("patterns", &c->redaction_patterns));
+  if (r.has("paths")) {
+    const json& paths = r.raw("paths");
+    if (!paths.is_object()) return r.error(r.key("paths"), "must be an object: {\"/absolute/path\": \"shown as\"}");
+    for (const auto& [from, to] : paths.items()) {
+      if (from.empty() || from[0] != '/' || !to.is_string()) {
+        return r.error(r.key("paths") + "." + from, "must map an absolute path to a string");
+      }
+      c->redaction_paths.emplace_back(from, to.get<std::string>());
+    }
+  }
+  // A pattern that is not a regular expression is named now, not at the first output.
+  std::unique_ptr<Redactor> check;
+  Status valid = Redactor::make(Redactor::Options{.patterns = c->redaction_patterns}, &check);
+  if (!valid.ok()) return r.error(r.key("patterns"), valid.message());
+  return Status();
 }
 
 Status read_prompt(const Reader& r, PromptConfig* p) {
@@ -483,7 +506,7 @@ Status parse_config(std::string_view text, const std::string& source, Config* ou
   Config c;
   Reader r(doc, "", source, warnings);
   CARAPACE_RETURN_IF_ERROR(r.object());
-  r.warn_unknown({"agent_id", "provider", "retry", "session", "prompt", "tools", "hooks", "prices", "retention", "mcp_servers"});
+  r.warn_unknown({"agent_id", "provider", "retry", "session", "prompt", "tools", "hooks", "prices", "retention", "redaction", "mcp_servers"});
   CARAPACE_RETURN_IF_ERROR(r.get("agent_id", &c.agent_id));
   if (r.has("provider")) CARAPACE_RETURN_IF_ERROR(read_provider(r.child("provider"), &c.provider));
   if (r.has("retry")) CARAPACE_RETURN_IF_ERROR(read_retry(r.child("retry"), &c.retry));
@@ -493,6 +516,7 @@ Status parse_config(std::string_view text, const std::string& source, Config* ou
   if (r.has("hooks")) CARAPACE_RETURN_IF_ERROR(read_hooks(r, doc["hooks"], &c.hooks));
   if (r.has("prices")) CARAPACE_RETURN_IF_ERROR(read_prices(r, doc["prices"], &c.prices));
   if (r.has("retention")) CARAPACE_RETURN_IF_ERROR(read_retention(r.child("retention"), &c));
+  if (r.has("redaction")) CARAPACE_RETURN_IF_ERROR(read_redaction(r.child("redaction"), &c));
   if (r.has("mcp_servers")) CARAPACE_RETURN_IF_ERROR(read_mcp_servers(r, doc["mcp_servers"], &c.mcp_servers));
   *out = std::move(c);
   return Status();

@@ -90,6 +90,11 @@ struct Config {
   uint64_t retention_max_age_days = 30;  // 0: no age limit
   uint64_t retention_max_body_bytes = 0;  // 0: no size limit
 
+  // redaction: what the CLI masks besides the known secret patterns
+  // (base/redactor.h). Also the home's, not a session's: not in config_to_json.
+  std::vector<std::string> redaction_patterns;                        // regular expressions
+  std::vector<std::pair<std::string, std::string>> redaction_paths;  // path prefix -> what is shown
+
   // The price of the scripted model, so that runs without a network show costs.
   static PriceTable default_prices();
 };

@@ -5,6 +5,9 @@
 
 #include <iostream>
 
+#include <filesystem>
+
+#include "runtime/config.h"
 #include "runtime/logging.h"
 
 #include "tools/cli.h"
@@ -79,6 +82,28 @@ int main(int argc, char** argv) {
   if (::stat(home.c_str(), &home_stat) == 0 && S_ISDIR(home_stat.st_mode) && home_stat.st_uid == ::geteuid() &&
       (home_stat.st_mode & 077) == 0) {
     logs.dir = home + "/logs";
+  }
+  // The home config's redaction rules join the known patterns, for every
+  // output and log line (a config that does not load is reported by the
+  // commands that use it).
+  std::error_code exists_error;
+  if (!logs.dir.empty() && std::filesystem::exists(home + "/config.json", exists_error)) {
+    carapace::Config config;
+    std::vector<std::string> warnings;
+    std::unique_ptr<carapace::Redactor> made;
+    carapace::Status loaded = carapace::load_config(home + "/config.json", &config, &warnings);
+    if (loaded.ok()) {
+      loaded = carapace::Redactor::make(
+          carapace::Redactor::Options{.patterns = config.redaction_patterns, .paths = config.redaction_paths}, &made);
+    }
+    if (loaded.ok()) {
+      std::shared_ptr<const carapace::Redactor> shared(std::move(made));
+      ctx.use_redactor(shared);
+      logs.redactor = shared;
+    } else {
+      std::cerr << "carapace: warning: " << ctx.redactor()(loaded.message())
+                << "; only the built-in redaction rules apply\n";
+    }
   }
   if (carapace::Status s = configure_logging(logs); !s.ok()) {
     std::cerr << "carapace: warning: " << s.message() << "; logging to stderr only\n";

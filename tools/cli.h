@@ -49,9 +49,11 @@ struct Context {
   // What every output that shows recorded content passes through
   // (base/redactor.h): the known secret patterns, the home directory as ~.
   const Redactor& redactor() const;
+  // Replaces the default (the home config's `redaction` rules added).
+  void use_redactor(std::shared_ptr<const Redactor> redactor) { redactor_ = std::move(redactor); }
 
  private:
-  mutable std::shared_ptr<Redactor> redactor_;
+  mutable std::shared_ptr<const Redactor> redactor_;
 };
 
 // Whether a JSON key holds one of Carapace's own ids, digests or references

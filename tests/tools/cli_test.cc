@@ -676,6 +676,39 @@ BOOST_AUTO_TEST_CASE(log_show_masks_secrets_in_what_it_shows) {
   BOOST_TEST(run("replay leak").code == 0);
 }
 
+// The home config's own patterns and path replacements join the built-in
+// ones, in every output and in the log files.
+BOOST_AUTO_TEST_CASE(redaction_rules_from_the_home_config_apply_everywhere) {
+  std::string ws = dir.sub("ws");
+  std::filesystem::create_directories(ws);
+  std::ofstream(dir.sub("orders.json")) << R"({"replies": [
+      {"tool_calls": [{"name": "shell", "args": {"command": "echo order ORDER-482913 in $PWD"}}]},
+      {"text": "Found ORDER-482913."}]})";
+  BOOST_REQUIRE(run("run warm-up --session w0 --scenario " + dir.sub("orders.json") + " --workspace " + ws).code == 0);
+  std::ofstream(dir.sub("home") + "/config.json")
+      << R"({"redaction": {"patterns": ["ORDER-[0-9]{6}"], "paths": {")" << ws << R"(": "<ws>"}}})";
+  Result r = run("run 'find the order' --session o1 --scenario " + dir.sub("orders.json") + " --workspace " + ws);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  std::vector<std::string> outputs = {run("log show o1").out, run("log show o1 --json").out,
+                                      run("trace show o1 --full").out, run("trace analyze o1").out,
+                                      run("run 'again' --session o1 --json").out, run("sessions --json").out};
+  std::string logs;
+  for (const auto& e : std::filesystem::directory_iterator(dir.sub("home") + "/logs")) logs += slurp(e.path().string());
+  outputs.push_back(logs);
+  for (const auto& out : outputs) {
+    BOOST_TEST(!contains(out, "ORDER-482913"), out);
+    BOOST_TEST(!contains(out, ws), out);
+  }
+  BOOST_TEST(contains(run("log show o1 --json").out, "order OR"), "the rest of the line stays");
+  BOOST_TEST(contains(run("log show o1 --json").out, "<ws>"));
+  // A pattern that is not a regular expression is named.
+  std::ofstream(dir.sub("home") + "/config.json") << R"({"redaction": {"patterns": ["ORDER-[0-9"]}})";
+  Result bad = run("run x --session o2 --scenario " + dir.sub("orders.json") + " --workspace " + ws);
+  BOOST_TEST(bad.code == 1);
+  BOOST_TEST(contains(bad.err, "redaction.patterns"), bad.err);
+  BOOST_TEST(contains(bad.err, "is not a valid regular expression"), bad.err);
+}
+
 BOOST_AUTO_TEST_CASE(log_lines_go_to_the_home_and_with_v_to_stderr_masked) {
   const std::string key = "sk-proj-Canary7Qw2Er4Ty6Ui8Op0As";
   std::string ws = dir.sub("ws");
