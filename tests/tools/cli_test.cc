@@ -707,6 +707,9 @@ BOOST_AUTO_TEST_CASE(redaction_rules_from_the_home_config_apply_everywhere) {
   BOOST_TEST(bad.code == 1);
   BOOST_TEST(contains(bad.err, "redaction.patterns"), bad.err);
   BOOST_TEST(contains(bad.err, "is not a valid regular expression"), bad.err);
+  Result shown = run("log show o1");  // a command that needs no config warns and goes on
+  BOOST_TEST(shown.code == 0, shown.err);
+  BOOST_TEST(contains(shown.err, "only the built-in redaction rules apply"), shown.err);
 }
 
 BOOST_AUTO_TEST_CASE(log_lines_go_to_the_home_and_with_v_to_stderr_masked) {
