@@ -24,7 +24,9 @@
 
 #include "base/redactor.h"
 #include "base/child_process.h"
+#include "storage/event_log.h"
 #include "storage/keys.h"
+#include "storage/trace_store.h"
 #include "tests/support/fake_model.h"
 #include "tests/support/mock_llm_server.h"
 #include "tests/support/proc_watch.h"
@@ -1109,6 +1111,24 @@ BOOST_AUTO_TEST_CASE(gc_prunes_bodies_oldest_first_and_spans_and_never_events) {
   Result shown = run("log show g1 --bodies");
   BOOST_TEST(shown.code == 0, shown.err);
   BOOST_TEST(contains(shown.out + shown.err, "removed by `carapace gc`"), shown.out);
+  // While a collector holds the trace store, or a process writes the log,
+  // gc says so and removes nothing.
+  const uint64_t kept_bytes = run_json("gc --dry-run")["data"]["body_bytes_kept"];
+  {
+    std::unique_ptr<TraceStore> held;
+    BOOST_REQUIRE(TraceStore::open(dir.sub("home") + "/traces", TraceStore::Mode::kWriter, &held).ok());
+    Result busy = run("gc --max-body-bytes 1");
+    BOOST_TEST(busy.code == 1);
+    BOOST_TEST(contains(busy.err, "stop it, then run gc again"), busy.err);
+  }
+  {
+    std::unique_ptr<EventLog> writer;
+    BOOST_REQUIRE(EventLog::open(EventLog::Options{.path = dir.sub("home") + "/log"}, &writer).ok());
+    Result busy = run("gc --max-body-bytes 1");
+    BOOST_TEST(busy.code == 1);
+    BOOST_TEST(contains(busy.err, "another carapace process is writing"), busy.err);
+  }
+  BOOST_TEST(run_json("gc --dry-run")["data"]["body_bytes_kept"] == kept_bytes);
   // Everything, with the spans of every session (last updated more than a second ago).
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   json all = run_json("gc --max-age 1s --max-body-bytes 1");
