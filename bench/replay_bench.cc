@@ -25,62 +25,24 @@
 #include "actors/provider/scripted_provider.h"
 #include "events/fold.h"
 #include "replay/replayer.h"
+#include "bench/echo_session.h"
 #include "runtime/runtime.h"
 #include "runtime/session_setup.h"
 
 using namespace carapace;
+using namespace carapace::bench;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-void check(const Status& s, const char* what) {
-  if (!s.ok()) {
-    std::fprintf(stderr, "replay_bench: %s: %s\n", what, s.to_string().c_str());
-    std::exit(1);
-  }
-}
-
-ToolDefinition echo_tool() {
-  return ToolDefinition{.spec = {.name = "echo",
-                                 .description = "Echoes its text.",
-                                 .schema = JsonText{R"({"type":"object","properties":{"text":{"type":"string"}}})"},
-                                 .idempotent = true},
-                        .blocking = false,
-                        .run = [](const nlohmann::json& args, const ToolContext&) {
-                          return ToolResult{.output = args.value("text", "")};
-                        }};
-}
-
-Config bench_config(const fs::path& dir, uint64_t turns) {
-  Config config;
-  config.tools_enabled = {};
-  config.max_turns = turns + 1;
-  config.workspace = (dir / "ws").string();
-  config.snapshot_every_turns = 0;
-  return config;
-}
-
 // Records a session of `turns` turns; its id.
 std::string record(const fs::path& dir, uint64_t turns, double* seconds) {
   fs::create_directories(dir / "ws");
-  Scenario scenario;
-  scenario.source = "bench";
-  for (uint64_t t = 1; t < turns; ++t) {
-    ScenarioEntry e;
-    e.response.text = "turn " + std::to_string(t);
-    e.response.tool_calls.push_back(
-        ToolCall{.id = "", .name = "echo", .args = JsonText{R"({"text":"result of turn )" + std::to_string(t) + "\"}"}});
-    e.response.finish_reason = "tool_calls";
-    scenario.entries.push_back(std::move(e));
-  }
-  ScenarioEntry last;
-  last.response.text = "done";
-  last.response.finish_reason = "stop";
-  scenario.entries.push_back(std::move(last));
+  Scenario scenario = echo_scenario(turns);
   std::unique_ptr<Runtime> rt;
   check(Runtime::open(Runtime::Options{.home = (dir / "home").string(),
-                                       .config = bench_config(dir, turns),
+                                       .config = echo_config(dir, turns),
                                        .provider = std::make_shared<ScriptedProvider>(std::move(scenario))},
                       &rt),
         "runtime");
@@ -99,16 +61,6 @@ std::string record(const fs::path& dir, uint64_t turns, double* seconds) {
   return id;
 }
 
-template <class F>
-double best_of_three(F f) {
-  double best = 1e100;
-  for (int i = 0; i < 3; ++i) {
-    auto start = Clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  return best;
-}
 
 }  // namespace
 
@@ -146,7 +98,7 @@ int main(int argc, char** argv) {
       for (auto& e : all) check(folder.add(std::move(e)), "fold");
       events = folder.last_seq();
     });
-    Config config = bench_config(dir, n);
+    Config config = echo_config(dir, n);
     ReplayOptions options{.tools = std::make_shared<ToolRegistry>(),
                           .hooks = std::make_shared<HookRegistry>(),
                           .settings = [&config](const SessionState& s) {

@@ -193,18 +193,13 @@ struct StatsArgs {
 };
 
 int run_stats(Context& ctx, const StatsArgs& args) {
-  int64_t window = 0;
-  if (!args.since.empty() && !parse_since(args.since, &window)) {
-    return ctx.fail(Status::invalid_argument("--since '" + args.since + "' is not a duration"),
-                    "durations look like 90s, 30m, 24h or 7d");
-  }
-  auto log = ctx.open_log(EventLog::Mode::kReader);
-  if (!log) return kExitFailed;
-  auto store = open_store(ctx);
-  const int64_t since_us = window ? now_us() - window : 0;
-  std::vector<std::string> sessions;
-  Status s = sessions_for(ctx, *log, args.session, since_us, &sessions);
-  if (!s.ok()) return ctx.fail(s);
+  TraceQuery query;
+  if (int rc = open_trace_query(ctx, args.session, args.since, &query); rc != kExitOk) return rc;
+  auto& log = query.log;
+  auto& store = query.store;
+  const int64_t since_us = query.since_us;
+  const auto& sessions = query.sessions;
+  Status s;
   std::vector<std::vector<Span>> traces;
   for (const auto& id : sessions) {
     std::vector<Span> spans;
@@ -268,17 +263,12 @@ int run_analyze(Context& ctx, const AnalyzeArgs& args) {
     return ctx.fail(Status::invalid_argument("give a session id or --since, not both or neither"),
                     "e.g. `carapace trace analyze <id>` or `carapace trace analyze --since 24h`");
   }
-  int64_t window = 0;
-  if (!args.since.empty() && !parse_since(args.since, &window)) {
-    return ctx.fail(Status::invalid_argument("--since '" + args.since + "' is not a duration"),
-                    "durations look like 90s, 30m, 24h or 7d");
-  }
-  auto log = ctx.open_log(EventLog::Mode::kReader);
-  if (!log) return kExitFailed;
-  auto store = open_store(ctx);
-  std::vector<std::string> sessions;
-  Status s = sessions_for(ctx, *log, args.session, window ? now_us() - window : 0, &sessions);
-  if (!s.ok()) return ctx.fail(s);
+  TraceQuery query;
+  if (int rc = open_trace_query(ctx, args.session, args.since, &query); rc != kExitOk) return rc;
+  auto& log = query.log;
+  auto& store = query.store;
+  const auto& sessions = query.sessions;
+  Status s;
   nlohmann::json all = nlohmann::json::array();
   size_t total = 0;
   for (const auto& id : sessions) {

@@ -74,17 +74,12 @@ int run_export(Context& ctx, const ExportArgs& args) {
   if (ctx.json && args.output.empty() && args.endpoint.empty()) {
     return ctx.fail(Status::invalid_argument("--json needs -o FILE or --endpoint: the export itself goes to stdout"));
   }
-  int64_t window = 0;
-  if (!args.since.empty() && !parse_since(args.since, &window)) {
-    return ctx.fail(Status::invalid_argument("--since '" + args.since + "' is not a duration"),
-                    "durations look like 90s, 30m, 24h or 7d");
-  }
-  auto log = ctx.open_log(EventLog::Mode::kReader);
-  if (!log) return kExitFailed;
-  auto store = open_store(ctx);
-  std::vector<std::string> sessions;
-  Status s = sessions_for(ctx, *log, args.session, window ? now_us() - window : 0, &sessions);
-  if (!s.ok()) return ctx.fail(s);
+  TraceQuery query;
+  if (int rc = open_trace_query(ctx, args.session, args.since, &query); rc != kExitOk) return rc;
+  auto& log = query.log;
+  auto& store = query.store;
+  const auto& sessions = query.sessions;
+  Status s;
 
   ExportInput input;
   input.with_content = args.with_content;

@@ -97,4 +97,19 @@ Status sessions_for(const Context& ctx, const EventLog& log, const std::string& 
   return Status();
 }
 
+int open_trace_query(Context& ctx, const std::string& session, const std::string& since, TraceQuery* out) {
+  int64_t window = 0;
+  if (!since.empty() && !parse_since(since, &window)) {
+    return ctx.fail(Status::invalid_argument("--since '" + since + "' is not a duration"),
+                    "durations look like 90s, 30m, 24h or 7d");
+  }
+  out->log = ctx.open_log(EventLog::Mode::kReader);
+  if (!out->log) return kExitFailed;
+  out->store = open_store(ctx);
+  out->since_us = window ? now_us() - window : 0;
+  Status s = sessions_for(ctx, *out->log, session, out->since_us, &out->sessions);
+  if (!s.ok()) return ctx.fail(s);
+  return kExitOk;
+}
+
 }  // namespace carapace::cli

@@ -42,4 +42,15 @@ int64_t now_us();
 Status sessions_for(const Context& ctx, const EventLog& log, const std::string& session, int64_t since_us,
                     std::vector<std::string>* out);
 
+// What a query over one session or a --since window opens: the log, the
+// trace store (null if none) and the sessions covered.
+struct TraceQuery {
+  std::unique_ptr<EventLog> log;
+  std::unique_ptr<TraceStore> store;
+  int64_t since_us = 0;  // 0: no window
+  std::vector<std::string> sessions;
+};
+// kExitOk, or the exit status of the error it printed (a bad --since, no log).
+int open_trace_query(Context& ctx, const std::string& session, const std::string& since, TraceQuery* out);
+
 }  // namespace carapace::cli
