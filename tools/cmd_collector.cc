@@ -64,9 +64,16 @@ struct OtlpStream {
 int run_collector(Context& ctx, const CollectorArgs& args) {
   std::unique_ptr<LogFollower> follower;
   arm_stop_signals();
-  Status s = LogFollower::open(ctx.home(), &follower);
-  // A running `carapace run` collects in its own process and holds the
-  // store: wait for it to end (or die), then take over from where it got.
+  // Streaming: a running `carapace run` collects in its own process and
+  // holds the store; its spans are streamed from here all the same, and the
+  // store taken over when it ends.
+  const bool stream_beside = !args.otlp_endpoint.empty();
+  Status s = LogFollower::open(ctx.home(), &follower, stream_beside);
+  if (s.ok() && !follower->writes_store() && !ctx.json) {
+    std::fprintf(stderr, "collector: the trace store is held by another process (a running carapace's own "
+                         "collector); streaming its spans, and writing the store once it is free\n");
+  }
+  // Otherwise wait for it to end (or die), then take over from where it got.
   for (bool said = false; s.is_busy() && !args.once && stop_signal() == 0;) {
     if (!said && !ctx.json) {
       std::fprintf(stderr, "collector: the trace store is held by another process (a running carapace's own "
@@ -74,7 +81,7 @@ int run_collector(Context& ctx, const CollectorArgs& args) {
     }
     said = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(args.interval_ms));
-    s = LogFollower::open(ctx.home(), &follower);
+    s = LogFollower::open(ctx.home(), &follower, stream_beside);
   }
   if (!s.ok()) {
     if (s.is_busy()) return ctx.fail(s, "another collector (or a running `carapace run`) writes the trace store");

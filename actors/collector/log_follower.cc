@@ -17,14 +17,24 @@ int64_t now_us() {
 
 LogFollower::~LogFollower() = default;
 
-Status LogFollower::open(const std::string& home, std::unique_ptr<LogFollower>* out) {
+Status LogFollower::open(const std::string& home, std::unique_ptr<LogFollower>* out, bool share_store) {
   std::unique_ptr<LogFollower> f(new LogFollower());
   f->home_ = home;
+  f->share_store_ = share_store;
   CARAPACE_RETURN_IF_ERROR(
       EventLog::open(EventLog::Options{.path = home + "/log", .mode = EventLog::Mode::kReader}, &f->log_));
-  CARAPACE_RETURN_IF_ERROR(TraceStore::open(home + "/traces", TraceStore::Mode::kWriter, &f->store_));
+  Status opened = TraceStore::open(home + "/traces", TraceStore::Mode::kWriter, &f->store_);
+  std::unique_ptr<TraceStore> reader;
+  const TraceStore* progress_of = f->store_.get();
+  if (opened.is_busy() && share_store) {
+    // Held by another process: where it stands, read beside it.
+    CARAPACE_RETURN_IF_ERROR(TraceStore::open(home + "/traces", TraceStore::Mode::kReader, &reader));
+    progress_of = reader.get();
+  } else {
+    CARAPACE_RETURN_IF_ERROR(opened);
+  }
   std::vector<std::pair<std::string, TraceProgress>> progress;
-  CARAPACE_RETURN_IF_ERROR(f->store_->all_progress(&progress));
+  CARAPACE_RETURN_IF_ERROR(progress_of->all_progress(&progress));
   f->watch_ = std::make_unique<LogWatch>(f->log_.get(), home + "/log");
   for (const auto& [id, p] : progress) f->watch_->seed(id, p.last_seq, p.crashed_after_seq);
   *out = std::move(f);
@@ -32,6 +42,11 @@ Status LogFollower::open(const std::string& home, std::unique_ptr<LogFollower>* 
 }
 
 Status LogFollower::poll(FollowReport* report) {
+  if (!store_ && share_store_) {
+    // Free now? Then this process writes it from here on.
+    Status opened = TraceStore::open(home_ + "/traces", TraceStore::Mode::kWriter, &store_);
+    if (!opened.ok() && !opened.is_busy()) return opened;
+  }
   std::vector<WatchChange> changes;
   CARAPACE_RETURN_IF_ERROR(watch_->poll(&changes));
   std::vector<StoredSpan> spans;
@@ -51,10 +66,11 @@ Status LogFollower::poll(FollowReport* report) {
     if (report_finished_ && report->finished.count(id) && change.root) report->roots[id] = *change.root;
     TraceProgress p{.last_seq = change.folded_seq, .crashed_after_seq = change.crashed_after, .updated_us = now_us()};
     TraceProgress before;
-    if (store_->progress(id, &before).ok()) p.dropped = before.dropped;
+    if (store_ && store_->progress(id, &before).ok()) p.dropped = before.dropped;
     progress.emplace_back(id, p);
   }
   if (spans.empty() && progress.empty()) return Status();
+  if (!store_) return Status();  // its holder writes them
   report->spans += spans.size();
   return store_->write(spans, progress);
 }

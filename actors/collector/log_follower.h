@@ -42,8 +42,12 @@ struct FollowReport {
 class LogFollower {
  public:
   // Opens home/log as a reader and home/traces as the trace store's writer
-  // (busy if another collector has it).
-  static Status open(const std::string& home, std::unique_ptr<LogFollower>* out);
+  // (busy if another collector has it). With `share_store`, a store held by
+  // another process (a running carapace's own collector) is not waited for:
+  // the follower folds and reports as usual but writes nothing, its holder
+  // writing the same spans; each poll tries to take the store over, and
+  // writes from then on.
+  static Status open(const std::string& home, std::unique_ptr<LogFollower>* out, bool share_store = false);
   ~LogFollower();
 
   // Catches up with the log, folds what is new, attributes crashes, writes.
@@ -52,6 +56,9 @@ class LogFollower {
   // Makes poll() report the spans it closed (for `collector --otlp-endpoint`).
   void report_finished(bool on) { report_finished_ = on; }
 
+  // Whether this process writes the trace store (false while another holds it).
+  bool writes_store() const { return store_ != nullptr; }
+
  private:
   LogFollower() = default;
   std::string home_;
@@ -59,6 +66,7 @@ class LogFollower {
   std::unique_ptr<TraceStore> store_;
   std::unique_ptr<LogWatch> watch_;
   bool report_finished_ = false;
+  bool share_store_ = false;
 };
 
 }  // namespace carapace

@@ -384,4 +384,47 @@ BOOST_AUTO_TEST_CASE(the_collector_streams_spans_to_a_receiver_as_they_close) {
   BOOST_TEST(contains(slurp(dir.sub("collector.out")), "spans to " + receiver.url()), slurp(dir.sub("collector.out")));
 }
 
+BOOST_AUTO_TEST_CASE(the_collector_streams_a_run_whose_own_collector_holds_the_store) {
+  testing::MockLlmServer receiver;
+  receiver.set_handler([](const testing::MockRequest&, size_t) { return testing::MockReply{.status = 200, .body = "{}"}; });
+  std::string slow = dir.sub("slow.json");
+  std::ofstream(slow) << R"({"replies": [
+    {"text": "Looking.", "tool_calls": [{"name": "list_dir", "args": {"path": "."}}], "latency_ms": 1500},
+    {"text": "Done.", "latency_ms": 500}
+  ]})";
+  std::string pidfile = dir.sub("pid");
+  auto spawn = [&](const std::string& args, const std::string& out) {
+    std::string cmd = std::string(CARAPACE_BIN) + " --home '" + dir.sub("home") + "' " + args + " >'" + out +
+                      "' 2>&1 </dev/null & echo $! >'" + pidfile + "'";
+    BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
+    return static_cast<pid_t>(std::stol(slurp(pidfile)));
+  };
+  // The run first: its own collector holds the trace store.
+  const pid_t writer = spawn("run go --scenario " + slow + " --workspace " + ws + " --session held", dir.sub("run.out"));
+  BOOST_REQUIRE(wait_for([&] { return std::filesystem::exists(dir.sub("home/traces")) &&
+                                      contains(run("log show held").out, "llm.requested"); }));
+  const pid_t collector = spawn("collector --interval-ms 20 --otlp-endpoint " + receiver.url(), dir.sub("collector.out"));
+  BOOST_REQUIRE(wait_for([&] { return contains(slurp(dir.sub("collector.out")), "streaming its spans"); }));
+  BOOST_REQUIRE(wait_for([writer] { return ::kill(writer, 0) != 0 && errno == ESRCH; }));
+  json show = json::parse(run("trace show held --json").out);
+  BOOST_TEST(show["data"]["source"] == "store");  // written by the run's own collector
+  std::set<std::string> expected;
+  for (const auto& sp : show["data"]["spans"]) expected.insert(sp["span_id"].get<std::string>());
+  auto received = [&receiver] {
+    std::set<std::string> ids;
+    for (const auto& q : receiver.requests()) {
+      json j = json::parse(q.body, nullptr, false);
+      if (j.is_discarded()) continue;
+      for (const auto& sp : j["resourceSpans"][0]["scopeSpans"][0]["spans"]) ids.insert(sp["spanId"].get<std::string>());
+    }
+    return ids;
+  };
+  BOOST_TEST(wait_for([&] { return received() == expected; }), slurp(dir.sub("collector.out")));
+  // The run gone, the collector writes the store: a session written now is there.
+  BOOST_REQUIRE(run("log synth --session later --turns 1").code == 0);
+  BOOST_TEST(wait_for([&] { return json::parse(run("trace show later --json").out)["data"]["source"] == "store"; }));
+  ::kill(collector, SIGTERM);
+  BOOST_TEST(wait_for([collector] { return ::kill(collector, 0) != 0 && errno == ESRCH; }));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
