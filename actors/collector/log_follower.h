@@ -3,11 +3,10 @@
 // catches up with the writer on each poll), builds the same spans the
 // in-process Collector does, and writes them to the trace store.
 //
-// Crash attribution: it notes which process held the log's lock when a
-// session's events last grew; when that process no longer holds it and the
-// session never completed or failed, the session is marked `crashed after
-// seq N` (TraceProgress::crashed_after_seq), N being its last event. New
-// events (a resume) clear the mark.
+// Crash attribution (LogWatch): a session whose writer died before it
+// completed or failed is marked `crashed after seq N`
+// (TraceProgress::crashed_after_seq), N being its last event. New events (a
+// resume) clear the mark.
 //
 // Restart: what it wrote says how far it got (each session's progress); a
 // restarted follower folds only sessions whose log has grown past that.
@@ -15,13 +14,12 @@
 // Not thread-safe: one thread polls.
 #pragma once
 
-#include <sys/types.h>
-
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "actors/collector/log_watch.h"
 #include "actors/collector/span_builder.h"
 #include "base/status.h"
 
@@ -55,17 +53,11 @@ class LogFollower {
   void report_finished(bool on) { report_finished_ = on; }
 
  private:
-  struct Session {
-    std::unique_ptr<SpanBuilder> builder;  // null until the session grows again
-    uint64_t stored_seq = 0;               // progress as written
-    uint64_t crashed_after = 0;
-    pid_t writer = 0;  // the lock holder when its events last grew
-  };
   LogFollower() = default;
   std::string home_;
   std::unique_ptr<EventLog> log_;
   std::unique_ptr<TraceStore> store_;
-  std::map<std::string, Session> sessions_;
+  std::unique_ptr<LogWatch> watch_;
   bool report_finished_ = false;
 };
 
