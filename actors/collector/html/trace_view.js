@@ -70,7 +70,7 @@ var CarapaceTrace = (function () {
       for (const key of Object.keys(more.content)) {
         const value = more.content[key];
         details.appendChild(el("div", "k", key));
-        details.appendChild(el("pre", "content", typeof value === "string" ? value : JSON.stringify(value, null, 2)));
+        details.appendChild(el("pre", "content", typeof value === "string" ? pretty(value) : JSON.stringify(value, null, 2)));
       }
     }
     for (const body of more.bodies || []) {
