@@ -3,10 +3,12 @@
 // timeline, a span's details from the span API, an unknown session's error,
 // a hostile tool name shown as text and never run, and a session started
 // while the page is open appearing, waiting out a rate limit and completing
-// without a reload. Every request to another origin is aborted and counted.
+// without a reload, and the page reconnecting to a restarted server. Every request to another origin is aborted and counted.
 //
 //   node serve_check.js NODE_MODULES URL --bin CARAPACE --home HOME --workspace DIR --live-scenario FILE
-//        --spans-q N --spans-h N --hostile TEXT [--screenshots DIR]
+//        --spans-q N --spans-h N --hostile TEXT [--serve-pid PID] [--screenshots DIR]
+// With --serve-pid it stops that server at the end and starts another on its port, and checks the
+// page reconnects.
 //
 // Exit 0 and one summary line when it holds; 1 and the first problem otherwise.
 "use strict";
@@ -15,7 +17,7 @@ const assert = require("assert");
 const { spawn, execFileSync } = require("child_process");
 
 const [nodeModules, url, ...rest] = process.argv.slice(2);
-const opt = { bin: "", home: "", workspace: "", liveScenario: "", spansQ: 0, spansH: 0, hostile: "", screenshots: "" };
+const opt = { servePid: "", bin: "", home: "", workspace: "", liveScenario: "", spansQ: 0, spansH: 0, hostile: "", screenshots: "" };
 for (let i = 0; i < rest.length; ++i) {
   const key = rest[i].replace(/^--/, "").replace(/-([a-z])/g, (_, c) => c.toUpperCase());
   if (!(key in opt)) throw new Error("unknown option " + rest[i]);
@@ -24,10 +26,11 @@ for (let i = 0; i < rest.length; ++i) {
 const { chromium } = require(path.resolve(nodeModules, "playwright-core"));
 const base = new URL(url);
 const WAIT = { timeout: 20000 };
+const debug = {};
 
 async function until(check, what) {
   for (const end = Date.now() + WAIT.timeout; !check(); await new Promise((r) => setTimeout(r, 50))) {
-    if (Date.now() > end) throw new Error("timed out waiting for " + what);
+    if (Date.now() > end) throw new Error("timed out waiting for " + what + (process.env.SERVE_CHECK_DEBUG ? " " + JSON.stringify(debug) : ""));
   }
 }
 
@@ -43,11 +46,26 @@ function spanCount(session) {
   return JSON.parse(out).data.spans.length;
 }
 
+// `carapace serve` again on `port` (the old one's port may take a moment to free): the process.
+async function startServer(port) {
+  for (let attempt = 0; attempt < 20; ++attempt) {
+    const child = spawn(opt.bin, ["--home", opt.home, "serve", "--port", String(port)], { stdio: ["ignore", "pipe", "pipe"] });
+    const up = await new Promise((resolve) => {
+      let out = "";
+      child.stdout.on("data", (d) => { out += d; if (out.includes("listening on")) resolve(true); });
+      child.on("exit", () => resolve(false));
+    });
+    if (up) return child;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error("carapace serve --port " + port + " did not start again");
+}
+
 (async () => {
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true,
                                           args: ["--no-sandbox", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"] });
   let failed = false;
-  let live = null;
+  let live = null, restarted = null;
   try {
     const context = await browser.newContext({ viewport: { width: 1400, height: 800 } });
     const blocked = [];
@@ -59,14 +77,16 @@ function spanCount(session) {
     });
     const tab = await context.newPage();
     const errors = [];
-    let expect404 = false;
+    let expect404 = false, expectSocketDown = false;
     tab.on("pageerror", (e) => errors.push("page error: " + e.message));
     tab.on("console", (m) => {
       if (m.type() !== "error") return;
       if (expect404 && /status of 404/.test(m.text())) return;  // the unknown session's answer, asked for on purpose
+      if (expectSocketDown && /WebSocket connection to .* failed/.test(m.text())) return;  // the server stopped on purpose
       errors.push("console: " + m.text());
     });
     const sent = [], received = [];
+    debug.sent = sent;
     tab.on("websocket", (ws) => {
       if (new URL(ws.url()).host !== base.host) blocked.push(ws.url());
       ws.on("framesent", (f) => { try { sent.push(JSON.parse(f.payload)); } catch (e) { sent.push(f.payload); } });
@@ -182,16 +202,40 @@ function spanCount(session) {
     await rowLive.locator(".badge", { hasText: /^completed$/ }).waitFor(WAIT);
     assert.strictEqual(await tab.evaluate(() => window.__sameLoad), 1, "the page was reloaded");
 
+    // The server goes away and comes back on the same port: the page says so, reconnects and
+    // watches the open trace again.
+    if (opt.servePid) {
+      const watchesOfQ = () => sent.filter((m) => m.type === "watch" && m.session === "q").length;
+      const before = watchesOfQ();
+      await tab.evaluate(() => { location.hash = "#/session/q"; });
+      await until(() => watchesOfQ() > before, "a watch for q sent again");
+      const watches = watchesOfQ();
+      expectSocketDown = true;
+      process.kill(Number(opt.servePid), "SIGTERM");
+      await tab.locator("#conn.reconnecting").waitFor(WAIT);
+      restarted = await startServer(base.port);
+      await tab.locator("#conn.connected").waitFor(WAIT);
+      expectSocketDown = false;
+      await until(() => sent.filter((m) => m.type === "watch" && m.session === "q").length > watches, "the watch sent again on reconnecting");
+      await tab.locator("#trace-head .badge", { hasText: "completed" }).waitFor(WAIT);
+      assert.strictEqual(await tab.locator(".row").count(), Number(opt.spansQ), "q's rows after reconnecting");
+    }
+
     assert.deepStrictEqual(errors, [], "errors in the page");
     assert.deepStrictEqual(blocked, [], "the page asked another host for something");
     console.log(`serve_check: list with status, tokens, cost; trace q: ${opt.spansQ} rows with bars, span details from the API; ` +
                 `unknown session's error shown; hostile name shown as text; session live appeared, counted down, ` +
-                `completed with ${liveSpans} spans, no reload; no request elsewhere, no error`);
+                `completed with ${liveSpans} spans, no reload; ` +
+                (opt.servePid ? "reconnected to a restarted server and watched again; " : "") + "no request elsewhere, no error");
   } catch (e) {
     console.error(e && e.stack ? e.stack : String(e));
     failed = true;
   } finally {
     if (live) live.kill("SIGKILL");
+    if (restarted) {
+      restarted.kill("SIGTERM");
+      await new Promise((resolve) => { restarted.on("exit", resolve); setTimeout(resolve, 5000); });
+    }
     await browser.close();
   }
   process.exit(failed ? 1 : 0);

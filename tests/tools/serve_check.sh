@@ -2,7 +2,8 @@
 # The page of `carapace serve` in Debian's Chromium, headless (serve_check.js):
 # a home with the quickstart session and one whose tool name is hostile
 # markup, `carapace serve --port 0` over it, and a session started while the
-# page is open.
+# page is open. serve_check.js stops this server near the end and starts
+# another on its port to see the page reconnect.
 #   serve_check.sh CARAPACE_BIN PROJECT_DIR
 #   SCREENSHOT_DIR=docs serve_check.sh ...   also writes serve-sessions.png and serve-trace.png there
 # Exit 77 (skipped) when node, chromium or the tests' npm packages are missing.
@@ -66,4 +67,5 @@ if [ -z "$url" ]; then echo "carapace serve printed no URL in 10 s:"; cat "$dir/
 
 node "$project/tests/tools/serve_check.js" "$modules" "$url" \
   --bin "$bin" --home "$home" --workspace "$dir/ws3" --live-scenario "$dir/live.json" \
-  --spans-q "$(span_count q)" --spans-h "$(span_count h)" --hostile "$hostile" ${shots:+--screenshots "$shots"}
+  --spans-q "$(span_count q)" --spans-h "$(span_count h)" --hostile "$hostile" --serve-pid "$server" \
+  ${shots:+--screenshots "$shots"}

@@ -306,7 +306,7 @@
 
   async function openSession(id, spanId) {
     const view = { kind: "session", id: id, trace: null, collapsed: new Set(), selected: spanId || "", detailsFor: "",
-                   watching: false, fromSocket: false };
+                   watching: false, fromSocket: false, failed: false };
     state.view = view;
     renderTraceShell(view);
     try {
@@ -320,6 +320,7 @@
       send({ type: "watch", session: id });
     } catch (problem) {
       if (state.view !== view) return;
+      view.failed = true;
       showProblem(problem);
       const traces = document.getElementById("traces");
       if (traces) {
@@ -415,6 +416,7 @@
       setConn("connected");
       const view = state.view;
       if (view.kind === "session" && view.watching) send({ type: "watch", session: view.id });
+      else if (view.kind === "session" && view.failed) openSession(view.id, view.selected);  // its loading failed: again
     });
     ws.addEventListener("message", (ev) => {
       let m;
