@@ -1,9 +1,10 @@
 // Opens the page of `carapace serve` in Debian's Chromium, headless, and
-// checks it against a real server: the session list, a trace with its
-// timeline, a span's details from the span API, an unknown session's error,
-// a hostile tool name shown as text and never run, and a session started
-// while the page is open appearing, waiting out a rate limit and completing
-// without a reload, and the page reconnecting to a restarted server. Every request to another origin is aborted and counted.
+// checks it against a real server: the session list (a fork showing its
+// parent), a trace with its timeline, a span's details from the span API, an
+// unknown session's error, a hostile tool name shown as text and never run, a
+// session started while the page is open appearing, waiting out a rate limit
+// and completing without a reload, and the page reconnecting to a restarted
+// server. Every request to another origin is aborted and counted.
 //
 //   node serve_check.js NODE_MODULES URL --bin CARAPACE --home HOME --workspace DIR --live-scenario FILE
 //        --spans-q N --spans-h N --hostile TEXT [--serve-pid PID] [--screenshots DIR]
@@ -120,6 +121,9 @@ async function startServer(port) {
     assert.notStrictEqual(qCost, "$0.0000", "q's cost");
     assert.match(await rowQ.locator("td.model").textContent(), /scripted/, "q's provider");
     await tab.locator('tr[data-session="h"]').waitFor(WAIT);
+    const fork = tab.locator('tr[data-session="qf"] .fork');
+    await fork.waitFor(WAIT);
+    assert.strictEqual((await fork.textContent()).trim(), "fork of q at turn 1", "the fork's parent");
     await tab.locator("#conn.connected").waitFor(WAIT);
     assert.ok(received.some((m) => m.type === "hello"), "the socket's hello");
 
@@ -191,7 +195,7 @@ async function startServer(port) {
     await tab.waitForSelector(".row", WAIT);
     const before = await tab.locator(".row").count();
     await tab.waitForFunction((n) => document.querySelectorAll(".row").length > n, before, WAIT);
-    assert.ok(received.some((m) => m.type === "spans" && m.session === "live" && m.reset === false), "a spans update for live");
+    await until(() => received.some((m) => m.type === "spans" && m.session === "live" && m.reset === false), "a spans update for live");
     assert.strictEqual(await liveDone, 0, "carapace run --session live: " + liveErr);
     live = null;
     const liveSpans = spanCount("live");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The page of `carapace serve` in Debian's Chromium, headless (serve_check.js):
-# a home with the quickstart session and one whose tool name is hostile
+# a home with the quickstart session, a fork of it, and one whose tool name is hostile
 # markup, `carapace serve --port 0` over it, and a session started while the
 # page is open. serve_check.js stops this server near the end and starts
 # another on its port to see the page reconnect.
@@ -34,6 +34,7 @@ span_count() {
 # The quickstart session, and one whose tool name is markup that would run if the page used it as HTML.
 "$bin" --home "$home" run "Write a note" --scenario "$project/examples/scenarios/quickstart.json" \
   --workspace "$dir/ws" --session q >/dev/null 2>&1
+"$bin" --home "$home" fork q --at-turn 1 --session qf --scenario "$project/examples/scenarios/quickstart.json" >/dev/null 2>&1
 hostile='<img src=x onerror="window.__pwned=1"></script><script>window.__pwned=2</script>'
 cat >"$dir/hostile.json" <<JSON
 {"replies": [
