@@ -27,6 +27,7 @@ packages=(
   libspdlog-dev         # structured logs
   libcli11-dev          # the command line
   libboost-test-dev     # the test framework
+  libboost-dev          # Boost.Beast and Asio: the HTTP and WebSocket server of carapace serve
   libsqlite3-dev        # the SQLite peer in the benchmark
   libcurl4-openssl-dev  # HTTP for the openai and anthropic providers
   chromium              # the real browser the web view and HTML export tests drive

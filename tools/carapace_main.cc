@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   register_collector_command(app, ctx);
   register_gc_command(app, ctx);
   register_mcp_commands(app, ctx);
+  register_serve_command(app, ctx);
   app.allow_extras();  // an unknown command is named below, not reported as "a subcommand is required"
   try {
     app.parse(argc, argv);

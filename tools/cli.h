@@ -100,5 +100,6 @@ void register_trace_export_command(CLI::App& trace, Context& ctx);
 void register_collector_command(CLI::App& app, Context& ctx);
 void register_gc_command(CLI::App& app, Context& ctx);
 void register_mcp_commands(CLI::App& app, Context& ctx);
+void register_serve_command(CLI::App& app, Context& ctx);
 
 }  // namespace carapace::cli

@@ -18,6 +18,11 @@ void LogWatch::seed(const std::string& session, uint64_t folded_seq, uint64_t cr
   sessions_[session] = Session{.seen_seq = folded_seq, .crashed_after = crashed_after, .writer = kUnknownWriter};
 }
 
+const SpanBuilder* LogWatch::builder(const std::string& session) const {
+  auto it = sessions_.find(session);
+  return it == sessions_.end() ? nullptr : it->second.builder.get();
+}
+
 Status LogWatch::poll(std::vector<WatchChange>* changes) {
   CARAPACE_RETURN_IF_ERROR(log_->refresh());
   const pid_t holder = lock_holder(log_dir_);

@@ -63,6 +63,14 @@ class LogWatch {
   // found crashed.
   Status poll(std::vector<WatchChange>* changes);
 
+  // The spans of a session being followed (one that grew and has not
+  // finished), up to date with the last poll; nullptr otherwise.
+  const SpanBuilder* builder(const std::string& session) const;
+
+  // Goes on with another reader of the same log (one opened again after
+  // the writer went away).
+  void use_log(EventLog* log) { log_ = log; }
+
  private:
   struct Session {
     std::unique_ptr<SpanBuilder> builder;  // null until the session grows

@@ -1,0 +1,95 @@
+// What `carapace serve` knows of a home, as JSON: one row per session
+// (status, tokens, cost, what it is doing now), a session's spans, one
+// span's details with its verbatim bodies and message content; and, polled,
+// what changed since: the messages the page gets over its WebSocket
+// (docs/serve.md has the API).
+//
+// It reads the home as a RocksDB secondary (no writer lock: `carapace run`
+// works beside it) and follows the log with LogWatch, as the out-of-process
+// collector does. A home with no log yet is shown empty until one appears.
+// Everything it returns has passed the home's redactor.
+//
+// Not thread-safe: the server's one thread calls it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "actors/collector/log_watch.h"
+#include "storage/event_log.h"
+#include "storage/trace_store.h"
+#include "tools/cli.h"
+
+namespace carapace::web {
+
+// An HTTP answer: the status code and the JSON body
+// ({"success": true, "data", "summary"} or {"success": false, "error", "hint"}).
+struct ApiReply {
+  unsigned status = 200;
+  nlohmann::json body;
+};
+
+// A message for the WebSocket clients: every client's, or only those that
+// watch `watchers_of`.
+struct LiveMessage {
+  nlohmann::json message;
+  std::string watchers_of;
+};
+
+// {"success": false, "error": ..., "hint": ...}.
+ApiReply api_error(unsigned status, std::string error, std::string hint = "");
+
+class HomeView {
+ public:
+  // Reads every session's row (from the trace store where it is up to date,
+  // else the log).
+  static Status open(const cli::Context& ctx, std::unique_ptr<HomeView>* out);
+  ~HomeView();
+
+  // Answers a GET of `path` (no query string) under /api/.
+  ApiReply get(std::string_view path);
+
+  // {"type": "hello", "version", "sessions": [rows]}.
+  nlohmann::json hello(const std::string& version) const;
+
+  // {"type": "spans", "session", "spans": [every span], "last_us", "reset": true},
+  // or false and an {"type": "error", "message"} in *out.
+  bool watch_message(const std::string& session, nlohmann::json* out);
+
+  // Catches up with the log; the messages for what changed.
+  Status poll(std::vector<LiveMessage>* out);
+
+  size_t session_count() const { return rows_.size(); }
+
+ private:
+  struct Row {
+    SessionMeta meta;
+    uint64_t last_seq = 0;
+    nlohmann::json totals = nlohmann::json::object();  // the session span's attributes
+    uint64_t crashed_after = 0;
+    nlohmann::json live;  // null, or {"message", "retry_at_us"}
+    std::string last_error;
+  };
+  explicit HomeView(const cli::Context& ctx) : ctx_(ctx) {}
+  Status open_log();
+  nlohmann::json row_json(const Row& row) const;
+  // The session's spans and the time of its last event.
+  Status spans_of(const std::string& session, std::vector<Span>* spans, int64_t* last_us);
+  ApiReply get_session(const std::string& session);
+  ApiReply get_span(const std::string& session, const std::string& span_id);
+  // What the new events of a session say it is doing; status and error messages.
+  void note_events(Row& row, const std::vector<Event>& events, uint64_t after_seq, std::vector<LiveMessage>* out);
+  nlohmann::json redacted(nlohmann::json j) const;
+
+  const cli::Context& ctx_;
+  std::unique_ptr<EventLog> log_;
+  std::unique_ptr<LogWatch> watch_;
+  std::map<std::string, Row> rows_;
+};
+
+}  // namespace carapace::web

@@ -1,0 +1,157 @@
+#include "tools/serve/web_access.h"
+
+#include <arpa/inet.h>
+#include <sys/random.h>
+
+#include <array>
+#include <cerrno>
+
+namespace carapace::web {
+namespace {
+
+bool equal_constant_time(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+bool iequal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+bool is_loopback(std::string_view address) {
+  if (iequal(address, "localhost")) return true;
+  std::string text(address);
+  if (text.size() > 2 && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
+  in_addr v4{};
+  if (::inet_pton(AF_INET, text.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, text.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
+  return false;
+}
+
+Access check_access(const AccessPolicy& policy, const RequestCredentials& request) {
+  if (policy.token.empty()) {
+    // Loopback, no token: the Host must be a loopback name of this port.
+    std::string port = ":" + std::to_string(policy.port);
+    std::string_view host = request.host;
+    if (!host.ends_with(port)) return Access::kBadHost;
+    host.remove_suffix(port.size());
+    return is_loopback(host) ? Access::kAllowed : Access::kBadHost;
+  }
+  std::string_view given;
+  std::string cookie = cookie_value(request.cookie, kTokenCookie);
+  std::string_view auth = trim(request.authorization);
+  if (auth.size() > 7 && iequal(auth.substr(0, 7), "bearer ")) {
+    given = trim(auth.substr(7));
+  } else if (!cookie.empty()) {
+    given = cookie;
+  } else {
+    given = request.query_token;
+  }
+  if (given.empty()) return Access::kNoToken;
+  return equal_constant_time(given, policy.token) ? Access::kAllowed : Access::kBadToken;
+}
+
+std::string access_error(Access access) {
+  switch (access) {
+    case Access::kAllowed:
+      return "";
+    case Access::kBadHost:
+      return "this server answers only to a loopback Host (127.0.0.1, localhost, [::1]) with its port";
+    case Access::kNoToken:
+      return "this server needs its token: open the URL it printed (with ?token=), or send Authorization: Bearer TOKEN";
+    case Access::kBadToken:
+      return "wrong token";
+  }
+  return "refused";
+}
+
+unsigned access_status(Access access) { return access == Access::kBadHost ? 403 : 401; }
+
+bool origin_allowed(std::string_view origin, std::string_view host) {
+  if (origin.empty()) return true;
+  return iequal(origin, std::string("http://") + std::string(host)) ||
+         iequal(origin, std::string("https://") + std::string(host));
+}
+
+std::string query_value(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    size_t eq = pair.find('=');
+    if (pair.substr(0, eq) != name || eq == std::string_view::npos) continue;
+    std::string out;
+    std::string_view v = pair.substr(eq + 1);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i] == '%' && i + 2 < v.size()) {
+        auto hex = [](char c) {
+          return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        };
+        int hi = hex(v[i + 1]), lo = hex(v[i + 2]);
+        if (hi >= 0 && lo >= 0) {
+          out.push_back(static_cast<char>(hi * 16 + lo));
+          i += 2;
+          continue;
+        }
+      }
+      out.push_back(v[i] == '+' ? ' ' : v[i]);
+    }
+    return out;
+  }
+  return "";
+}
+
+std::string cookie_value(std::string_view header, std::string_view name) {
+  while (!header.empty()) {
+    size_t semi = header.find(';');
+    std::string_view pair = trim(header.substr(0, semi));
+    header = semi == std::string_view::npos ? std::string_view() : header.substr(semi + 1);
+    size_t eq = pair.find('=');
+    if (eq != std::string_view::npos && pair.substr(0, eq) == name) return std::string(pair.substr(eq + 1));
+  }
+  return "";
+}
+
+std::string random_token() {
+  std::array<unsigned char, 32> bytes{};
+  size_t got = 0;
+  while (got < bytes.size()) {
+    ssize_t n = ::getrandom(bytes.data() + got, bytes.size() - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return "";
+    got += static_cast<size_t>(n);
+  }
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char b : bytes) {
+    acc = (acc << 8) | b;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out.push_back(kAlphabet[(acc >> bits) & 63]);
+    }
+  }
+  if (bits > 0) out.push_back(kAlphabet[(acc << (6 - bits)) & 63]);
+  return out;
+}
+
+}  // namespace carapace::web

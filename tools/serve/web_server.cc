@@ -1,0 +1,439 @@
+#include "tools/serve/web_server.h"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <deque>
+#include <set>
+
+#include "tools/serve/web_assets.h"
+
+namespace carapace::web {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+using nlohmann::json;
+
+constexpr size_t kHeaderLimit = 8 * 1024;
+constexpr size_t kBodyLimit = 4 * 1024;
+constexpr size_t kMessageLimit = 64 * 1024;
+constexpr size_t kBacklogLimit = 16 * 1024 * 1024;
+constexpr auto kIdle = std::chrono::seconds(30);
+
+constexpr std::string_view kPagePolicy =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
+
+class WsSession;
+
+struct WebServer::Impl {
+  asio::io_context io{1};
+  tcp::acceptor acceptor{io};
+  asio::steady_timer timer{io};
+  ServerOptions options;
+  AccessPolicy policy;
+  HomeView* home = nullptr;
+  std::function<bool()> stop;
+  size_t connections = 0;
+  std::set<std::shared_ptr<WsSession>> sockets;
+
+  void accept();
+  void tick();
+  void broadcast(const LiveMessage& message);
+};
+
+namespace {
+
+// Common headers of every answer.
+template <class Body>
+void decorate(http::response<Body>& res, unsigned version, bool keep_alive) {
+  res.version(version);
+  res.set(http::field::server, "carapace");
+  res.set(http::field::cache_control, "no-store");
+  res.set("X-Content-Type-Options", "nosniff");
+  res.set("Referrer-Policy", "no-referrer");
+  res.set("X-Frame-Options", "DENY");
+  res.keep_alive(keep_alive);
+}
+
+http::response<http::string_body> json_response(unsigned status, const json& body, unsigned version, bool keep_alive) {
+  http::response<http::string_body> res{static_cast<http::status>(status), version};
+  decorate(res, version, keep_alive);
+  res.set(http::field::content_type, "application/json; charset=utf-8");
+  res.body() = dump(body) + "\n";
+  res.prepare_payload();
+  return res;
+}
+
+}  // namespace
+
+// One WebSocket client: it gets the session list, then every change; it
+// may watch sessions to get their spans as they change.
+class WsSession : public std::enable_shared_from_this<WsSession> {
+ public:
+  WsSession(tcp::socket&& socket, WebServer::Impl* server) : ws_(std::move(socket)), server_(server) {}
+
+  void start(http::request<http::string_body> req) {
+    ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    ws_.set_option(websocket::stream_base::decorator(
+        [](websocket::response_type& res) { res.set(http::field::server, "carapace"); }));
+    ws_.read_message_max(kMessageLimit);
+    ws_.async_accept(req, [self = shared_from_this()](beast::error_code ec) { self->on_accept(ec); });
+  }
+
+  void send(std::shared_ptr<const std::string> text) {
+    if (closing_) return;
+    backlog_ += text->size();
+    if (backlog_ > kBacklogLimit) {
+      // Too far behind: drop it rather than hold the server's memory.
+      closing_ = true;
+      queue_.clear();
+      beast::get_lowest_layer(ws_).cancel();
+      return;
+    }
+    queue_.push_back(std::move(text));
+    if (queue_.size() == 1) write_next();
+  }
+
+  bool watches(const std::string& session) const { return watched_.count(session) != 0; }
+
+  void close() {
+    closing_ = true;
+    beast::error_code ec;
+    beast::get_lowest_layer(ws_).socket().shutdown(tcp::socket::shutdown_both, ec);
+    beast::get_lowest_layer(ws_).close();
+  }
+
+ private:
+  void on_accept(beast::error_code ec) {
+    if (ec) return done();
+    server_->sockets.insert(shared_from_this());
+    send(std::make_shared<const std::string>(dump(server_->home->hello(server_->options.version))));
+    read();
+  }
+
+  void read() {
+    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec) {
+      if (ec == websocket::error::message_too_big) {
+        spdlog::warn("serve: a WebSocket client sent a message over {} bytes; closed it (1009)", kMessageLimit);
+      }
+      return done();
+    }
+    std::string text = beast::buffers_to_string(buffer_.data());
+    buffer_.consume(buffer_.size());
+    if (!ws_.got_text()) {
+      reply_error("binary messages are not understood: send JSON text, e.g. {\"type\":\"watch\",\"session\":\"ID\"}");
+    } else {
+      handle(text);
+    }
+    read();
+  }
+
+  void handle(const std::string& text) {
+    json msg = json::parse(text, nullptr, false);
+    if (msg.is_discarded() || !msg.is_object()) {
+      return reply_error("not a JSON object: send {\"type\":\"watch\",\"session\":\"ID\"} or {\"type\":\"unwatch\",...}");
+    }
+    std::string type = msg.contains("type") && msg["type"].is_string() ? msg["type"].get<std::string>() : "";
+    std::string session =
+        msg.contains("session") && msg["session"].is_string() ? msg["session"].get<std::string>() : "";
+    if (type == "watch") {
+      json answer;
+      if (server_->home->watch_message(session, &answer)) watched_.insert(session);
+      send(std::make_shared<const std::string>(dump(answer)));
+    } else if (type == "unwatch") {
+      watched_.erase(session);
+    } else {
+      reply_error("unknown message type '" + type.substr(0, 64) + "': the server understands watch and unwatch");
+    }
+  }
+
+  void reply_error(const std::string& message) {
+    send(std::make_shared<const std::string>(dump({{"type", "error"}, {"message", message}})));
+  }
+
+  void write_next() {
+    ws_.text(true);
+    ws_.async_write(asio::buffer(*queue_.front()), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec || self->closing_) return self->done();
+      self->backlog_ -= self->queue_.front()->size();
+      self->queue_.pop_front();
+      if (!self->queue_.empty()) self->write_next();
+    });
+  }
+
+  void done() {
+    if (finished_) return;
+    finished_ = true;
+    closing_ = true;
+    --server_->connections;
+    server_->sockets.erase(shared_from_this());
+  }
+
+  websocket::stream<beast::tcp_stream> ws_;
+  WebServer::Impl* server_;
+  beast::flat_buffer buffer_;
+  std::deque<std::shared_ptr<const std::string>> queue_;
+  size_t backlog_ = 0;
+  std::set<std::string> watched_;
+  bool closing_ = false;
+  bool finished_ = false;
+};
+
+namespace {
+
+// One HTTP connection: requests answered in turn until it closes, or hands
+// itself to a WsSession on an upgrade to /ws.
+class HttpSession : public std::enable_shared_from_this<HttpSession> {
+ public:
+  HttpSession(tcp::socket&& socket, WebServer::Impl* server) : stream_(std::move(socket)), server_(server) {}
+
+  void start() { read(); }
+
+ private:
+  void read() {
+    parser_.emplace();
+    parser_->header_limit(kHeaderLimit);
+    parser_->body_limit(kBodyLimit);
+    stream_.expires_after(kIdle);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::connection_reset ||
+        ec == asio::error::eof) {
+      return close();
+    }
+    if (ec) {
+      // A request that cannot be read: say what was wrong, then close.
+      unsigned status = 400;
+      std::string error = "bad request: " + ec.message();
+      if (ec == http::error::body_limit) {
+        status = 413;
+        error = "request body over " + std::to_string(kBodyLimit) + " bytes: this server takes GET requests only";
+      } else if (ec == http::error::header_limit) {
+        status = 431;
+        error = "request headers over " + std::to_string(kHeaderLimit) + " bytes";
+      }
+      return write(json_response(status, {{"success", false}, {"error", error}}, 11, false));
+    }
+    try {
+      handle(parser_->release());
+    } catch (const std::exception& e) {
+      spdlog::error("serve: answering a request failed: {}", e.what());
+      write(json_response(500, {{"success", false}, {"error", std::string("internal error: ") + e.what()}}, 11, false));
+    }
+  }
+
+  void handle(http::request<http::string_body> req) {
+    const unsigned version = req.version();
+    const bool keep_alive = req.keep_alive();
+    std::string_view target(req.target().data(), req.target().size());
+    if (target.empty() || target.front() != '/') {
+      return write(json_response(400, {{"success", false}, {"error", "the request target must be a path"}}, version, false));
+    }
+    std::string_view path = target.substr(0, target.find('?'));
+    std::string_view query = path.size() < target.size() ? target.substr(path.size() + 1) : std::string_view();
+    std::string query_token = query_value(query, "token");
+    std::string_view host(req[http::field::host].data(), req[http::field::host].size());
+    Access access = check_access(server_->policy,
+                                 RequestCredentials{.host = host,
+                                                    .authorization = std::string_view(req[http::field::authorization].data(),
+                                                                                      req[http::field::authorization].size()),
+                                                    .cookie = std::string_view(req[http::field::cookie].data(),
+                                                                               req[http::field::cookie].size()),
+                                                    .query_token = query_token});
+    if (access != Access::kAllowed) {
+      return write(json_response(access_status(access), {{"success", false}, {"error", access_error(access)}}, version, false));
+    }
+    if (req.method() != http::verb::get && req.method() != http::verb::head) {
+      auto res = json_response(405,
+                               {{"success", false},
+                                {"error", "method " + std::string(req.method_string()) + " not allowed: GET or HEAD"}},
+                               version, keep_alive);
+      res.set(http::field::allow, "GET, HEAD");
+      return write(std::move(res));
+    }
+    if (path == "/ws") {
+      if (!websocket::is_upgrade(req)) {
+        return write(json_response(400, {{"success", false}, {"error", "/ws is a WebSocket endpoint: open it with an upgrade"}},
+                                   version, keep_alive));
+      }
+      std::string_view origin(req[http::field::origin].data(), req[http::field::origin].size());
+      if (!origin_allowed(origin, host)) {
+        return write(json_response(403, {{"success", false}, {"error", "WebSocket from another origin refused"}}, version,
+                                   false));
+      }
+      stream_.expires_never();
+      auto ws = std::make_shared<WsSession>(stream_.release_socket(), server_);
+      handed_over_ = true;
+      ws->start(std::move(req));
+      return;
+    }
+    if (!query_token.empty() && !server_->policy.token.empty() && path == "/") {
+      // Opened with ?token=: keep it in a cookie and take it out of the address bar.
+      http::response<http::string_body> res{http::status::see_other, version};
+      decorate(res, version, keep_alive);
+      res.set(http::field::location, "/");
+      res.set(http::field::set_cookie, std::string(kTokenCookie) + "=" + query_token +
+                                           "; Path=/; HttpOnly; SameSite=Strict");
+      res.prepare_payload();
+      return write(std::move(res));
+    }
+    if (path.starts_with("/api/")) {
+      ApiReply reply = server_->home->get(path);
+      auto res = json_response(reply.status, reply.body, version, keep_alive);
+      if (req.method() == http::verb::head) res.body().clear();
+      return write(std::move(res));
+    }
+    const WebAsset* asset = find_web_asset(path);
+    if (asset == nullptr) {
+      return write(json_response(404, {{"success", false}, {"error", "nothing at " + std::string(path)}}, version,
+                                 keep_alive));
+    }
+    http::response<http::string_body> res{http::status::ok, version};
+    decorate(res, version, keep_alive);
+    res.set(http::field::content_type, std::string(asset->content_type));
+    res.set("Content-Security-Policy", std::string(kPagePolicy));
+    if (req.method() != http::verb::head) res.body() = std::string(asset->body);
+    res.content_length(asset->body.size());
+    write(std::move(res));
+  }
+
+  void write(http::response<http::string_body> res) {
+    response_ = std::make_shared<http::response<http::string_body>>(std::move(res));
+    const bool close_after = !response_->keep_alive();
+    http::async_write(stream_, *response_, [self = shared_from_this(), close_after](beast::error_code ec, size_t) {
+      if (ec || close_after) return self->close();
+      self->read();
+    });
+  }
+
+  void close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.close();
+  }
+
+ public:
+  ~HttpSession() {
+    if (!handed_over_) --server_->connections;
+  }
+
+ private:
+  beast::tcp_stream stream_;
+  WebServer::Impl* server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::shared_ptr<http::response<http::string_body>> response_;
+  bool handed_over_ = false;
+};
+
+}  // namespace
+
+void WebServer::Impl::accept() {
+  acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
+    if (!ec) {
+      if (connections >= options.max_connections) {
+        spdlog::warn("serve: {} connections open; refused one more", connections);
+        beast::error_code ignored;
+        socket.close(ignored);
+      } else {
+        ++connections;
+        std::make_shared<HttpSession>(std::move(socket), this)->start();
+      }
+    }
+    if (acceptor.is_open()) accept();
+  });
+}
+
+void WebServer::Impl::broadcast(const LiveMessage& message) {
+  auto text = std::make_shared<const std::string>(dump(message.message));
+  // Copied: a send may drop a client from the set.
+  auto clients = sockets;
+  for (const auto& client : clients) {
+    if (message.watchers_of.empty() || client->watches(message.watchers_of)) client->send(text);
+  }
+}
+
+void WebServer::Impl::tick() {
+  if (stop && stop()) {
+    beast::error_code ec;
+    acceptor.close(ec);
+    for (const auto& client : std::set(sockets)) client->close();
+    io.stop();
+    return;
+  }
+  std::vector<LiveMessage> messages;
+  try {
+    Status polled = home->poll(&messages);
+    if (!polled.ok()) spdlog::warn("serve: reading the log: {} (trying again)", polled.message());
+    for (const auto& m : messages) broadcast(m);
+  } catch (const std::exception& e) {
+    spdlog::error("serve: following the log failed: {}", e.what());
+  }
+  timer.expires_after(std::chrono::milliseconds(options.poll_interval_ms));
+  timer.async_wait([this](beast::error_code ec) {
+    if (!ec) tick();
+  });
+}
+
+WebServer::~WebServer() = default;
+
+Status WebServer::start(const ServerOptions& options, HomeView* home, std::unique_ptr<WebServer>* out) {
+  std::unique_ptr<WebServer> server(new WebServer());
+  server->impl_ = std::make_unique<Impl>();
+  Impl& impl = *server->impl_;
+  impl.options = options;
+  impl.home = home;
+  impl.policy.token = options.token;
+  if (!is_loopback(options.bind) && options.token.empty()) {
+    return Status::invalid_argument("bound to " + options.bind + ", which is not loopback, the server needs a token");
+  }
+  beast::error_code ec;
+  std::string bind = options.bind == "localhost" ? "127.0.0.1" : options.bind;
+  if (bind.size() > 2 && bind.front() == '[' && bind.back() == ']') bind = bind.substr(1, bind.size() - 2);
+  auto address = asio::ip::make_address(bind, ec);
+  if (ec) return Status::invalid_argument("--bind " + options.bind + " is not an IP address: " + ec.message());
+  tcp::endpoint endpoint(address, options.port);
+  impl.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl.acceptor.bind(endpoint, ec);
+  if (!ec) impl.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status::io_error("cannot listen on " + options.bind + ":" + std::to_string(options.port) + ": " +
+                            ec.message());
+  }
+  impl.policy.port = impl.acceptor.local_endpoint().port();
+  *out = std::move(server);
+  return Status();
+}
+
+uint16_t WebServer::port() const { return impl_->policy.port; }
+
+void WebServer::run(const std::function<bool()>& stop) {
+  impl_->stop = stop;
+  impl_->accept();
+  impl_->tick();
+  impl_->io.run();
+}
+
+}  // namespace carapace::web
