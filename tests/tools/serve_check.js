@@ -86,6 +86,11 @@ async function startServer(port) {
       if (expectSocketDown && /WebSocket connection to .* failed/.test(m.text())) return;  // the server stopped on purpose
       errors.push("console: " + m.text());
     });
+    tab.on("response", (r) => {
+      if (r.status() < 400) return;
+      if (expect404 && r.status() === 404 && r.url().includes("/api/sessions/no-such-session")) return;
+      errors.push("HTTP " + r.status() + " for " + r.url());
+    });
     const sent = [], received = [];
     debug.sent = sent;
     tab.on("websocket", (ws) => {
