@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <ctime>
 #include <mutex>
 #include <thread>
 
@@ -30,9 +31,16 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   if (lower.rfind("retry-after:", 0) == 0) {
     std::string v = line.substr(12);
     v.erase(0, v.find_first_not_of(" \t"));
+    v.erase(v.find_last_not_of(" \t\r\n") + 1);
     size_t digits = 0;
     while (digits < v.size() && digits < 6 && std::isdigit(static_cast<unsigned char>(v[digits]))) ++digits;
-    if (digits > 0) static_cast<Headers*>(user)->retry_after_s = std::stol(v.substr(0, digits));
+    if (digits > 0 && digits == v.size()) {
+      static_cast<Headers*>(user)->retry_after_s = std::stol(v);
+    } else if (time_t when = curl_getdate(v.c_str(), nullptr); when != -1) {
+      // An HTTP date: the wait until then.
+      time_t now = std::time(nullptr);
+      static_cast<Headers*>(user)->retry_after_s = when > now ? static_cast<long>(when - now) : 0;
+    }
   }
   return n;
 }

@@ -26,9 +26,11 @@
 #include <thread>
 
 #include "tests/support/temp_dir.h"
+#include "tests/support/ws_client.h"
 #include "tools/serve/web_access.h"
 
 using namespace carapace;
+using carapace::testing::WsClient;
 using nlohmann::json;
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -61,88 +63,6 @@ struct Reply {
   json j;
   std::string header(const std::string& name) const { return headers.count(name) ? headers.at(name) : ""; }
   std::map<std::string, std::string> headers;
-};
-
-// A WebSocket client whose messages are collected by a thread of its own.
-class WsClient {
- public:
-  explicit WsClient(uint16_t port, const std::string& origin = "") {
-    tcp::resolver resolver(io_);
-    asio::connect(ws_.next_layer(), resolver.resolve("127.0.0.1", std::to_string(port)));
-    if (!origin.empty()) {
-      ws_.set_option(websocket::stream_base::decorator(
-          [origin](websocket::request_type& req) { req.set(http::field::origin, origin); }));
-    }
-    ws_.handshake("127.0.0.1:" + std::to_string(port), "/ws");
-    read();
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  ~WsClient() {
-    asio::post(io_, [this] {
-      beast::error_code ec;
-      ws_.next_layer().close(ec);
-    });
-    thread_.join();
-  }
-
-  void send(std::string text, bool binary = false) {
-    asio::post(io_, [this, text = std::make_shared<std::string>(std::move(text)), binary] {
-      ws_.binary(binary);
-      ws_.async_write(asio::buffer(*text), [text](beast::error_code, size_t) {});
-    });
-  }
-
-  // The first message (at or after `from`) that `match` accepts.
-  bool wait(const std::function<bool(const json&)>& match, json* out = nullptr, size_t from = 0, int seconds = 30) {
-    return wait_for(
-        [&] {
-          std::lock_guard lock(mutex_);
-          for (size_t i = from; i < messages_.size(); ++i) {
-            if (match(messages_[i])) {
-              if (out) *out = messages_[i];
-              return true;
-            }
-          }
-          return false;
-        },
-        seconds);
-  }
-  size_t count() {
-    std::lock_guard lock(mutex_);
-    return messages_.size();
-  }
-  bool closed() {
-    std::lock_guard lock(mutex_);
-    return closed_;
-  }
-  unsigned close_code() {
-    std::lock_guard lock(mutex_);
-    return close_code_;
-  }
-
- private:
-  void read() {
-    ws_.async_read(buffer_, [this](beast::error_code ec, size_t) {
-      std::lock_guard lock(mutex_);
-      if (ec) {
-        closed_ = true;
-        close_code_ = ws_.reason().code;
-        return;
-      }
-      messages_.push_back(json::parse(beast::buffers_to_string(buffer_.data()), nullptr, false));
-      buffer_.consume(buffer_.size());
-      read();
-    });
-  }
-
-  asio::io_context io_;
-  websocket::stream<tcp::socket> ws_{io_};
-  beast::flat_buffer buffer_;
-  std::thread thread_;
-  std::mutex mutex_;
-  std::vector<json> messages_;
-  bool closed_ = false;
-  unsigned close_code_ = 0;
 };
 
 struct Fixture {

@@ -233,6 +233,23 @@ BOOST_AUTO_TEST_CASE(endpoint_retries_a_503_then_lands) {
     BOOST_TEST(q.header("Content-Type") == "application/json");
     BOOST_TEST(contains(q.head, "POST /v1/traces HTTP/1.1"));
   }
+  // Retry-After as an HTTP date: the wait until then.
+  {
+    char date[64];
+    time_t when = std::time(nullptr) + 3;
+    std::tm tm{};
+    gmtime_r(&when, &tm);
+    std::strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    receiver.push({.status = 503, .headers = {std::string("Retry-After: ") + date}, .body = "busy"});
+    receiver.push({.status = 200, .headers = {"Content-Type: application/json"}, .body = "{}"});
+    Result dated = run("trace export q --format otlp --endpoint " + receiver.url());
+    BOOST_TEST(dated.code == 0, dated.err);
+    size_t at = dated.err.find("attempt 2 in ");
+    BOOST_REQUIRE_MESSAGE(at != std::string::npos, dated.err);
+    long ms = std::stol(dated.err.substr(at + 13));
+    BOOST_TEST(ms >= 1000);  // whole seconds until the date, one of them possibly gone by now
+    BOOST_TEST(ms <= 3000);
+  }
   json sent = json::parse(requests[1].body);
   BOOST_TEST(sent["resourceSpans"][0]["scopeSpans"][0]["spans"].size() == 11u);
   BOOST_TEST(requests[1].body == run("trace export q --format otlp").out);
