@@ -4,6 +4,10 @@
 // --with-content) its message content and verbatim bodies (docs/trace.md,
 // "Export").
 //
+// The tree, timeline and details are the trace view shared with the page of
+// `carapace serve` (actors/collector/html/trace_view.{js,css}, embedded by
+// cmake/embed_assets.cmake: html_assets.h), inlined here.
+//
 // Nothing is fetched: the CSS and the script are inline, and a
 // Content-Security-Policy forbids every other source. The data is one JSON
 // document in a <script type="application/json"> element with '<', '>' and

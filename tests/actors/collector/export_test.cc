@@ -330,6 +330,13 @@ BOOST_AUTO_TEST_CASE(html_is_self_contained_and_shows_hostile_names_as_text) {
   BOOST_TEST(html.find("default-src 'none'") != std::string::npos);
   BOOST_TEST(html.find("textContent") != std::string::npos);
   BOOST_TEST(html.find("innerHTML") == std::string::npos);
+  // The shared trace view (actors/collector/html/) is inlined whole: its CSS, its script, and
+  // nothing in it closes the script element early.
+  BOOST_TEST(html.find(".row.selected") != std::string::npos);
+  BOOST_TEST(html.find("var CarapaceTrace") != std::string::npos);
+  size_t closes = 0;
+  for (size_t at = html.find("</script>"); at != std::string::npos; at = html.find("</script>", at + 1)) ++closes;
+  BOOST_TEST(closes == 2u);
   // Bodies only with content.
   BOOST_TEST(parsed["bodies"].empty());
   in.with_content = true;
