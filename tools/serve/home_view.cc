@@ -205,10 +205,11 @@ ApiReply HomeView::get(std::string_view path) {
   }
   std::string session;
   if (!percent_decode(parts[3], &session)) {
-    return api_error(400, "a bad %-escape in the session id of " + std::string(path));
+    return api_error(400, "a bad %-escape in the session id of " + std::string(path),
+                     "escape a character as % and two hex digits");
   }
   if (Status valid = keys::validate_session_id(session); !valid.ok()) {
-    return api_error(400, "bad session id: " + valid.message());
+    return api_error(400, "bad session id: " + valid.message(), "the session list gives every session's id");
   }
   if (parts.size() == 4) return get_session(session);
   if (parts.size() == 6 && parts[4] == "spans") {

@@ -306,8 +306,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     const WebAsset* asset = find_web_asset(path);
     if (asset == nullptr) {
-      return write(json_response(404, {{"success", false}, {"error", "nothing at " + std::string(path)}}, version,
-                                 keep_alive));
+      return write(json_response(
+          404,
+          {{"success", false}, {"error", "nothing at " + std::string(path)}, {"hint", "the page is at /, the API under /api/sessions"}},
+          version, keep_alive));
     }
     http::response<http::string_body> res{http::status::ok, version};
     decorate(res, version, keep_alive);
