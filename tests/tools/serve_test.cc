@@ -300,6 +300,7 @@ BOOST_AUTO_TEST_CASE(a_session_started_while_a_client_is_connected_appears_live_
   BOOST_TEST(contains(status["message"].get<std::string>(), "retrying in 1.5 s"), status.dump());
   BOOST_TEST(contains(status["message"].get<std::string>(), "HTTP 429 rate limited, slow down"));
   BOOST_TEST(status["retry_at_us"].get<int64_t>() > 0);
+  BOOST_TEST(status["reason"] == "attempt 1 failed: HTTP 429 rate limited, slow down");
   json retrying_row;
   BOOST_TEST(client.wait(
       [](const json& m) { return m["type"] == "session" && m["session"]["id"] == "live" && m["session"]["live"].is_object() &&

@@ -66,7 +66,7 @@ std::string seconds(uint64_t ms) {
 
 json status_message(const std::string& session, const json& live) {
   return {{"type", "status"}, {"session", session}, {"message", live["message"]},
-          {"retry_at_us", live.value("retry_at_us", int64_t{0})}};
+          {"reason", live.value("reason", std::string())}, {"retry_at_us", live.value("retry_at_us", int64_t{0})}};
 }
 
 json error_message(const std::string& session, const std::string& message) {
@@ -323,8 +323,9 @@ void HomeView::note_events(Row& row, const std::vector<Event>& events, uint64_t 
       std::string what = failed->http_status ? "HTTP " + std::to_string(failed->http_status) + " " : "";
       what += failed->error;
       if (failed->will_retry) {
-        row.live = {{"message", "retrying in " + seconds(failed->retry_delay_ms) + " (attempt " +
-                                    std::to_string(failed->attempt) + " failed: " + what + ")"},
+        std::string reason = "attempt " + std::to_string(failed->attempt) + " failed: " + what;
+        row.live = {{"message", "retrying in " + seconds(failed->retry_delay_ms) + " (" + reason + ")"},
+                    {"reason", reason},
                     {"retry_at_us", e.ts_us + static_cast<int64_t>(failed->retry_delay_ms) * 1000}};
         out->push_back({redacted(status_message(id, row.live)), ""});
       } else {

@@ -37,6 +37,10 @@
     a.href = href;
     return a;
   }
+  // Beside a countdown, why it waits (the countdown already says how long).
+  function liveText(live) {
+    return live.retry_at_us && live.reason ? live.reason : String(live.message || "");
+  }
   function countdownText(retryAtUs) {
     const ms = retryAtUs / 1000 - Date.now();
     return ms > 0 ? "retrying in " + Math.ceil(ms / 1000) + " s…" : "retrying now…";
@@ -113,7 +117,7 @@
     const live = el("td", "live");
     if (row.live && (row.live.message || row.live.retry_at_us)) {
       if (row.live.retry_at_us) live.appendChild(countdown(row.live.retry_at_us));
-      live.appendChild(el("span", "live-message", row.live.message || ""));
+      live.appendChild(el("span", "live-message", liveText(row.live)));
     } else if (row.last_error) {
       live.appendChild(el("span", "last-error", row.last_error));
     }
@@ -206,7 +210,7 @@
         head.appendChild(fork);
       }
       if (row.live && row.live.retry_at_us) head.appendChild(countdown(row.live.retry_at_us));
-      if (row.live && row.live.message) head.appendChild(el("span", "live-message", row.live.message));
+      if (row.live && row.live.message) head.appendChild(el("span", "live-message", liveText(row.live)));
     }
   }
 
@@ -392,7 +396,7 @@
       if (state.feed.length > FEED_MAX) state.feed.length = FEED_MAX;
       const row = m.session && state.sessions.get(m.session);
       if (row && m.type === "status") {
-        row.live = { message: String(m.message || ""), retry_at_us: m.retry_at_us || 0 };
+        row.live = { message: String(m.message || ""), reason: String(m.reason || ""), retry_at_us: m.retry_at_us || 0 };
         renderRows();
         if (view.kind === "session" && view.id === m.session) renderTraceHead(view);
       }
