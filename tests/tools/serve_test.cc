@@ -443,4 +443,67 @@ BOOST_AUTO_TEST_CASE(with_a_token_every_request_needs_it) {
   BOOST_TEST(run("serve --port 0", &out, "CARAPACE_SERVE_TOKEN=short") != 0);
 }
 
+// A text frame from a client (masked, as RFC 6455 requires).
+std::string client_frame(const std::string& payload) {
+  std::string f(1, '\x81');
+  if (payload.size() < 126) {
+    f += static_cast<char>(0x80 | payload.size());
+  } else {
+    f += static_cast<char>(0x80 | 126);
+    f += static_cast<char>((payload.size() >> 8) & 0xff);
+    f += static_cast<char>(payload.size() & 0xff);
+  }
+  const char mask[4] = {0x12, 0x34, 0x56, 0x78};
+  f.append(mask, 4);
+  for (size_t i = 0; i < payload.size(); ++i) f += static_cast<char>(payload[i] ^ mask[i % 4]);
+  return f;
+}
+
+BOOST_AUTO_TEST_CASE(a_client_that_never_reads_is_dropped_and_idle_or_surplus_connections_are_closed) {
+  BOOST_REQUIRE(run("log synth --session big --turns 1000") == 0);
+  start_server();
+  asio::io_context io;
+  // A WebSocket client that asks for a 1,000-turn trace 200 times and reads nothing.
+  tcp::socket greedy(io);
+  greedy.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  asio::write(greedy, asio::buffer("GET /ws HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                                   "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                                   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"));
+  std::string watches;
+  for (int i = 0; i < 200; ++i) watches += client_frame(R"({"type":"watch","session":"big"})");
+  asio::write(greedy, asio::buffer(watches));
+  // Meanwhile the others are served.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  {
+    WsClient other(port);
+    BOOST_TEST(other.wait([](const json& m) { return m["type"] == "hello"; }));
+  }
+  BOOST_TEST(get("/api/sessions").status == 200);
+  // Dropped once 16 MiB were queued for it: what it can still read is far
+  // less than the 200 traces it asked for.
+  size_t trace_bytes = get("/api/sessions/big").body.size();
+  BOOST_REQUIRE(trace_bytes > 1'000'000);
+  beast::error_code ec;
+  size_t got = 0;
+  std::vector<char> scratch(1 << 16);
+  while (!ec) got += greedy.read_some(asio::buffer(scratch), ec);
+  BOOST_TEST(got < 40u * 1024 * 1024, got << " bytes before the end, of " << 200 * trace_bytes << " asked for");
+
+  // 64 connections at most: one more is closed at once.
+  std::vector<std::unique_ptr<tcp::socket>> idle;
+  for (int i = 0; i < 64; ++i) {
+    idle.push_back(std::make_unique<tcp::socket>(io));
+    idle.back()->connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Reply refused = get("/api/sessions");
+  BOOST_TEST(refused.status == 0);  // closed without an answer
+  // Idle ones are closed after 30 s; then the server answers again.
+  std::this_thread::sleep_for(std::chrono::seconds(31));
+  char byte;
+  idle[0]->read_some(asio::buffer(&byte, 1), ec);
+  BOOST_TEST(ec == asio::error::eof);
+  BOOST_TEST(get("/api/sessions").status == 200);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
