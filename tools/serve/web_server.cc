@@ -98,10 +98,10 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     if (closing_) return;
     backlog_ += text->size();
     if (backlog_ > kBacklogLimit) {
-      // Too far behind: drop it rather than hold the server's memory.
-      closing_ = true;
-      queue_.clear();
-      beast::get_lowest_layer(ws_).cancel();
+      // Too far behind: drop it rather than hold the server's memory. (The
+      // queue stays until its write ends: that write still reads from it.)
+      spdlog::warn("serve: a WebSocket client fell {} bytes behind; dropped it", backlog_);
+      close();
       return;
     }
     queue_.push_back(std::move(text));
