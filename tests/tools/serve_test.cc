@@ -194,6 +194,14 @@ BOOST_AUTO_TEST_CASE(loopback_host_or_token) {
   BOOST_TEST(web::origin_allowed("", "127.0.0.1:80"));
   BOOST_TEST(web::origin_allowed("http://127.0.0.1:80", "127.0.0.1:80"));
   BOOST_TEST(!web::origin_allowed("http://attacker.example", "127.0.0.1:80"));
+  std::string d;
+  BOOST_TEST((web::percent_decode("%41b%2F", &d) && d == "Ab/"));
+  BOOST_TEST(!web::percent_decode("a%4", &d));
+  BOOST_TEST(!web::percent_decode("a%zz", &d));
+  BOOST_TEST((web::percent_decode("a+b", &d, true) && d == "a b"));
+  BOOST_TEST((web::percent_decode("a+b", &d) && d == "a+b"));
+  BOOST_TEST(web::query_value("x=1&token=a%2Bb", "token") == "a+b");
+  BOOST_TEST(web::cookie_value("a=1; carapace_token=xyz", "carapace_token") == "xyz");
   std::string t = web::random_token();
   BOOST_TEST(t.size() == 43u);
   BOOST_TEST(t != web::random_token());

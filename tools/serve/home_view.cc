@@ -10,35 +10,13 @@
 #include "events/session_state.h"
 #include "storage/body_store.h"
 #include "storage/keys.h"
+#include "tools/serve/web_access.h"
 #include "tools/trace_load.h"
 
 namespace carapace::web {
 namespace {
 
 using nlohmann::json;
-
-// `text` with %XX escapes decoded; false on a bad escape.
-bool percent_decode(std::string_view text, std::string* out) {
-  out->clear();
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out->push_back(text[i]);
-      continue;
-    }
-    auto hex = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-      return -1;
-    };
-    if (i + 2 >= text.size()) return false;
-    int hi = hex(text[i + 1]), lo = hex(text[i + 2]);
-    if (hi < 0 || lo < 0) return false;
-    out->push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return true;
-}
 
 bool is_span_id(std::string_view id) {
   return id.size() == 16 && std::all_of(id.begin(), id.end(), [](char c) {
@@ -224,14 +202,20 @@ ApiReply HomeView::get(std::string_view path) {
                    "the API has /api/sessions, /api/sessions/ID and /api/sessions/ID/spans/SPAN_ID");
 }
 
+bool HomeView::load_spans(const std::string& session, std::vector<Span>* spans, int64_t* last_us, ApiReply* failed) {
+  Status s = spans_of(session, spans, last_us);
+  if (s.is_not_found()) {
+    *failed = api_error(404, "no session '" + session + "' in " + ctx_.home(), "the session list shows what there is");
+  } else if (!s.ok()) {
+    *failed = api_error(500, "cannot read session '" + session + "': " + s.message());
+  }
+  return s.ok();
+}
+
 ApiReply HomeView::get_session(const std::string& session) {
   std::vector<Span> spans;
   int64_t last_us = 0;
-  Status s = spans_of(session, &spans, &last_us);
-  if (s.is_not_found()) {
-    return api_error(404, "no session '" + session + "' in " + ctx_.home(), "the session list shows what there is");
-  }
-  if (!s.ok()) return api_error(500, "cannot read session '" + session + "': " + s.message());
+  if (ApiReply failed; !load_spans(session, &spans, &last_us, &failed)) return failed;
   json span_list = json::array();
   for (const auto& sp : spans) span_list.push_back(span_to_json(sp));
   json data = {{"spans", std::move(span_list)}, {"last_us", last_us}};
@@ -245,11 +229,7 @@ ApiReply HomeView::get_session(const std::string& session) {
 ApiReply HomeView::get_span(const std::string& session, const std::string& span_id) {
   std::vector<Span> spans;
   int64_t last_us = 0;
-  Status s = spans_of(session, &spans, &last_us);
-  if (s.is_not_found()) {
-    return api_error(404, "no session '" + session + "' in " + ctx_.home(), "the session list shows what there is");
-  }
-  if (!s.ok()) return api_error(500, "cannot read session '" + session + "': " + s.message());
+  if (ApiReply failed; !load_spans(session, &spans, &last_us, &failed)) return failed;
   auto it = std::find_if(spans.begin(), spans.end(), [&](const Span& sp) { return sp.span_id == span_id; });
   if (it == spans.end()) {
     return api_error(404, "no span " + span_id + " in session " + session,

@@ -80,6 +80,8 @@ class HomeView {
   nlohmann::json row_json(const Row& row) const;
   // The session's spans and the time of its last event.
   Status spans_of(const std::string& session, std::vector<Span>* spans, int64_t* last_us);
+  // spans_of, or false and the error to answer.
+  bool load_spans(const std::string& session, std::vector<Span>* spans, int64_t* last_us, ApiReply* failed);
   ApiReply get_session(const std::string& session);
   ApiReply get_span(const std::string& session, const std::string& span_id);
   // What the new events of a session say it is doing; status and error messages.

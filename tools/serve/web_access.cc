@@ -90,6 +90,23 @@ bool origin_allowed(std::string_view origin, std::string_view host) {
          iequal(origin, std::string("https://") + std::string(host));
 }
 
+bool percent_decode(std::string_view text, std::string* out, bool plus_is_space) {
+  auto hex = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  };
+  out->clear();
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%') {
+      if (i + 2 >= text.size() || hex(text[i + 1]) < 0 || hex(text[i + 2]) < 0) return false;
+      out->push_back(static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2])));
+      i += 2;
+    } else {
+      out->push_back(plus_is_space && text[i] == '+' ? ' ' : text[i]);
+    }
+  }
+  return true;
+}
+
 std::string query_value(std::string_view query, std::string_view name) {
   while (!query.empty()) {
     size_t amp = query.find('&');
@@ -98,22 +115,7 @@ std::string query_value(std::string_view query, std::string_view name) {
     size_t eq = pair.find('=');
     if (pair.substr(0, eq) != name || eq == std::string_view::npos) continue;
     std::string out;
-    std::string_view v = pair.substr(eq + 1);
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (v[i] == '%' && i + 2 < v.size()) {
-        auto hex = [](char c) {
-          return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        };
-        int hi = hex(v[i + 1]), lo = hex(v[i + 2]);
-        if (hi >= 0 && lo >= 0) {
-          out.push_back(static_cast<char>(hi * 16 + lo));
-          i += 2;
-          continue;
-        }
-      }
-      out.push_back(v[i] == '+' ? ' ' : v[i]);
-    }
-    return out;
+    return percent_decode(pair.substr(eq + 1), &out, true) ? out : "";
   }
   return "";
 }

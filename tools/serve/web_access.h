@@ -47,6 +47,9 @@ bool origin_allowed(std::string_view origin, std::string_view host);
 // Whether `address` (as --bind takes it) is a loopback address: 127.0.0.0/8, ::1, localhost.
 bool is_loopback(std::string_view address);
 
+// `text` with its %XX escapes decoded (and '+' as a space when `plus_is_space`); false on a bad escape.
+bool percent_decode(std::string_view text, std::string* out, bool plus_is_space = false);
+
 // The value of `name` in a query string ("a=1&token=x"), %-decoded; "" if absent.
 std::string query_value(std::string_view query, std::string_view name);
 
