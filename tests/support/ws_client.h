@@ -100,7 +100,7 @@ class WsClient {
       if (done()) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    return false;
+    return done();  // once more (the only look with 0 s)
   }
 
   void read() {

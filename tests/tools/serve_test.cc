@@ -367,6 +367,33 @@ BOOST_AUTO_TEST_CASE(a_session_started_while_a_client_is_connected_appears_live_
   BOOST_TEST(found, late_hello.dump());
 }
 
+BOOST_AUTO_TEST_CASE(a_session_running_when_the_server_starts_is_not_called_crashed) {
+  std::string slow = file("slow.json", R"({"replies": [
+    {"text": "Waiting.", "tool_calls": [{"name": "shell", "args": {"command": "sleep 60"}}]},
+    {"text": "Done."}
+  ]})");
+  pid_t writer = spawn("run go --scenario " + slow + " --workspace " + ws + " --session busy", dir.sub("busy.out"));
+  BOOST_REQUIRE(wait_for([&] {
+    std::string out;
+    run("log show busy", &out);
+    return contains(out, "tool.requested");
+  }));
+  start_server();
+  WsClient client(port);
+  json hello;
+  BOOST_REQUIRE(client.wait([](const json& m) { return m["type"] == "hello"; }, &hello));
+  BOOST_REQUIRE(hello["sessions"].size() == 1u);
+  BOOST_TEST(hello["sessions"][0]["status"] == "running");
+  // Polls go by (every 50 ms): still running, no crash reported.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  BOOST_TEST(!client.wait([](const json& m) { return m["type"] == "error"; }, nullptr, 0, 0));
+  // Its writer killed: now it is.
+  ::kill(writer, SIGKILL);
+  json crashed;
+  BOOST_REQUIRE(client.wait([](const json& m) { return m["type"] == "error" && m["session"] == "busy"; }, &crashed));
+  BOOST_TEST(contains(crashed.value("message", ""), "crashed after seq"));
+}
+
 BOOST_AUTO_TEST_CASE(bad_websocket_messages_get_errors_and_never_take_the_server_down) {
   BOOST_REQUIRE(run("log synth --session warm --turns 1") == 0);
   start_server();
