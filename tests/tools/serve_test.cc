@@ -394,6 +394,31 @@ BOOST_AUTO_TEST_CASE(a_session_running_when_the_server_starts_is_not_called_cras
   BOOST_TEST(contains(crashed.value("message", ""), "crashed after seq"));
 }
 
+BOOST_AUTO_TEST_CASE(what_a_tool_printed_reaches_the_page_redacted) {
+  // A key-shaped canary the redactor knows, printed by a tool the model calls.
+  const std::string canary = "sk-proj-" + std::string("Zq7Yt2Lm9Xc4Vb8Nn1Kd6Hs3Jf5Gp0Ra") + "T8wE";
+  std::string leaky = file("leak.json", json({{"replies", json::array({
+      {{"text", "Printing."}, {"tool_calls", json::array({{{"name", "shell"}, {"args", {{"command", "echo " + canary}}}}})}},
+      {{"text", "The key is " + canary}}})}}).dump());
+  BOOST_REQUIRE(run("run go --scenario " + leaky + " --workspace " + ws + " --session leak") == 0);
+  start_server();
+  Reply session = get("/api/sessions/leak");
+  BOOST_REQUIRE(session.status == 200);
+  const json* tool = span_named(session.j["data"]["spans"], "tool shell");
+  BOOST_REQUIRE(tool != nullptr);
+  Reply span = get("/api/sessions/leak/spans/" + (*tool)["span_id"].get<std::string>());
+  BOOST_REQUIRE(span.status == 200);
+  BOOST_TEST(contains(span.j["data"]["content"].dump(), "redacted"), span.body);
+  WsClient client(port);
+  client.send(R"({"type":"watch","session":"leak"})");
+  json reset;
+  BOOST_REQUIRE(client.wait([](const json& m) { return m["type"] == "spans"; }, &reset));
+  for (const std::string& text : {session.body, span.body, reset.dump()}) {
+    BOOST_TEST(!contains(text, canary));
+    BOOST_TEST(!contains(text, canary.substr(8, 20)));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(bad_websocket_messages_get_errors_and_never_take_the_server_down) {
   BOOST_REQUIRE(run("log synth --session warm --turns 1") == 0);
   start_server();
