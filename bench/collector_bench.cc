@@ -40,20 +40,12 @@ namespace {
 
 // Records a session of `turns` turns; its id.
 std::string record(const fs::path& dir, uint64_t turns, bool collect, double* seconds, double* flush_seconds) {
-  fs::create_directories(dir / "ws");
-  Scenario scenario = echo_scenario(turns);
   fs::create_directories(dir / "home");
   std::shared_ptr<Collector> collector;
-  Runtime::Options options{.home = (dir / "home").string(),
-                           .config = echo_config(dir, turns),
-                           .provider = std::make_shared<ScriptedProvider>(std::move(scenario))};
-  if (collect) {
-    check(Collector::start(CollectorOptions{.home = (dir / "home").string()}, &collector), "collector");
-    options.observe = collector->observer();
-  }
-  std::unique_ptr<Runtime> rt;
-  check(Runtime::open(std::move(options), &rt), "runtime");
-  check(rt->register_tool(echo_tool()), "tool");
+  if (collect) check(Collector::start(CollectorOptions{.home = (dir / "home").string()}, &collector), "collector");
+  std::unique_ptr<Runtime> rt = echo_runtime(dir, turns, echo_scenario(turns), [&](Runtime::Options& options) {
+    if (collector) options.observe = collector->observer();
+  });
   auto start = Clock::now();
   std::string id;
   check(rt->start_session(SessionOptions{.id = "long", .task = "go"}, &id), "start");

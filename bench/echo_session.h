@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +19,7 @@
 #include "actors/provider/scripted_provider.h"
 #include "actors/tool/tool.h"
 #include "runtime/config.h"
+#include "runtime/runtime.h"
 
 namespace carapace::bench {
 
@@ -65,6 +68,21 @@ inline Scenario echo_scenario(uint64_t turns) {
   last.response.finish_reason = "stop";
   scenario.entries.push_back(std::move(last));
   return scenario;
+}
+
+// A runtime on dir/home (workspace dir/ws) that plays `scenario` with the
+// echo tool registered; `adjust` may change its options first.
+inline std::unique_ptr<Runtime> echo_runtime(const std::filesystem::path& dir, uint64_t turns, Scenario scenario,
+                                             const std::function<void(Runtime::Options&)>& adjust = {}) {
+  std::filesystem::create_directories(dir / "ws");
+  Runtime::Options options{.home = (dir / "home").string(),
+                           .config = echo_config(dir, turns),
+                           .provider = std::make_shared<ScriptedProvider>(std::move(scenario))};
+  if (adjust) adjust(options);
+  std::unique_ptr<Runtime> rt;
+  check(Runtime::open(std::move(options), &rt), "runtime");
+  check(rt->register_tool(echo_tool()), "tool");
+  return rt;
 }
 
 template <class F>

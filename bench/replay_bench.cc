@@ -38,15 +38,7 @@ namespace {
 
 // Records a session of `turns` turns; its id.
 std::string record(const fs::path& dir, uint64_t turns, double* seconds) {
-  fs::create_directories(dir / "ws");
-  Scenario scenario = echo_scenario(turns);
-  std::unique_ptr<Runtime> rt;
-  check(Runtime::open(Runtime::Options{.home = (dir / "home").string(),
-                                       .config = echo_config(dir, turns),
-                                       .provider = std::make_shared<ScriptedProvider>(std::move(scenario))},
-                      &rt),
-        "runtime");
-  check(rt->register_tool(echo_tool()), "tool");
+  std::unique_ptr<Runtime> rt = echo_runtime(dir, turns, echo_scenario(turns));
   auto start = Clock::now();
   std::string id;
   check(rt->start_session(SessionOptions{.id = "long", .task = "go"}, &id), "start");

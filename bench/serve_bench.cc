@@ -124,16 +124,9 @@ struct LiveResult {
 };
 
 LiveResult live(const fs::path& dir, uint64_t turns, uint64_t pace_ms, int interval_ms) {
-  fs::create_directories(dir / "ws");
   Scenario scenario = echo_scenario(turns);
   for (auto& entry : scenario.entries) entry.latency_ms = pace_ms;
-  std::unique_ptr<Runtime> rt;
-  check(Runtime::open(Runtime::Options{.home = (dir / "home").string(),
-                                       .config = echo_config(dir, turns),
-                                       .provider = std::make_shared<ScriptedProvider>(std::move(scenario))},
-                      &rt),
-        "runtime");
-  check(rt->register_tool(echo_tool()), "tool");
+  std::unique_ptr<Runtime> rt = echo_runtime(dir, turns, std::move(scenario));
   uint16_t port = 0;
   pid_t server = start_server(dir / "home", interval_ms, dir / "serve.out", &port);
   std::vector<std::pair<int64_t, uint64_t>> raw_seen;
@@ -211,15 +204,8 @@ struct ApiResult {
 };
 
 ApiResult api(const fs::path& dir, uint64_t turns) {
-  fs::create_directories(dir / "ws");
   {
-    std::unique_ptr<Runtime> rt;
-    check(Runtime::open(Runtime::Options{.home = (dir / "home").string(),
-                                         .config = echo_config(dir, turns),
-                                         .provider = std::make_shared<ScriptedProvider>(echo_scenario(turns))},
-                        &rt),
-          "runtime");
-    check(rt->register_tool(echo_tool()), "tool");
+    std::unique_ptr<Runtime> rt = echo_runtime(dir, turns, echo_scenario(turns));
     std::string id;
     check(rt->start_session(SessionOptions{.id = "long", .task = "go"}, &id), "start");
     SessionOutcome out;

@@ -6,13 +6,7 @@
 # Exit 77 (skipped) when node, chromium or the tests' npm packages are missing.
 set -euo pipefail
 bin=$1 project=$2
-modules=$project/tests/node/node_modules
-chromium=${CHROMIUM:-/usr/bin/chromium}
-if ! command -v node >/dev/null; then echo "SKIP: node is not installed (scripts/bootstrap.sh installs it)"; exit 77; fi
-if [ ! -x "$chromium" ]; then echo "SKIP: no $chromium (scripts/bootstrap.sh installs Debian's chromium)"; exit 77; fi
-if [ ! -f "$modules/playwright-core/package.json" ]; then
-  echo "SKIP: $modules has no playwright-core (scripts/bootstrap.sh runs npm ci)"; exit 77
-fi
+. "$project/tests/tools/browser_prereqs.sh"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 mkdir -p "$dir/ws" "$dir/ws2"

@@ -6,13 +6,12 @@
 #include <span>
 #include <string_view>
 
+#include "actors/collector/html_assets.h"
+
 namespace carapace::web {
 
-struct WebAsset {
-  std::string_view path;          // "/index.html"
-  std::string_view content_type;  // "text/html; charset=utf-8"
-  std::string_view body;
-};
+// A path ("/index.html"), its content type and its bytes: the same shape as the trace view's files.
+using WebAsset = trace_html::HtmlAsset;
 
 // Every embedded file (generated).
 std::span<const WebAsset> web_assets();
