@@ -197,14 +197,19 @@ double raw_read_ms(const std::string& home, bool since_snapshot, uint64_t* recor
 }
 
 void bench_resume(const fs::path& root, bool quick, Results& r) {
-  std::string scenario =
-      write_text((root / "resume-scenario.json").string(),
-                 R"({"replies": [{"text": "resumed", "latency_ms": 60000}, {"text": "resumed", "latency_ms": 60000}]})");
-  // (the model takes its time, so that the session is still running when the
-  // runtime is closed after its first new event: the next round resumes it again)
   nlohmann::json sizes = nlohmann::json::array();
   std::vector<uint64_t> counts = quick ? std::vector<uint64_t>{10, 1000} : std::vector<uint64_t>{10, 1000, 100000};
   for (uint64_t events : counts) {
+    // The scripted provider answers model call N with reply N, and the
+    // interrupted session has made about events/10 calls already: a reply for
+    // each of them and more. Each takes its time, so that the session is still
+    // running when the runtime is closed after its first new event and the
+    // next round resumes it again. (With too few replies the call fails at
+    // once, and on a loaded machine the session ends before it is closed.)
+    nlohmann::json replies = nlohmann::json::array();
+    for (uint64_t i = 0; i < events / 10 + 16; ++i) replies.push_back({{"text", "resumed"}, {"latency_ms", 60000}});
+    std::string scenario = write_text((root / "resume-scenario.json").string(),
+                                      nlohmann::json{{"replies", replies}}.dump());
     fs::path pristine = root / ("crashed-" + std::to_string(events));
     fs::create_directories(pristine / "ws");
     write_interrupted_session((pristine / "home").string(), (pristine / "ws").string(), events);
