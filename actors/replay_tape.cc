@@ -28,7 +28,8 @@ ReplayTape::ReplayTape(std::vector<Event> recorded, std::function<uint64_t()> wr
 }
 
 bool ReplayTape::is_resume_boundary(const Event& e) {
-  return std::holds_alternative<SessionResumed>(e.body) || std::holds_alternative<TurnRolledBack>(e.body);
+  return std::holds_alternative<SessionResumed>(e.body) || std::holds_alternative<TurnRolledBack>(e.body) ||
+         std::holds_alternative<SessionStopped>(e.body);
 }
 
 std::span<const Event> ReplayTape::ahead() const {

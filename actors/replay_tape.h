@@ -61,8 +61,9 @@ class ReplayTape {
   std::optional<HookRecord> hook_record(HookEvent event, const std::string& hook_name,
                                         const std::string& tool_call_id) const;
 
-  // Whether recorded event `e` is where a crashed run was resumed: its
-  // session.resumed, or the roll-back a turn-mode resume writes before it.
+  // Whether recorded event `e` is where a run ended and was resumed: the
+  // session.stopped of a stopped run, a session.resumed, or the roll-back a
+  // turn-mode resume writes before it.
   static bool is_resume_boundary(const Event& e);
 
  private:

@@ -134,6 +134,9 @@ struct Summarizer {
     if (!x.scenario.empty()) what += ", scenario " + std::to_string(x.scenario.size()) + " bytes";
     return what;
   }
+  std::string operator()(const SessionStopped& x) const {
+    return "stopped (" + x.reason + "), pid " + std::to_string(x.pid) + "; resumable";
+  }
   std::string operator()(const UnknownEvent& x) const {
     return "type " + std::to_string(x.type) + " from a newer writer, " + std::to_string(x.payload.size()) +
            " bytes, skipped";

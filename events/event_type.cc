@@ -9,7 +9,8 @@ constexpr std::array<std::string_view, kMaxKnownEventType + 1> kNames = {
     "unknown",           "session.started", "user.message",   "turn.started",     "prompt.assembled",
     "llm.requested",     "llm.failed",      "llm.responded",  "hook.decided",     "tool.requested",
     "tool.completed",    "context.trimmed", "turn.committed", "turn.rolled_back", "session.resumed",
-    "session.completed", "session.failed",  "fault.injected",   "session.configured"};
+    "session.completed", "session.failed",  "fault.injected",   "session.configured",
+    "session.stopped"};
 
 }  // namespace
 

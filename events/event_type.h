@@ -29,11 +29,12 @@ enum class EventType : uint16_t {
   kSessionFailed = 16,
   kFaultInjected = 17,
   kSessionConfigured = 18,
+  kSessionStopped = 19,
 };
 
 // The highest type number this build knows; records above it are preserved
 // and skipped as unknown.
-constexpr uint16_t kMaxKnownEventType = 18;
+constexpr uint16_t kMaxKnownEventType = 19;
 
 // "llm.responded" for kLlmResponded; "unknown" for a number this build does not know.
 std::string_view wire_name(uint16_t type);

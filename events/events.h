@@ -410,6 +410,22 @@ struct SessionConfigured {
   friend bool operator==(const SessionConfigured&, const SessionConfigured&) = default;
 };
 
+// The runtime stopped a running session on purpose: it was closed (an
+// embedding program destroyed it) or the command running it was told to stop
+// (SIGINT, SIGTERM). The last event the stopping process writes for the
+// session; the session stays resumable, as after a crash, but nobody takes it
+// for one. A crash or a power loss leaves no such event.
+struct SessionStopped {
+  static constexpr EventType kType = EventType::kSessionStopped;
+  std::string reason;  // "SIGTERM", "SIGINT", "the runtime was closed", or an embedding program's own
+  int64_t pid = 0;     // the process that stopped it
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "reason", &SessionStopped::reason}, Field{2, "pid", &SessionStopped::pid}};
+  }
+  friend bool operator==(const SessionStopped&, const SessionStopped&) = default;
+};
+
 // A record whose type this build does not know: kept byte for byte so that
 // rewriting or bundling a log loses nothing, skipped by the fold.
 struct UnknownEvent {
@@ -423,7 +439,8 @@ struct UnknownEvent {
 using EventBody = std::variant<SessionStarted, UserMessage, TurnStarted, PromptAssembled, LlmRequested,
                                LlmFailed, LlmResponded, HookDecided, ToolRequested, ToolCompleted,
                                ContextTrimmed, TurnCommitted, TurnRolledBack, SessionResumed,
-                               SessionCompleted, SessionFailed, FaultInjected, SessionConfigured, UnknownEvent>;
+                               SessionCompleted, SessionFailed, FaultInjected, SessionConfigured, SessionStopped,
+                               UnknownEvent>;
 
 // The stored type number of a body (UnknownEvent's own for unknown records).
 uint16_t event_type_number(const EventBody& body);

@@ -243,6 +243,8 @@ struct Applier {
 
   Status operator()(const FaultInjected&) { return Status(); }
   Status operator()(const SessionConfigured&) { return Status(); }
+  // The state is as the stop left it: a resume goes on from there.
+  Status operator()(const SessionStopped&) { return Status(); }
 
   Status operator()(const UnknownEvent&) { return Status(); }
 };

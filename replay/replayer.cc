@@ -298,7 +298,9 @@ class Replay {
         continue;
       }
       if (ReplayTape::is_resume_boundary(*next)) {
-        CARAPACE_RETURN_IF_ERROR(resume());
+        bool go_on = false;
+        CARAPACE_RETURN_IF_ERROR(resume(&go_on));
+        if (!go_on) return Status();
         continue;
       }
       if (std::holds_alternative<SessionConfigured>(next->body) && journal_->last_seq() == written_) {
@@ -312,12 +314,22 @@ class Replay {
     }
   }
 
-  // The recorded run stopped before written_ + 1 and was resumed: end the
-  // halted actor and resume as it was resumed.
-  Status resume() {
+  // The recorded run stopped before written_ + 1 (crashed, or was stopped:
+  // session.stopped) and was resumed: end the halted actor, record the stop as
+  // it was recorded, and resume as it was resumed. `go_on` is false when the
+  // recorded run ends with the stop, or the replay diverged there.
+  Status resume(bool* go_on) {
     caf::anon_send_exit(session_, caf::exit_reason::kill);
     sched_->run();
+    if (const auto* stopped = get_if<SessionStopped>(recorded_[written_])) {
+      halt_->limit(0);
+      CARAPACE_RETURN_IF_ERROR(journal_->append({*stopped}));
+      bool diverged = false;
+      CARAPACE_RETURN_IF_ERROR(compare_new(&diverged));
+      if (diverged || written_ >= recorded_.size()) return Status();
+    }
     log_->forget_writer(id_);
+    *go_on = true;
     ResumeRecord how{.step = true};
     size_t resumed_at = written_;
     while (resumed_at < recorded_.size() && !std::holds_alternative<SessionResumed>(recorded_[resumed_at].body)) {

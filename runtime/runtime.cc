@@ -121,6 +121,10 @@ struct Runtime::Impl {
 
   std::mutex mu;
   std::map<std::string, SessionActor> sessions;
+  // The journal of each session launched here, for its session.stopped when
+  // the runtime closes with it still running (under mu).
+  std::map<std::string, std::shared_ptr<SessionJournal>> journals;
+  std::string stop_reason = "the runtime was closed";  // under mu
   // How the most recent finished sessions ended, for wait() after their
   // actors closed; older ones are read from the log.
   static constexpr size_t kFinishedKept = 1024;
@@ -168,6 +172,7 @@ struct Runtime::Impl {
     auto it = sessions.find(id);
     if (it == sessions.end() || it->second.address() != actor) return;
     sessions.erase(it);
+    journals.erase(id);
     for (auto s = subscriptions.begin(); s != subscriptions.end();) {
       s = s->second.session == id ? subscriptions.erase(s) : std::next(s);
     }
@@ -216,6 +221,23 @@ struct Runtime::Impl {
     return true;
   }
 
+  // Records session.stopped for each session that was still running when
+  // its actor was stopped (its last event, as nothing else writes to it now).
+  void record_stops(const std::map<std::string, std::shared_ptr<SessionJournal>>& running,
+                    const std::string& reason) {
+    for (const auto& [id, journal] : running) {
+      const SessionStatus status = journal->state().status;
+      if (journal->broken() || status == SessionStatus::kCompleted || status == SessionStatus::kFailed) continue;
+      Status s = journal->append({SessionStopped{.reason = reason, .pid = static_cast<int64_t>(::getpid())}});
+      if (s.ok()) {
+        spdlog::info("session {}: stopped ({}); `carapace resume {}` goes on", id, reason, id);
+      } else {
+        spdlog::warn("session {}: session.stopped was not recorded ({}); it will be taken for crashed", id,
+                     s.to_string());
+      }
+    }
+  }
+
   void stop_actors() {
     std::vector<caf::actor> all;
     {
@@ -238,10 +260,22 @@ struct Runtime::Impl {
 
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
+void Runtime::set_stop_reason(std::string reason) {
+  std::lock_guard lock(impl_->mu);
+  impl_->stop_reason = std::move(reason);
+}
+
 Runtime::~Runtime() {
   {
     std::lock_guard lock(impl_->lifetime->mu);  // waits for a recovery in progress
     impl_->lifetime->alive = false;
+  }
+  std::map<std::string, std::shared_ptr<SessionJournal>> running;
+  std::string reason;
+  {
+    std::lock_guard lock(impl_->mu);
+    running = impl_->journals;
+    reason = impl_->stop_reason;
   }
   impl_->stop_actors();
   // A tool call still running holds its helper actor, which the system waits
@@ -253,6 +287,10 @@ Runtime::~Runtime() {
   // closed, then SIGTERM, then SIGKILL.
   if (impl_->mcp) impl_->mcp->shutdown();
   impl_->owned_system.reset();  // waits for every actor, detached helpers included
+  if (impl_->log) {
+    impl_->log->drain();  // the sessions' durable writes in flight land first
+    impl_->record_stops(running, reason);
+  }
   impl_->log.reset();
 }
 
@@ -411,6 +449,7 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
   {
     std::lock_guard lock(impl_->mu);
     impl_->sessions[id] = session;
+    impl_->journals[id] = context->journal;
     for (const auto& [n, sub] : impl_->subscriptions) {
       if (sub.session == id) existing.push_back(sub.actor);
     }

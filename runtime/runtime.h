@@ -105,7 +105,14 @@ class Runtime {
   // provider, tool and hook actors. Errors name what was wrong (a missing
   // scenario, a locked home, a bad hook).
   static Status open(Options options, std::unique_ptr<Runtime>* out);
+  // Stops every session still running (each gets a session.stopped with the
+  // stop reason, after the last event it wrote: it stays resumable, and is
+  // not taken for crashed), kills their tool processes and closes the log.
   ~Runtime();
+
+  // The reason the destructor records in session.stopped; "the runtime was
+  // closed" unless set (the command line sets "SIGINT" or "SIGTERM").
+  void set_stop_reason(std::string reason);
 
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;

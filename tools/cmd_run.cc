@@ -207,6 +207,7 @@ int report_outcome(Context& ctx, const RuntimeArgs& args, Runtime& rt, const std
         // and kills its tool processes; the log keeps what was done.
         status.clear();
         std::string name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+        rt.set_stop_reason(name);  // in the session.stopped the runtime records as it closes
         std::fprintf(stderr,
                      "carapace: %s: stopping session %s and killing its tool processes; resume it with "
                      "`carapace resume %s`\n",

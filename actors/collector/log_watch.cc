@@ -18,6 +18,12 @@ void LogWatch::seed(const std::string& session, uint64_t folded_seq, uint64_t cr
   sessions_[session] = Session{.seen_seq = folded_seq, .crashed_after = crashed_after, .writer = kUnknownWriter};
 }
 
+bool LogWatch::ends_stopped(const std::string& session, uint64_t last) const {
+  std::vector<Event> tail;
+  return log_->read(session, last, last, &tail).ok() && !tail.empty() &&
+         std::holds_alternative<SessionStopped>(tail.back().body);
+}
+
 const SpanBuilder* LogWatch::builder(const std::string& session) const {
   auto it = sessions_.find(session);
   return it == sessions_.end() ? nullptr : it->second.builder.get();
@@ -51,7 +57,14 @@ Status LogWatch::poll(std::vector<WatchChange>* changes) {
     // Open (never completed or failed), and the process that wrote it holds the log no more.
     const bool open = s.builder ? !s.builder->spans().empty() && s.builder->spans()[0].open()
                                 : meta.status != SessionStatus::kCompleted && meta.status != SessionStatus::kFailed;
-    if (open && s.crashed_after == 0 && (holder == 0 || holder != s.writer)) {
+    const bool writer_gone = holder == 0 || holder != s.writer;
+    // Not folded here, and its last event is session.stopped: stopped on purpose, not crashed.
+    if (open && writer_gone && !s.builder && s.crashed_after == 0 && s.stopped_seq != last &&
+        ends_stopped(meta.id, last)) {
+      s.stopped_seq = last;
+    }
+    const bool stopped = !s.builder && s.stopped_seq == last;
+    if (open && !stopped && s.crashed_after == 0 && writer_gone) {
       s.crashed_after = s.builder ? s.builder->last_seq() : last;
       change.newly_crashed = true;
       changed = true;

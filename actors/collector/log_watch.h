@@ -11,7 +11,8 @@
 //
 // Crash attribution: it notes which process held the log's lock when a
 // session's events last grew; when that process no longer holds it and the
-// session never completed or failed, the session is `crashed after seq N`,
+// session never completed, failed or was stopped (session.stopped), the
+// session is `crashed after seq N`,
 // N being its last event. New events (a resume) clear the mark. For a
 // session seeded and not grown since, the process holding the lock at the
 // first poll (if any) is taken for its writer, so that a restarted watch does
@@ -72,11 +73,15 @@ class LogWatch {
   void use_log(EventLog* log) { log_ = log; }
 
  private:
+  // Whether the session's event `last` is a session.stopped.
+  bool ends_stopped(const std::string& session, uint64_t last) const;
+
   struct Session {
     std::unique_ptr<SpanBuilder> builder;  // null until the session grows
     uint64_t seen_seq = 0;
     uint64_t crashed_after = 0;
     pid_t writer = 0;  // the lock holder when its events last grew
+    uint64_t stopped_seq = 0;  // the seq of its session.stopped, when that was its last event
   };
   EventLog* log_;
   std::string log_dir_;

@@ -333,15 +333,26 @@ void SpanBuilder::add(const Event& e) {
     }
     llm_.clear();
     add_to_root("rollbacks", 1);
+  } else if (const auto* ev_session_stopped = get_if<SessionStopped>(e)) {
+    // Model calls the stop cut short never answer; the turn and a tool call
+    // in flight stay open, for the resume that settles them.
+    for (auto& [key, i] : llm_) close_span(i, e, "stopped");
+    llm_.clear();
+    span_event(innermost_open(), e, "stopped", {{"reason", ev_session_stopped->reason}, {"pid", ev_session_stopped->pid}});
+    spans_[root_].attrs["stop_reason"] = ev_session_stopped->reason;
+    close_span(root_, e, "stopped");
+    add_to_root("stops", 1);
   } else if (const auto* ev_session_resumed = get_if<SessionResumed>(e)) {
     const bool crashed = spans_[root_].open();
+    const bool stopped = spans_[root_].status == "stopped";
     size_t cut = innermost_open();
     uint64_t crashed_after = previous_seq;
     if (rollback_seq_ != 0 && rollback_seq_ == previous_seq) {
       cut = rollback_cut_;
       crashed_after = before_rollback_seq_;
     }
-    if (!crashed) {  // a finished session opened again for another message
+    if (!crashed) {  // a stopped session resumed, or a finished one opened again for another message
+      if (stopped) spans_[root_].attrs.erase("stop_reason");
       spans_[root_].close_seq = 0;
       spans_[root_].end_us = 0;
       spans_[root_].status = "open";
@@ -361,6 +372,7 @@ void SpanBuilder::add(const Event& e) {
     a["checkpoint_seq"] = ev_session_resumed->checkpoint_seq;
     a["pid"] = ev_session_resumed->pid;
     a["after_crash"] = crashed;
+    if (stopped) a["after_stop"] = true;
     if (crashed) {
       a["crashed_after_seq"] = crashed_after;
       span_event(cut, e, "crash", {{"after_seq", crashed_after}});

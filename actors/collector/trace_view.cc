@@ -349,6 +349,8 @@ std::string render_skeleton(const std::vector<Span>& spans, const SkeletonOption
     head += "COMPLETED (" + s(a, "stop_reason") + ")";
   } else if (root.status == "failed") {
     head += "FAILED (" + s(a, "stop_reason") + "): " + cut(s(a, "error"), 80);
+  } else if (root.status == "stopped") {
+    head += "STOPPED (" + s(a, "stop_reason") + "), resumable";
   } else if (options.crashed_after_seq) {
     head += "CRASHED after seq " + std::to_string(options.crashed_after_seq);
   } else {

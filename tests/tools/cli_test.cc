@@ -845,7 +845,7 @@ BOOST_AUTO_TEST_CASE(provider_keys_and_secrets_stay_out_of_tool_output_and_the_l
 // a detached process: stopped by `sig`, or killed. Returns the wait status of
 // carapace; afterwards nothing the call started may be running, and the
 // call's side effect must never land.
-int stop_a_run_mid_call(CliFixture& fx, int sig, const std::string& marker) {
+int stop_a_run_mid_call(CliFixture& fx, int sig, const std::string& marker, pid_t* run_pid = nullptr) {
   const std::string ws = fx.dir.sub("ws-" + marker);
   std::filesystem::create_directories(ws);
   const std::string scenario = fx.dir.sub("stop-" + marker + ".json");
@@ -859,6 +859,7 @@ int stop_a_run_mid_call(CliFixture& fx, int sig, const std::string& marker) {
                                    "--workspace", ws, "--scenario", scenario},
                                   fx.dir.sub("stop-" + marker + ".log"));
   BOOST_REQUIRE(pid > 0);
+  if (run_pid) *run_pid = pid;
   const std::vector<std::vector<std::string>> sleeps = {
       {"sleep", "1" + marker}, {"sleep", "2" + marker}, {"sleep", "3" + marker}};
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -887,7 +888,8 @@ int stop_a_run_mid_call(CliFixture& fx, int sig, const std::string& marker) {
 }
 
 BOOST_AUTO_TEST_CASE(sigterm_stops_a_run_and_kills_its_tools) {
-  int status = stop_a_run_mid_call(*this, SIGTERM, "031");
+  pid_t run_pid = 0;
+  int status = stop_a_run_mid_call(*this, SIGTERM, "031", &run_pid);
   BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM), status);
   std::string log = slurp(dir.sub("stop-031.log"));
   BOOST_TEST(contains(log, "carapace: SIGTERM: stopping session stop-031 and killing its tool processes"), log);
@@ -896,24 +898,50 @@ BOOST_AUTO_TEST_CASE(sigterm_stops_a_run_and_kills_its_tools) {
   std::string events = j.dump();
   BOOST_TEST(contains(events, "tool.requested"));
   BOOST_TEST(!contains(events, "tool.completed"));
+  // ... and records the stop, last: the session was stopped, not crashed.
+  const json& last = j["data"]["events"].back();
+  BOOST_TEST(last["type"] == "session.stopped", last.dump());
+  BOOST_TEST(last["data"]["reason"] == "SIGTERM", last.dump());
+  BOOST_TEST(last["data"]["pid"] == run_pid, last.dump());
+  Result shown = run("trace show stop-031");
+  BOOST_TEST(contains(shown.out, "STOPPED (SIGTERM), resumable"), shown.out);
+  BOOST_TEST(!contains(shown.out, "CRASHED"), shown.out);
   BOOST_TEST(run("verify stop-031").code == 0);
   // Resumed, the model hears that the call was interrupted, not that it ran.
   Result resumed = run("resume stop-031 --scenario " + dir.sub("stop-031.json"));
   BOOST_TEST(resumed.code == 0, resumed.err);
   std::string after = run_json("log show stop-031 --type tool.completed").dump();
   BOOST_TEST(contains(after, "This call was interrupted"), after);
+  // The stopped and resumed run replays offline as it ran.
+  Result replayed = run("replay stop-031");
+  BOOST_TEST(replayed.code == 0, replayed.out + replayed.err);
+  BOOST_TEST(contains(replayed.out, "identical: "), replayed.out);
+  json spans = run_json("trace show stop-031");
+  bool resumed_after_stop = false;
+  for (const auto& sp : spans["data"]["spans"]) {
+    if (sp["kind"] == "resume") resumed_after_stop = sp["attrs"].value("after_stop", false) && !sp["attrs"]["after_crash"];
+  }
+  BOOST_TEST(resumed_after_stop, spans.dump());
+  BOOST_TEST(spans["data"]["spans"][0]["status"] == "completed");
   BOOST_TEST(testing::survivors({{"sleep", "1031"}, {"sleep", "2031"}, {"sleep", "3031"}}) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(sigint_stops_a_run_and_kills_its_tools) {
   int status = stop_a_run_mid_call(*this, SIGINT, "032");
   BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT), status);
+  const json last = run_json("log show stop-032")["data"]["events"].back();
+  BOOST_TEST(last["type"] == "session.stopped", last.dump());
+  BOOST_TEST(last["data"]["reason"] == "SIGINT", last.dump());
 }
 
 // No handler runs: the guards' parent-death signal does the killing.
 BOOST_AUTO_TEST_CASE(sigkill_of_a_run_kills_its_tools_through_the_parent_death_signal) {
   int status = stop_a_run_mid_call(*this, SIGKILL, "033");
   BOOST_TEST((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL), status);
+  // A crash records nothing: it is taken for one.
+  BOOST_TEST(run_json("log show stop-033")["data"]["events"].back()["type"] == "tool.requested");
+  Result shown = run("trace show stop-033");
+  BOOST_TEST(!contains(shown.out, "STOPPED"), shown.out);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -53,6 +53,13 @@ json error_message(const std::string& session, const std::string& message) {
 
 }  // namespace
 
+// Why the session was stopped, when its session span ended so (session.stopped); "" otherwise.
+std::string stop_reason_of(const std::vector<Span>& spans) {
+  if (spans.empty() || spans[0].status != "stopped") return "";
+  std::string reason = spans[0].attrs.value("stop_reason", std::string());
+  return reason.empty() ? "stopped" : reason;
+}
+
 ApiReply api_error(unsigned status, std::string error, std::string hint) {
   json body = {{"success", false}, {"error", std::move(error)}};
   if (!hint.empty()) body["hint"] = std::move(hint);
@@ -78,6 +85,7 @@ Status HomeView::open(const cli::Context& ctx, std::unique_ptr<HomeView>* out) {
       row.last_seq = info.last_seq;
       row.crashed_after = info.crashed_after_seq;
       if (!spans.empty()) row.totals = spans[0].attrs;
+      row.stopped = stop_reason_of(spans);
       if (info.crashed_after_seq) row.last_error = "crashed after seq " + std::to_string(info.crashed_after_seq);
       view->watch_->seed(meta.id, info.last_seq, info.crashed_after_seq);
       row.meta = std::move(meta);
@@ -124,7 +132,9 @@ json HomeView::row_json(const Row& row) const {
   const auto& m = row.meta;
   const auto& a = row.totals;
   auto u = [&](const char* key) { return a.contains(key) && a[key].is_number() ? a[key].get<uint64_t>() : 0; };
-  std::string status = row.crashed_after ? "crashed" : std::string(status_name(m.status));
+  std::string status = row.crashed_after      ? "crashed"
+                       : !row.stopped.empty() ? "stopped"
+                                              : std::string(status_name(m.status));
   return {{"id", m.id},
           {"status", status},
           {"turns", m.committed_turn},
@@ -319,7 +329,7 @@ void HomeView::note_events(Row& row, const std::vector<Event>& events, uint64_t 
     } else if (const auto* tool = get_if<ToolRequested>(e)) {
       row.live = {{"message", "running tool " + tool->tool}, {"retry_at_us", 0}};
     } else if (get_if<LlmResponded>(e) || get_if<ToolCompleted>(e) || get_if<TurnCommitted>(e) ||
-               get_if<SessionCompleted>(e)) {
+               get_if<SessionCompleted>(e) || get_if<SessionStopped>(e)) {
       row.live = nullptr;
     } else if (get_if<SessionResumed>(e)) {
       row.live = nullptr;
@@ -352,7 +362,10 @@ Status HomeView::poll(std::vector<LiveMessage>* out) {
     uint64_t last = 0;
     (void)log_->last_seq(change.session, &last);
     row.last_seq = std::max(change.folded_seq, last);
-    if (change.root) row.totals = change.root->attrs;
+    if (change.root) {
+      row.totals = change.root->attrs;
+      row.stopped = stop_reason_of({*change.root});
+    }
     note_events(row, change.events, change.seen_seq, out);
     row.crashed_after = change.crashed_after;
     if (change.newly_crashed) {

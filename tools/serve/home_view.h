@@ -72,6 +72,7 @@ class HomeView {
     uint64_t last_seq = 0;
     nlohmann::json totals = nlohmann::json::object();  // the session span's attributes
     uint64_t crashed_after = 0;
+    std::string stopped;  // why, when its last event is session.stopped
     nlohmann::json live;  // null, or {"message", "retry_at_us"}
     std::string last_error;
   };
