@@ -336,9 +336,9 @@ void SpanBuilder::add(const Event& e) {
   } else if (const auto* ev_session_stopped = get_if<SessionStopped>(e)) {
     // Model calls the stop cut short never answer; the turn and a tool call
     // in flight stay open, for the resume that settles them.
+    span_event(innermost_open(), e, "stopped", {{"reason", ev_session_stopped->reason}, {"pid", ev_session_stopped->pid}});
     for (auto& [key, i] : llm_) close_span(i, e, "stopped");
     llm_.clear();
-    span_event(innermost_open(), e, "stopped", {{"reason", ev_session_stopped->reason}, {"pid", ev_session_stopped->pid}});
     spans_[root_].attrs["stop_reason"] = ev_session_stopped->reason;
     close_span(root_, e, "stopped");
     add_to_root("stops", 1);

@@ -4,8 +4,11 @@
 #define BOOST_TEST_MODULE replayer_test
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "replay/replayer.h"
 #include "runtime/runtime.h"
@@ -276,6 +279,56 @@ BOOST_AUTO_TEST_CASE(a_further_user_message_and_a_fork_replay_identically) {
   BOOST_TEST(r.identical(), "diverged at seq " << (r.divergence ? r.divergence->seq : 0));
   BOOST_TEST(r.history > 0u);
   BOOST_TEST(r.events == last_seq("f1"));
+}
+
+// A run stopped mid-tool (the runtime closed: session.stopped), then resumed
+// in step or turn mode by another runtime: it replays as it ran, stop included,
+// and so does the run as it stood when it was stopped.
+BOOST_AUTO_TEST_CASE(a_stopped_and_resumed_run_replays_identically) {
+  for (auto mode : {Runtime::ResumeMode::kStep, Runtime::ResumeMode::kTurn}) {
+    const std::string id = mode == Runtime::ResumeMode::kStep ? "stopped-step" : "stopped-turn";
+    config.provider.scenario = dir.sub("stop.json");
+    // (the call waits the first time only: turn mode runs it again)
+    std::ofstream(config.provider.scenario) << R"({"replies": [
+        {"text": "Waiting.", "tool_calls": [{"name": "shell", "args": {"command": "test -e )" << id
+                                            << R"( || { touch )" << id << R"(; sleep 30; }"}}]},
+        {"text": "Waiting again.", "tool_calls": [{"name": "shell", "args": {"command": "true"}}]},
+        {"text": "Done."}]})";
+    rt.reset();
+    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &rt));
+    std::string sid;
+    CHECK_OK(rt->start_session(SessionOptions{.id = id, .task = "wait"}, &sid));
+    bool running = false;
+    for (int i = 0; i < 1000 && !running; ++i) {
+      std::vector<Event> events;
+      CHECK_OK(rt->read_events(id, 1, &events));
+      for (const auto& e : events) running = running || std::holds_alternative<ToolRequested>(e.body);
+      if (!running) std::this_thread::sleep_for(10ms);
+    }
+    BOOST_REQUIRE(running);
+    rt->set_stop_reason("the test stopped it");
+    rt.reset();  // stops the session mid-call
+
+    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &rt));
+    const uint64_t stopped_at = last_seq(id);
+    const Event stop = recorded(id, stopped_at);
+    const auto* stopped = get_if<SessionStopped>(stop);
+    BOOST_REQUIRE_MESSAGE(stopped != nullptr, "the last event is " << stop.type_name());
+    BOOST_TEST(stopped->reason == "the test stopped it");
+    BOOST_TEST(stopped->pid == static_cast<int64_t>(::getpid()));
+    ReplayReport at_stop = replay(id, config);
+    BOOST_TEST(at_stop.identical(), "diverged at seq " << (at_stop.divergence ? at_stop.divergence->seq : 0));
+    BOOST_TEST(at_stop.events == stopped_at);
+
+    CHECK_OK(rt->resume_session(id, Runtime::ResumeOptions{.mode = mode}));
+    SessionOutcome out;
+    CHECK_OK(rt->wait(id, 60s, &out));
+    BOOST_TEST((out.status == SessionStatus::kCompleted), out.error);
+    ReplayReport r = replay(id, config);
+    BOOST_TEST(r.identical(), id << " diverged at seq " << (r.divergence ? r.divergence->seq : 0));
+    BOOST_TEST(r.events == last_seq(id));
+    BOOST_TEST(r.resumes == 1u);
+  }
 }
 
 // A finished session woken for a message by a runtime configured otherwise:

@@ -391,6 +391,27 @@ BOOST_AUTO_TEST_CASE(a_runtime_destroyed_mid_call_kills_every_process_the_call_s
   BOOST_TEST(testing::survivors(sleeps, 0ms) == 0u);
   std::this_thread::sleep_for(300ms);
   BOOST_TEST(!std::filesystem::exists(dir.sub("f")));
+  // The stop is recorded, last, with the default reason: stopped, not crashed.
+  open(R"({"replies": [{"text": "done"}]})");
+  std::vector<Event> events;
+  CHECK_OK(rt->read_events("mid-call", 1, &events));
+  BOOST_REQUIRE(!events.empty());
+  const auto* stopped = get_if<SessionStopped>(events.back());
+  BOOST_REQUIRE_MESSAGE(stopped != nullptr, "the last event is " << events.back().type_name());
+  BOOST_TEST(stopped->reason == "the runtime was closed");
+  BOOST_TEST(std::holds_alternative<ToolRequested>(events[events.size() - 2].body));
+}
+
+BOOST_AUTO_TEST_CASE(a_runtime_closed_after_its_sessions_finished_records_no_stop) {
+  open(R"({"replies": [{"text": "done"}]})");
+  BOOST_TEST((run("finish", "finished").status == SessionStatus::kCompleted));
+  rt.reset();
+  open(R"({"replies": [{"text": "done"}]})");
+  std::vector<Event> events;
+  CHECK_OK(rt->read_events("finished", 1, &events));
+  BOOST_REQUIRE(!events.empty());
+  BOOST_TEST(events.back().type_name() == "turn.committed");
+  for (const auto& e : events) BOOST_TEST(!std::holds_alternative<SessionStopped>(e.body));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

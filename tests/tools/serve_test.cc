@@ -104,6 +104,7 @@ struct Fixture {
   // Starts `carapace serve --port 0` and reads its port from the line it prints.
   void start_server(const std::string& env = "") {
     std::string log = dir.sub("serve.out");
+    std::filesystem::remove(log);  // a restart must not read the port of the server before it
     server = spawn("serve --port 0 --interval-ms 50", log, env);
     BOOST_REQUIRE_MESSAGE(wait_for([&] { return contains(slurp(log), "listening on"); }), slurp(log));
     std::string text = slurp(log);
@@ -392,6 +393,47 @@ BOOST_AUTO_TEST_CASE(a_session_running_when_the_server_starts_is_not_called_cras
   json crashed;
   BOOST_REQUIRE(client.wait([](const json& m) { return m["type"] == "error" && m["session"] == "busy"; }, &crashed));
   BOOST_TEST(contains(crashed.value("message", ""), "crashed after seq"));
+}
+
+// A run stopped by SIGTERM records session.stopped: shown stopped, never
+// crashed, to a client watching it and to a server started afterwards.
+BOOST_AUTO_TEST_CASE(a_run_stopped_by_sigterm_is_shown_stopped_not_crashed) {
+  std::string slow = file("slow.json", R"({"replies": [
+    {"text": "Waiting.", "tool_calls": [{"name": "shell", "args": {"command": "sleep 60"}}]},
+    {"text": "Done."}
+  ]})");
+  start_server();
+  WsClient client(port);
+  BOOST_REQUIRE(client.wait([](const json& m) { return m["type"] == "hello"; }));
+  pid_t writer = spawn("run go --scenario " + slow + " --workspace " + ws + " --session halted", dir.sub("halted.out"));
+  BOOST_REQUIRE(client.wait([](const json& m) {
+    return m["type"] == "session" && m["session"]["id"] == "halted" && m["session"]["live"].is_object() &&
+           contains(m["session"]["live"]["message"].get<std::string>(), "running tool shell");
+  }));
+  size_t before = client.count();
+  ::kill(writer, SIGTERM);
+  BOOST_REQUIRE(wait_for([&] { return gone(writer); }));
+  json stopped;
+  BOOST_REQUIRE(client.wait(
+      [](const json& m) { return m["type"] == "session" && m["session"]["id"] == "halted" && m["session"]["status"] == "stopped"; },
+      &stopped, before));
+  BOOST_TEST(stopped["session"]["live"].is_null());
+  // Polls go by (every 50 ms): no crash is reported.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  BOOST_TEST(!client.wait([](const json& m) { return m["type"] == "error"; }, nullptr, before, 0));
+  BOOST_TEST(!client.wait([](const json& m) { return m["type"] == "session" && m["session"]["status"] == "crashed"; },
+                          nullptr, before, 0));
+
+  // A server started afterwards sees it stopped too, and calls nothing crashed.
+  stop_server();
+  start_server();
+  WsClient fresh(port);
+  json hello;
+  BOOST_REQUIRE(fresh.wait([](const json& m) { return m["type"] == "hello"; }, &hello));
+  BOOST_REQUIRE(hello["sessions"].size() == 1u);
+  BOOST_TEST(hello["sessions"][0]["status"] == "stopped", hello.dump());
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  BOOST_TEST(!fresh.wait([](const json& m) { return m["type"] == "error"; }, nullptr, 0, 0));
 }
 
 BOOST_AUTO_TEST_CASE(what_a_tool_printed_reaches_the_page_redacted) {

@@ -135,6 +135,45 @@ BOOST_AUTO_TEST_CASE(a_resume_after_a_crash_links_to_the_call_the_crash_cut_shor
   BOOST_TEST(spans[0].attrs["resumes"] == 1);
 }
 
+BOOST_AUTO_TEST_CASE(a_stopped_session_ends_stopped_and_its_resume_is_no_crash) {
+  SessionBuilder b;
+  b.start();
+  b.add(TurnStarted{1});
+  b.add(LlmRequested{.turn = 1, .attempt = 1, .model = "m1"});
+  b.add(SessionStopped{.reason = "SIGTERM", .pid = 7});
+  auto stopped = build_spans("s1", b.events());
+  BOOST_TEST(tree(stopped) ==
+             "session s1 <- - [stopped]\n"
+             "turn 1 <- session s1 [open]\n"
+             "llm attempt 1 <- turn 1 [stopped]\n");
+  BOOST_TEST(!stopped[0].open());
+  BOOST_TEST(stopped[0].attrs["stop_reason"] == "SIGTERM");
+  BOOST_TEST(stopped[0].attrs["stops"] == 1);
+  const Span& call = find(stopped, "llm attempt 1");
+  BOOST_REQUIRE(call.events.size() == 1u);
+  BOOST_TEST(call.events[0].name == "stopped");
+  BOOST_TEST(call.events[0].attrs["reason"] == "SIGTERM");
+
+  // Resumed: the session is open again, and the resume is not after a crash.
+  b.add(SessionResumed{.checkpoint_seq = 3, .checkpoint_turn = 0, .mode = "step", .pid = 8});
+  b.add(LlmRequested{.turn = 1, .attempt = 2, .model = "m1"});
+  b.add(LlmResponded{.turn = 1, .attempt = 2, .text = "done"});
+  b.commit();
+  auto spans = build_spans("s1", b.events());
+  BOOST_TEST(tree(spans) ==
+             "session s1 <- - [open]\n"
+             "turn 1 <- session s1 [ok]\n"
+             "llm attempt 1 <- turn 1 [stopped]\n"
+             "resume (step) <- session s1 [ok]\n"
+             "llm attempt 2 <- turn 1 [ok]\n");
+  const Span& resume = find(spans, "resume (step)");
+  BOOST_TEST(resume.attrs["after_crash"] == false);
+  BOOST_TEST(resume.attrs["after_stop"] == true);
+  BOOST_TEST(!resume.attrs.contains("crashed_after_seq"));
+  BOOST_TEST(resume.links.empty());
+  BOOST_TEST(!spans[0].attrs.contains("stop_reason"));
+}
+
 BOOST_AUTO_TEST_CASE(a_turn_rolled_back_on_resume_is_marked_and_its_calls_closed) {
   SessionBuilder start;
   start.start();
