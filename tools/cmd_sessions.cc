@@ -8,6 +8,19 @@
 namespace carapace::cli {
 namespace {
 
+// The index's status, or "stopped" for a session whose last event is
+// session.stopped (its runtime stopped it; `carapace resume` goes on).
+std::string shown_status(EventLog& log, const SessionMeta& m, uint64_t last) {
+  if (m.status == SessionStatus::kRunning && last > 0) {
+    std::vector<Event> tail;
+    if (log.read(m.id, last, last, &tail).ok() && !tail.empty() &&
+        std::holds_alternative<SessionStopped>(tail.back().body)) {
+      return "stopped";
+    }
+  }
+  return std::string(status_name(m.status));
+}
+
 int run_sessions(Context& ctx) {
   auto log = ctx.open_log(EventLog::Mode::kReader);
   if (!log) return kExitFailed;
@@ -29,7 +42,7 @@ int run_sessions(Context& ctx) {
       uint64_t last = 0;
       log->last_seq(m.id, &last).ok();
       data.push_back({{"id", m.id},
-                      {"status", std::string(status_name(m.status))},
+                      {"status", shown_status(*log, m, last)},
                       {"turns", m.committed_turn},
                       {"checkpoint_seq", m.committed_seq},
                       {"last_seq", last},
@@ -56,7 +69,7 @@ int run_sessions(Context& ctx) {
     if (!m.parent_session.empty())
       model += "  (fork of " + m.parent_session + "@" + std::to_string(m.parent_turn) + ")";
     std::printf("%-32s %-10s %6llu %9llu  %-19s  %s\n", m.id.c_str(),
-                std::string(status_name(m.status)).c_str(), static_cast<unsigned long long>(m.committed_turn),
+                shown_status(*log, m, last).c_str(), static_cast<unsigned long long>(m.committed_turn),
                 static_cast<unsigned long long>(last), local_time(m.updated_us).c_str(), model.c_str());
   }
   std::cout << summary << "\n";

@@ -905,6 +905,10 @@ BOOST_AUTO_TEST_CASE(sigterm_stops_a_run_and_kills_its_tools) {
   BOOST_TEST(last["data"]["pid"] == run_pid, last.dump());
   Result shown = run("trace show stop-031");
   BOOST_TEST(contains(shown.out, "STOPPED (SIGTERM), resumable"), shown.out);
+  json listed = run_json("sessions");
+  BOOST_REQUIRE(!listed["data"].empty());
+  for (const auto& row : listed["data"])
+    if (row["id"] == "stop-031") BOOST_TEST(row["status"] == "stopped", row.dump());
   BOOST_TEST(!contains(shown.out, "CRASHED"), shown.out);
   BOOST_TEST(run("verify stop-031").code == 0);
   // Resumed, the model hears that the call was interrupted, not that it ran.
