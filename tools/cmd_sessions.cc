@@ -3,20 +3,24 @@
 #include <iostream>
 
 #include "events/session_state.h"
+#include "storage/db_lock.h"
 #include "tools/cli.h"
 
 namespace carapace::cli {
 namespace {
 
-// The index's status, or "stopped" for a session whose last event is
-// session.stopped (its runtime stopped it; `carapace resume` goes on).
-std::string shown_status(EventLog& log, const SessionMeta& m, uint64_t last) {
+// The index's status, or for a session that never finished: "stopped" when
+// its last event is session.stopped (its runtime stopped it), "crashed" when
+// no process holds the log (nobody is writing it), else "running" (a process
+// writes the home; a crashed session cannot be told from a running one then).
+std::string shown_status(EventLog& log, const SessionMeta& m, uint64_t last, bool log_held) {
   if (m.status == SessionStatus::kRunning && last > 0) {
     std::vector<Event> tail;
     if (log.read(m.id, last, last, &tail).ok() && !tail.empty() &&
         std::holds_alternative<SessionStopped>(tail.back().body)) {
       return "stopped";
     }
+    if (!log_held) return "crashed";
   }
   return std::string(status_name(m.status));
 }
@@ -28,6 +32,7 @@ int run_sessions(Context& ctx) {
   std::vector<std::string> unreadable;
   Status s = log->list_sessions(&sessions, &unreadable);
   if (!s.ok()) return ctx.fail(s, "`carapace verify --all` checks the session index against the log");
+  const bool log_held = lock_holder(ctx.log_path()) != 0;
   std::string summary = count(sessions.size(), "session") + " in " + ctx.home();
   if (!unreadable.empty()) {
     summary += "; " + std::to_string(unreadable.size()) + " unreadable index entr" + (unreadable.size() == 1 ? "y" : "ies") + " skipped (`carapace verify --all`)";
@@ -42,7 +47,7 @@ int run_sessions(Context& ctx) {
       uint64_t last = 0;
       log->last_seq(m.id, &last).ok();
       data.push_back({{"id", m.id},
-                      {"status", shown_status(*log, m, last)},
+                      {"status", shown_status(*log, m, last, log_held)},
                       {"turns", m.committed_turn},
                       {"checkpoint_seq", m.committed_seq},
                       {"last_seq", last},
@@ -69,7 +74,7 @@ int run_sessions(Context& ctx) {
     if (!m.parent_session.empty())
       model += "  (fork of " + m.parent_session + "@" + std::to_string(m.parent_turn) + ")";
     std::printf("%-32s %-10s %6llu %9llu  %-19s  %s\n", m.id.c_str(),
-                shown_status(*log, m, last).c_str(), static_cast<unsigned long long>(m.committed_turn),
+                shown_status(*log, m, last, log_held).c_str(), static_cast<unsigned long long>(m.committed_turn),
                 static_cast<unsigned long long>(last), local_time(m.updated_us).c_str(), model.c_str());
   }
   std::cout << summary << "\n";

@@ -946,6 +946,15 @@ BOOST_AUTO_TEST_CASE(sigkill_of_a_run_kills_its_tools_through_the_parent_death_s
   BOOST_TEST(run_json("log show stop-033")["data"]["events"].back()["type"] == "tool.requested");
   Result shown = run("trace show stop-033");
   BOOST_TEST(!contains(shown.out, "STOPPED"), shown.out);
+  // With no process holding the home, the list says so.
+  bool listed = false;
+  const json sessions = run_json("sessions");
+  for (const auto& row : sessions["data"]) {
+    if (row["id"] != "stop-033") continue;
+    listed = true;
+    BOOST_TEST(row["status"] == "crashed", row.dump());
+  }
+  BOOST_TEST(listed, sessions.dump());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
