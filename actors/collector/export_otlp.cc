@@ -47,6 +47,13 @@ bool is_error_status(const std::string& status) {
          status == "interrupted" || status == "denied" || status == "stopped";
 }
 
+// A span that ended in error. A session its runtime stopped (session.stopped)
+// did not fail: it stays resumable, and its status is left unset; a model
+// call the stop cut short, or a hook's stop decision, is an error.
+bool is_error(const Span& sp) {
+  return is_error_status(sp.status) && !(sp.kind == kSpanSession && sp.status == "stopped");
+}
+
 // error.type: low cardinality, as the conventions ask: the HTTP status, else
 // what happened.
 std::string error_type(const Span& sp) {
@@ -101,7 +108,7 @@ json span_json(const Span& sp, const Span& root, int64_t last_us, const ExportIn
       if (sp.attrs.contains(ours)) a.add(theirs, sp.attrs[ours]);
     }
   }
-  if (is_error_status(sp.status)) a.add("error.type", error_type(sp));
+  if (is_error(sp)) a.add("error.type", error_type(sp));
   if (input.with_content) {
     auto c = input.content.find(sp.span_id);
     if (c != input.content.end()) {
@@ -137,7 +144,7 @@ json span_json(const Span& sp, const Span& root, int64_t last_us, const ExportIn
   json status = {{"code", kOtlpStatusUnset}};
   if (sp.status == "ok" || sp.status == "completed") {
     status = {{"code", kOtlpStatusOk}};
-  } else if (is_error_status(sp.status)) {
+  } else if (is_error(sp)) {
     status = {{"code", kOtlpStatusError}, {"message", input.clean(status_message(sp))}};
   }
   json out = {{"traceId", sp.trace_id},

@@ -188,6 +188,21 @@ BOOST_AUTO_TEST_CASE(an_open_span_ends_at_the_last_event_of_its_session) {
   BOOST_TEST(otlp_span(out, "chat m1", 2)["endTimeUnixNano"] == last);
 }
 
+BOOST_AUTO_TEST_CASE(a_stopped_session_is_not_an_error_but_the_call_it_cut_short_is) {
+  auto events = session_events();
+  events.resize(15);  // in the middle of turn 2's model call
+  events.push_back(Event{.seq = 16, .ts_us = events.back().ts_us + 10, .body = SessionStopped{.reason = "SIGTERM", .pid = 9}});
+  ExportInput in = input_of(events);
+  BOOST_REQUIRE(in.traces[0][0].status == "stopped");
+  json out = otlp_request(in)["resourceSpans"][0]["scopeSpans"][0]["spans"];
+  BOOST_TEST(out[0]["status"] == json({{"code", kOtlpStatusUnset}}));
+  BOOST_TEST(!attrs_of(out[0]).count("error.type"));
+  BOOST_TEST(attrs_of(out[0])["carapace.status"] == json({{"stringValue", "stopped"}}));
+  const json& call = otlp_span(out, "chat m1", 2);
+  BOOST_TEST(call["status"]["code"] == kOtlpStatusError);
+  BOOST_TEST(attrs_of(call)["error.type"] == json({{"stringValue", "stopped"}}));
+}
+
 BOOST_AUTO_TEST_CASE(otlp_content_only_with_content_and_redacted) {
   const auto events = session_events();
   ExportInput in = input_of(events);
