@@ -1,6 +1,7 @@
 // carapace chat: a conversation with an agent session, one line at a time.
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 
@@ -8,6 +9,7 @@
 #include "runtime/runtime_internal.h"
 #include "tools/cli.h"
 #include "tools/cli_run.h"
+#include "tools/stop_signals.h"
 
 namespace carapace::cli {
 namespace {
@@ -36,14 +38,30 @@ int run_chat(Context& ctx, const ChatArgs& args) {
   std::string current;
   std::string line;
   if (tty) std::printf("carapace chat: /help for commands\n");
-  auto answer = [&](const std::string& id) {
+  // Waits for the session's answer and prints it. A SIGINT or SIGTERM while
+  // it runs stops it as `run` does (session.stopped, its tool processes
+  // killed): the signal is returned, and the command exits 128 + it.
+  auto answer = [&](const std::string& id) -> int {
     SessionOutcome o;
     Status s;
+    arm_stop_signals();
     for (;;) {
       s = rt->wait(id, std::chrono::milliseconds(100), &o);
       if (!s.is_busy()) break;
+      if (int sig = stop_signal(); sig != 0) {
+        status.clear();
+        std::string name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+        rt->set_stop_reason(name);  // in the session.stopped the runtime records as it closes
+        std::fprintf(stderr,
+                     "carapace: %s: stopping session %s and killing its tool processes; resume it with "
+                     "`carapace resume %s`\n",
+                     name.c_str(), id.c_str(), id.c_str());
+        return sig;
+      }
       status.render();
     }
+    disarm_stop_signals();
+    if (int sig = stop_signal(); sig != 0) return sig;  // it came as the turn ended
     status.clear();
     if (!s.ok()) {
       std::printf("! %s\n", s.to_string().c_str());
@@ -53,6 +71,7 @@ int run_chat(Context& ctx, const ChatArgs& args) {
       std::printf("! the turn failed: %s (send another message to try again)\n", o.error.c_str());
     }
     std::fflush(stdout);
+    return 0;
   };
   for (;;) {
     if (tty) std::printf("you> "), std::fflush(stdout);
@@ -90,7 +109,7 @@ int run_chat(Context& ctx, const ChatArgs& args) {
       }
       current = id;
       std::printf("resumed %s\n", id.c_str());
-      answer(id);
+      if (int sig = answer(id)) return 128 + sig;
       continue;
     }
     if (line.rfind("/fork", 0) == 0) {
@@ -115,7 +134,7 @@ int run_chat(Context& ctx, const ChatArgs& args) {
       std::printf("forked %s at turn %llu as %s\n", current.c_str(), static_cast<unsigned long long>(turn),
                   id.c_str());
       current = id;
-      answer(id);
+      if (int sig = answer(id)) return 128 + sig;
       continue;
     }
     if (line[0] == '/') {
@@ -138,7 +157,7 @@ int run_chat(Context& ctx, const ChatArgs& args) {
       std::printf("! %s\n", s.to_string().c_str());
       continue;
     }
-    answer(current);
+    if (int sig = answer(current)) return 128 + sig;
   }
   if (!current.empty()) std::printf("the session stays in the log: carapace log show %s\n", current.c_str());
   return kExitOk;

@@ -51,6 +51,8 @@ void install_stop_signals() {
 
 void arm_stop_signals() { armed.store(true); }
 
+void disarm_stop_signals() { armed.store(false); }
+
 int stop_signal() { return received.load(); }
 
 }  // namespace carapace::cli

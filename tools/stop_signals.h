@@ -20,6 +20,10 @@ void install_stop_signals();
 // From now on a SIGINT or SIGTERM is remembered, not fatal.
 void arm_stop_signals();
 
+// A SIGINT or SIGTERM is fatal again (`chat` at its prompt, where nothing
+// runs). One received while armed is still reported by stop_signal().
+void disarm_stop_signals();
+
 // The signal received while armed, or 0.
 int stop_signal();
 

@@ -938,6 +938,46 @@ BOOST_AUTO_TEST_CASE(sigint_stops_a_run_and_kills_its_tools) {
   BOOST_TEST(last["data"]["reason"] == "SIGINT", last.dump());
 }
 
+// chat stops a turn on Ctrl-C as run does: the stop recorded, the tools killed, exit 130.
+BOOST_AUTO_TEST_CASE(sigint_stops_a_chat_turn_as_run_does) {
+  const std::string ws = dir.sub("ws-chat");
+  std::filesystem::create_directories(ws);
+  std::ofstream(dir.sub("chat-stop.json")) << R"({"replies": [
+      {"text": "Working.", "tool_calls": [{"name": "shell", "args": {"command": "sleep 1035", "timeout_ms": 600000}}]},
+      {"text": "done"}]})";
+  const std::string fifo = dir.sub("chat-in");
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // The shell opens the pipe as chat's stdin and becomes chat (exec): its pid is chat's.
+  pid_t pid = spawn_child_process("/bin/sh",
+                                  {"-c", "exec '" + std::string(CARAPACE_BIN) + "' --home '" + dir.sub("home") +
+                                             "' chat --session chat-stop --workspace '" + ws + "' --scenario '" +
+                                             dir.sub("chat-stop.json") + "' < '" + fifo + "'"},
+                                  dir.sub("chat-stop.log"));
+  BOOST_REQUIRE(pid > 0);
+  std::ofstream in(fifo);  // stays open: chat waits for more, as at a terminal
+  in << "go\n" << std::flush;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (testing::find_processes({"sleep", "1035"}).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  BOOST_REQUIRE_MESSAGE(!testing::find_processes({"sleep", "1035"}).empty(), slurp(dir.sub("chat-stop.log")));
+  ::kill(pid, SIGINT);
+  int status = -1;
+  bool ended = wait_child_process(pid, 10000, &status);
+  BOOST_TEST(ended);
+  if (!ended) {
+    ::kill(pid, SIGKILL);
+    wait_child_process(pid, 10000, &status);
+  }
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT), status);
+  BOOST_TEST(testing::survivors({{"sleep", "1035"}}) == 0u);
+  std::string log = slurp(dir.sub("chat-stop.log"));
+  BOOST_TEST(contains(log, "carapace: SIGINT: stopping session chat-stop"), log);
+  const json last = run_json("log show chat-stop")["data"]["events"].back();
+  BOOST_TEST(last["type"] == "session.stopped", last.dump());
+  BOOST_TEST(last["data"]["reason"] == "SIGINT", last.dump());
+}
+
 // No handler runs: the guards' parent-death signal does the killing.
 BOOST_AUTO_TEST_CASE(sigkill_of_a_run_kills_its_tools_through_the_parent_death_signal) {
   int status = stop_a_run_mid_call(*this, SIGKILL, "033");
