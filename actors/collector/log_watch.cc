@@ -30,8 +30,13 @@ const SpanBuilder* LogWatch::builder(const std::string& session) const {
 }
 
 Status LogWatch::poll(std::vector<WatchChange>* changes) {
-  CARAPACE_RETURN_IF_ERROR(log_->refresh());
+  // Who holds the log, asked before catching up: a writer writes its last
+  // events (session.stopped, session.completed) before it lets the lock go,
+  // so when it was gone already the catch-up has all of them. Asked after, a
+  // writer that closed in between would leave its last events unread and
+  // its session taken for crashed.
   const pid_t holder = lock_holder(log_dir_);
+  CARAPACE_RETURN_IF_ERROR(log_->refresh());
   std::vector<SessionMeta> metas;
   std::vector<std::string> unreadable;
   CARAPACE_RETURN_IF_ERROR(log_->list_sessions(&metas, &unreadable));
