@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "actors/collector/log_watch.h"
 #include "events/session_state.h"
 #include "storage/db_lock.h"
 #include "tools/cli.h"
@@ -15,11 +16,7 @@ namespace {
 // writes the home; a crashed session cannot be told from a running one then).
 std::string shown_status(EventLog& log, const SessionMeta& m, uint64_t last, bool log_held) {
   if (m.status == SessionStatus::kRunning && last > 0) {
-    std::vector<Event> tail;
-    if (log.read(m.id, last, last, &tail).ok() && !tail.empty() &&
-        std::holds_alternative<SessionStopped>(tail.back().body)) {
-      return "stopped";
-    }
+    if (ends_stopped(log, m.id, last)) return "stopped";
     if (!log_held) return "crashed";
   }
   return std::string(status_name(m.status));

@@ -18,9 +18,9 @@ void LogWatch::seed(const std::string& session, uint64_t folded_seq, uint64_t cr
   sessions_[session] = Session{.seen_seq = folded_seq, .crashed_after = crashed_after, .writer = kUnknownWriter};
 }
 
-bool LogWatch::ends_stopped(const std::string& session, uint64_t last) const {
+bool ends_stopped(const EventLog& log, const std::string& session, uint64_t last) {
   std::vector<Event> tail;
-  return log_->read(session, last, last, &tail).ok() && !tail.empty() &&
+  return log.read(session, last, last, &tail).ok() && !tail.empty() &&
          std::holds_alternative<SessionStopped>(tail.back().body);
 }
 
@@ -65,7 +65,7 @@ Status LogWatch::poll(std::vector<WatchChange>* changes) {
     const bool writer_gone = holder == 0 || holder != s.writer;
     // Not folded here, and its last event is session.stopped: stopped on purpose, not crashed.
     if (open && writer_gone && !s.builder && s.crashed_after == 0 && s.stopped_seq != last &&
-        ends_stopped(meta.id, last)) {
+        ends_stopped(*log_, meta.id, last)) {
       s.stopped_seq = last;
     }
     const bool stopped = !s.builder && s.stopped_seq == last;

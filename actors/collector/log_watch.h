@@ -37,6 +37,10 @@ namespace carapace {
 
 class EventLog;
 
+// Whether `session`'s event `last` (its last) is a session.stopped: its
+// runtime stopped it, and it did not crash.
+bool ends_stopped(const EventLog& log, const std::string& session, uint64_t last);
+
 // What one poll learnt about one session.
 struct WatchChange {
   std::string session;
@@ -73,9 +77,6 @@ class LogWatch {
   void use_log(EventLog* log) { log_ = log; }
 
  private:
-  // Whether the session's event `last` is a session.stopped.
-  bool ends_stopped(const std::string& session, uint64_t last) const;
-
   struct Session {
     std::unique_ptr<SpanBuilder> builder;  // null until the session grows
     uint64_t seen_seq = 0;

@@ -51,14 +51,14 @@ json error_message(const std::string& session, const std::string& message) {
   return {{"type", "error"}, {"session", session}, {"message", message}};
 }
 
-}  // namespace
-
 // Why the session was stopped, when its session span ended so (session.stopped); "" otherwise.
 std::string stop_reason_of(const std::vector<Span>& spans) {
   if (spans.empty() || spans[0].status != "stopped") return "";
   std::string reason = spans[0].attrs.value("stop_reason", std::string());
   return reason.empty() ? "stopped" : reason;
 }
+
+}  // namespace
 
 ApiReply api_error(unsigned status, std::string error, std::string hint) {
   json body = {{"success", false}, {"error", std::move(error)}};
