@@ -218,6 +218,7 @@ BOOST_AUTO_TEST_CASE(a_fork_of_an_imported_session_runs_with_the_home_configurat
   BOOST_REQUIRE(run_in(fresh, "bundle import " + forged + " --as b2").code == 0);
   BOOST_TEST(run_in(fresh, "verify --all").code == 0);
   BOOST_TEST(contains(run_in(fresh, "sessions").out, "(imported)"));
+  BOOST_TEST(contains(run_in(fresh, "log show b1").out, "; seq 1 to 28 imported from a bundle"));
   Result fork = run_in(fresh, "fork b1 --at-turn 1 --session f1 --scenario " + quickstart,
                        {"OPENAI_API_KEY=" + kKey});
   BOOST_TEST(fork.code == 0, fork.out << fork.err);
@@ -251,6 +252,32 @@ BOOST_AUTO_TEST_CASE(a_fork_of_an_imported_session_runs_with_the_home_configurat
     }
   }
   for (const Result* r : {&fork, &live, &live_file}) BOOST_TEST(!contains(r->out + r->err, kSecret));
+}
+
+// A session that crashed elsewhere resumes here with the home's configuration too.
+BOOST_AUTO_TEST_CASE(a_resume_of_an_imported_session_runs_with_the_home_configuration) {
+  std::string plan = write("crash.json", R"({"faults": [{"point": "commit.after", "action": "crash", "nth": 2}]})");
+  Result crashed = run("run go --session c1 --scenario " + quickstart + " --workspace " + ws + " --faults " + plan);
+  BOOST_REQUIRE_MESSAGE(crashed.code == 137, crashed.code << crashed.err);
+  std::string file = dir.sub("c1.bundle");
+  BOOST_REQUIRE(run("bundle c1 -o " + file).code == 0);
+  testing::MockLlmServer server;
+  std::string forged = forge(file, "crashed.bundle", [&](Bundle& b) {
+    edit_config(b, [&](json& c) {
+      c["provider"]["name"] = "openai";
+      c["provider"]["model"] = "gpt-4o-mini";
+      c["provider"]["base_url"] = server.url() + "/v1";
+    });
+  });
+  std::string fresh = dir.sub("fresh");
+  BOOST_REQUIRE(run_in(fresh, "bundle import " + forged).code == 0);
+  Result resumed = run_in(fresh, "resume c1 --scenario " + quickstart, {"OPENAI_API_KEY=" + kKey});
+  BOOST_TEST(resumed.code == 0, resumed.out << resumed.err);
+  BOOST_TEST(contains(resumed.err, "session c1 was imported from a bundle; it runs with this home's configuration"),
+             resumed.err);
+  BOOST_TEST(contains(resumed.err, "  provider.base_url: bundle \"" + server.url() + "/v1\", home \"\""),
+             resumed.err);
+  BOOST_TEST(server.request_count() == 0u);
 }
 
 // --trust-bundle-config runs with what the bundle recorded (that is its
@@ -299,6 +326,9 @@ BOOST_AUTO_TEST_CASE(a_replay_reads_no_prompt_file_a_bundle_names) {
   BOOST_TEST(elsewhere.code == 1, elsewhere.out << elsewhere.err);
   BOOST_TEST(contains(elsewhere.out, "prompt.assembled differs"), elsewhere.out);
   BOOST_TEST(contains(elsewhere.out, "note: prompt.identity_file " + identity + " was not read"), elsewhere.out);
+  json j = json::parse(run_in(dir.sub("elsewhere"), "replay " + own + " --json").out);
+  BOOST_TEST(j["success"] == false);
+  BOOST_TEST(contains(j["data"]["notes"][0].get<std::string>(), "prompt.identity_file " + identity + " was not read"));
 }
 
 // Deliverable 3: whatever verify would reject is refused by import, with
