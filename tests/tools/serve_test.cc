@@ -692,7 +692,7 @@ BOOST_AUTO_TEST_CASE(a_token_in_the_address_is_refused_and_never_copied_into_a_h
     BOOST_TEST(r.header("Set-Cookie").empty());
     BOOST_TEST(r.header("X-Injected").empty());
     BOOST_TEST(r.header("Location").empty());
-    BOOST_TEST(contains(r.j.value("error", ""), "#token="), r.body);
+    BOOST_TEST(contains(r.j.is_object() ? r.j.value("error", "") : "", "#token="), r.body);
   };
   refused_plainly(get("/?token=x%0d%0aX-Injected:%20yes"));
   refused_plainly(request("GET", "/?token=x%0d%0aX-Injected:%20yes", {}, "", false));
