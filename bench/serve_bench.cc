@@ -62,7 +62,8 @@ int64_t now_us() {
 
 // `carapace --home HOME serve --port 0 --interval-ms I` in the background; its pid, port and
 // token (from the URL it prints: http://127.0.0.1:PORT/#token=T).
-pid_t start_server(const fs::path& home, int interval_ms, const fs::path& out, uint16_t* port, std::string* token) {
+pid_t start_server(const fs::path& home, int interval_ms, const fs::path& out, uint16_t* port,
+                   std::string* token) {
   std::fflush(stdout);  // else the child writes this process's buffered lines again
   pid_t pid = ::fork();
   if (pid == 0) {

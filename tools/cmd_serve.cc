@@ -28,9 +28,10 @@ int run_serve(Context& ctx, const ServeArgs& args) {
   const bool loopback = web::is_loopback(args.bind);
   const char* env_token = std::getenv("CARAPACE_SERVE_TOKEN");
   if (args.no_token && !loopback) {
-    return ctx.fail(Status::invalid_argument("--no-token with --bind " + args.bind +
-                                             ", which is not loopback: beyond loopback every request needs the token"),
-                    "drop --no-token (the URL printed carries the token), or bind to 127.0.0.1");
+    return ctx.fail(
+        Status::invalid_argument("--no-token with --bind " + args.bind +
+                                 ", which is not loopback: beyond loopback every request needs the token"),
+        "drop --no-token (the URL printed carries the token), or bind to 127.0.0.1");
   }
   if (args.no_token && env_token != nullptr && *env_token != '\0') {
     return ctx.fail(Status::invalid_argument("--no-token, yet CARAPACE_SERVE_TOKEN is set"),
@@ -72,14 +73,16 @@ int run_serve(Context& ctx, const ServeArgs& args) {
     std::printf("carapace serve: the token is in %s (%s; remove it for a new one)\n", token.file.c_str(),
                 token.made ? "made now" : "kept from before");
   } else {
-    std::printf("carapace serve: WARNING: no token (--no-token): every user of this machine can read this home "
-                "through port %u\n",
-                static_cast<unsigned>(server->port()));
+    std::printf(
+        "carapace serve: WARNING: no token (--no-token): every user of this machine can read this home "
+        "through port %u\n",
+        static_cast<unsigned>(server->port()));
   }
   std::printf("carapace serve: %zu session%s in %s; %s; Ctrl-C stops\n", home->session_count(),
               home->session_count() == 1 ? "" : "s", ctx.home().c_str(),
-              server->updates() == "inotify" ? "following the log with inotify"
-                                             : ("reading the log every " + std::to_string(args.interval_ms) + " ms").c_str());
+              server->updates() == "inotify"
+                  ? "following the log with inotify"
+                  : ("reading the log every " + std::to_string(args.interval_ms) + " ms").c_str());
   std::fflush(stdout);
   arm_stop_signals();
   server->run([] { return stop_signal() != 0; });
@@ -94,18 +97,22 @@ void register_serve_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand(
       "serve", "A web view of the home in the browser: sessions, traces, live status (reads beside running commands)");
   cmd->add_option("--port", args->port, "TCP port; 0 takes any free one")->capture_default_str();
-  cmd->add_option("--bind", args->bind, "Address to listen on (loopback, or an interface's: then use a TLS proxy)")
+  cmd->add_option("--bind", args->bind,
+                  "Address to listen on (loopback, or an interface's: then use a TLS proxy)")
       ->capture_default_str();
-  cmd->add_option("--interval-ms", args->interval_ms,
-                  "Least time between two reads of the log (with --poll, or without inotify: the time between reads)")
+  cmd->add_option(
+         "--interval-ms", args->interval_ms,
+         "Least time between two reads of the log (with --poll, or without inotify: the time between reads)")
       ->capture_default_str()
       ->check(CLI::Range(10, 60'000));
-  cmd->add_flag("--no-token", args->no_token,
-                "Loopback only: ask no token, so that EVERY user of this machine can read the home through the port "
-                "(by default the token is CARAPACE_SERVE_TOKEN, else the home's serve.token, printed in the URL)");
-  cmd->add_flag("--poll", args->poll,
-                "Read the log every --interval-ms instead of when inotify reports a change (for a file system "
-                "inotify does not see, e.g. a network one)");
+  cmd->add_flag(
+      "--no-token", args->no_token,
+      "Loopback only: ask no token, so that EVERY user of this machine can read the home through the port "
+      "(by default the token is CARAPACE_SERVE_TOKEN, else the home's serve.token, printed in the URL)");
+  cmd->add_flag(
+      "--poll", args->poll,
+      "Read the log every --interval-ms instead of when inotify reports a change (for a file system "
+      "inotify does not see, e.g. a network one)");
   cmd->callback([&ctx, args] { ctx.run = [&ctx, args] { return run_serve(ctx, *args); }; });
 }
 

@@ -41,7 +41,8 @@ class WsClient {
   };
 
   // `origin`: unset, the server's own (http://127.0.0.1:PORT); "" sends none.
-  explicit WsClient(uint16_t port, const std::string& token = "", std::optional<std::string> origin = std::nullopt) {
+  explicit WsClient(uint16_t port, const std::string& token = "",
+                    std::optional<std::string> origin = std::nullopt) {
     tcp::resolver resolver(io_);
     asio::connect(ws_.next_layer(), resolver.resolve("127.0.0.1", std::to_string(port)));
     std::string own = origin ? *origin : "http://127.0.0.1:" + std::to_string(port);

@@ -134,8 +134,9 @@ struct Fixture {
   // One HTTP request; headers as "Name: value" lines. It carries the
   // server's token (Authorization: Bearer) unless `with_token` is off or
   // `headers` has an Authorization.
-  Reply request(const std::string& method, const std::string& target, const std::vector<std::string>& headers = {},
-                const std::string& body = "", bool with_token = true) {
+  Reply request(const std::string& method, const std::string& target,
+                const std::vector<std::string>& headers = {}, const std::string& body = "",
+                bool with_token = true) {
     std::string raw = method + " " + target + " HTTP/1.1\r\n";
     bool host = false, auth = false;
     for (const auto& h : headers) {
@@ -184,8 +185,9 @@ struct Fixture {
     if (!dropped("Origin:")) raw += "Origin: http://127.0.0.1:" + std::to_string(port) + "\r\n";
     if (!dropped("Authorization:") && !token.empty()) raw += "Authorization: Bearer " + token + "\r\n";
     for (const auto& h : extra) raw += h + "\r\n";
-    return raw + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                 "Sec-WebSocket-Version: 13\r\n\r\n";
+    return raw +
+           "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+           "Sec-WebSocket-Version: 13\r\n\r\n";
   }
 };
 
@@ -202,8 +204,10 @@ BOOST_AUTO_TEST_SUITE(web_access)
 
 BOOST_AUTO_TEST_CASE(loopback_host_or_token) {
   using web::Access;
-  auto creds = [](std::string_view host, std::string_view authorization = "", std::string_view protocols = "") {
-    return web::RequestCredentials{.host = host, .authorization = authorization, .websocket_protocols = protocols};
+  auto creds = [](std::string_view host, std::string_view authorization = "",
+                  std::string_view protocols = "") {
+    return web::RequestCredentials{
+        .host = host, .authorization = authorization, .websocket_protocols = protocols};
   };
   web::AccessPolicy open{.token = "", .port = 8080};
   BOOST_TEST((web::check_access(open, creds("127.0.0.1:8080")) == Access::kAllowed));
@@ -231,7 +235,8 @@ BOOST_AUTO_TEST_CASE(loopback_host_or_token) {
   // A browser's WebSocket: the token as a subprotocol beside `carapace`.
   const std::string offered = "carapace, carapace.token." + t;
   BOOST_TEST((web::check_access(locked, creds("x", "", offered)) == Access::kAllowed));
-  BOOST_TEST((web::check_access(locked, creds("x", "", "carapace.token.wrong-token-00000")) == Access::kBadToken));
+  BOOST_TEST(
+      (web::check_access(locked, creds("x", "", "carapace.token.wrong-token-00000")) == Access::kBadToken));
   BOOST_TEST((web::check_access(locked, creds("x", "", "carapace")) == Access::kNoToken));
   BOOST_TEST(web::offers_protocol("x, carapace ,y", "carapace"));
   BOOST_TEST(!web::offers_protocol("carapace.token.abc", "carapace"));
@@ -631,7 +636,8 @@ BOOST_AUTO_TEST_CASE(a_token_by_default_even_on_loopback_kept_owner_only_in_the_
   BOOST_TEST(request("GET", "/api/status", {}, "", false).status == 401);
   BOOST_TEST(request("GET", "/api/sessions", {"Authorization: Bearer " + token.substr(1)}).status == 401);
   BOOST_TEST(get("/api/sessions").status == 200);
-  BOOST_TEST(request("GET", "/", {}, "", false).status == 200);  // the page: public, it reads the token itself
+  BOOST_TEST(request("GET", "/", {}, "", false).status ==
+             200);  // the page: public, it reads the token itself
   BOOST_TEST(request("GET", "/app.js", {}, "", false).status == 200);
   BOOST_CHECK_THROW(WsClient{port}, boost::system::system_error);
   {
@@ -650,7 +656,8 @@ BOOST_AUTO_TEST_CASE(a_token_by_default_even_on_loopback_kept_owner_only_in_the_
   std::string out;
   BOOST_REQUIRE(::chmod(file.c_str(), 0640) == 0);
   BOOST_TEST(run("serve --port 0", &out, "timeout 20") == 1);
-  BOOST_TEST(contains(out, "the token file " + file + " can be read or written by other users (mode 0640)"), out);
+  BOOST_TEST(contains(out, "the token file " + file + " can be read or written by other users (mode 0640)"),
+             out);
   BOOST_TEST(contains(out, "rm " + file), out);
   BOOST_REQUIRE(::chmod(file.c_str(), 0600) == 0);
   std::filesystem::rename(file, dir.sub("elsewhere.token"));
@@ -673,10 +680,12 @@ BOOST_AUTO_TEST_CASE(a_token_by_default_even_on_loopback_kept_owner_only_in_the_
   // --no-token: loopback only, and loud.
   start_server("", "--no-token");
   BOOST_TEST(token.empty());
-  BOOST_TEST(contains(slurp(dir.sub("serve.out")), "WARNING: no token (--no-token): every user of this machine"));
+  BOOST_TEST(
+      contains(slurp(dir.sub("serve.out")), "WARNING: no token (--no-token): every user of this machine"));
   BOOST_TEST(request("GET", "/api/sessions", {}, "", false).status == 200);
-  BOOST_TEST(request("GET", "/api/sessions", {"Host: attacker.example:" + std::to_string(port)}, "", false).status ==
-             403);
+  BOOST_TEST(
+      request("GET", "/api/sessions", {"Host: attacker.example:" + std::to_string(port)}, "", false).status ==
+      403);
   stop_server();
   BOOST_TEST(run("serve --port 0 --no-token --bind 0.0.0.0", &out, "timeout 20") == 1);
   BOOST_TEST(contains(out, "--no-token with --bind 0.0.0.0, which is not loopback"), out);
@@ -738,12 +747,14 @@ BOOST_AUTO_TEST_CASE(two_hosts_are_refused_and_the_websocket_needs_exactly_its_o
   BOOST_TEST(upgrade_status(upgrade({}, {"Origin:"})) == 403u);
   BOOST_TEST(upgrade_status(upgrade({"Origin: "}, {"Origin:"})) == 403u);
   BOOST_TEST(upgrade_status(upgrade({"Origin: https://127.0.0.1:" + p}, {"Origin:"})) == 403u);
-  BOOST_TEST(upgrade_status(upgrade({"Origin: http://127.0.0.1:" + std::to_string(port + 1)}, {"Origin:"})) == 403u);
-  BOOST_TEST(upgrade_status(upgrade({"Origin: http://localhost:" + p}, {"Origin:"})) == 403u);  // Host says 127.0.0.1
+  BOOST_TEST(upgrade_status(upgrade({"Origin: http://127.0.0.1:" + std::to_string(port + 1)}, {"Origin:"})) ==
+             403u);
+  BOOST_TEST(upgrade_status(upgrade({"Origin: http://localhost:" + p}, {"Origin:"})) ==
+             403u);  // Host says 127.0.0.1
   BOOST_TEST(upgrade_status(upgrade({"Origin: http://attacker.example"}, {"Origin:"})) == 403u);
   BOOST_TEST(upgrade_status(upgrade({"Origin: null"}, {"Origin:"})) == 403u);
   BOOST_TEST(upgrade_status(upgrade({"Origin: http://attacker.example"})) == 400u);  // two Origins
-  BOOST_TEST(upgrade_status(upgrade({"Host: attacker.example:" + p})) == 400u);    // two Hosts
+  BOOST_TEST(upgrade_status(upgrade({"Host: attacker.example:" + p})) == 400u);      // two Hosts
   BOOST_TEST(upgrade_status(upgrade({}, {"Authorization:"})) == 401u);
   // The page's way: the token as a subprotocol, `carapace` named in the answer.
   {
@@ -816,7 +827,8 @@ BOOST_AUTO_TEST_CASE(an_idle_server_does_not_read_the_log_and_a_change_wakes_it_
   auto arrives_soon = [&](const std::string& session) {
     const auto wrote = std::chrono::steady_clock::now();
     BOOST_REQUIRE(run("log synth --session " + session + " --turns 2") == 0);
-    BOOST_REQUIRE(client.wait([&](const json& m) { return m["type"] == "session" && m["session"]["id"] == session; }));
+    BOOST_REQUIRE(
+        client.wait([&](const json& m) { return m["type"] == "session" && m["session"]["id"] == session; }));
     return std::chrono::steady_clock::now() - wrote < std::chrono::seconds(5);
   };
   BOOST_TEST(arrives_soon("first"));
@@ -833,7 +845,8 @@ BOOST_AUTO_TEST_CASE(an_idle_server_does_not_read_the_log_and_a_change_wakes_it_
   BOOST_REQUIRE(polled.wait([](const json& m) { return m["type"] == "hello"; }));
   BOOST_TEST(idle_reads(600) >= 5u);
   BOOST_REQUIRE(run("log synth --session later --turns 1") == 0);
-  BOOST_TEST(polled.wait([](const json& m) { return m["type"] == "session" && m["session"]["id"] == "later"; }));
+  BOOST_TEST(
+      polled.wait([](const json& m) { return m["type"] == "session" && m["session"]["id"] == "later"; }));
 }
 
 // One read of up to `size` bytes that gives up after `seconds`: the bytes

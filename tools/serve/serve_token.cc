@@ -29,22 +29,25 @@ std::string mode_text(mode_t mode) {
 Status read_token_file(const std::string& path, const struct stat& st, std::string* out) {
   const std::string renew = "Remove it (rm " + path + ") and carapace serve makes a new one";
   if (S_ISLNK(st.st_mode)) {
-    return Status::invalid_argument("the token file " + path + " is a symbolic link, not a file of its own. " + renew);
+    return Status::invalid_argument("the token file " + path +
+                                    " is a symbolic link, not a file of its own. " + renew);
   }
   if (st.st_uid != ::geteuid()) {
-    return Status::invalid_argument("the token file " + path + " belongs to uid " + std::to_string(st.st_uid) +
-                                    ", not to you (uid " + std::to_string(::geteuid()) + "). " + renew);
+    return Status::invalid_argument("the token file " + path + " belongs to uid " +
+                                    std::to_string(st.st_uid) + ", not to you (uid " +
+                                    std::to_string(::geteuid()) + "). " + renew);
   }
   if ((st.st_mode & 077) != 0) {
-    return Status::invalid_argument("the token file " + path + " can be read or written by other users (mode " +
-                                    mode_text(st.st_mode) + "), so its token may be known. " + renew);
+    return Status::invalid_argument("the token file " + path +
+                                    " can be read or written by other users (mode " + mode_text(st.st_mode) +
+                                    "), so its token may be known. " + renew);
   }
   std::string text;
   CARAPACE_RETURN_IF_ERROR(read_bounded_file(path, kTokenFileBytes, "the token file", &text));
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
   if (!valid_token(text)) {
-    return Status::invalid_argument("the token file " + path + " does not hold a token (" + kTokenRule + "). " +
-                                    renew);
+    return Status::invalid_argument("the token file " + path + " does not hold a token (" + kTokenRule +
+                                    "). " + renew);
   }
   *out = std::move(text);
   return Status();
@@ -59,8 +62,8 @@ Status write_token_file(const std::string& path, const std::string& token, bool*
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return Status::io_error("cannot write the token file " + tmp + ": " + errno_text(errno));
   const std::string text = token + "\n";
-  bool ok = ::fchmod(fd.get(), 0600) == 0 && ::write(fd.get(), text.data(), text.size()) ==
-                                                  static_cast<ssize_t>(text.size()) &&
+  bool ok = ::fchmod(fd.get(), 0600) == 0 &&
+            ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
             ::fsync(fd.get()) == 0;
   int err = errno;
   fd.reset();
@@ -91,9 +94,9 @@ Status serve_token(const std::string& home, const char* env, ServeToken* out) {
   *out = ServeToken{};
   if (env != nullptr && *env != '\0') {
     if (!valid_token(env)) {
-      return Status::invalid_argument(std::string("CARAPACE_SERVE_TOKEN is not a token the server takes (") +
-                                      kTokenRule + "): use a long random one, or unset it to use the home's " +
-                                      "serve.token");
+      return Status::invalid_argument(
+          std::string("CARAPACE_SERVE_TOKEN is not a token the server takes (") + kTokenRule +
+          "): use a long random one, or unset it to use the home's " + "serve.token");
     }
     out->value = env;
     out->from_env = true;
@@ -104,7 +107,8 @@ Status serve_token(const std::string& home, const char* env, ServeToken* out) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) return read_token_file(path, st, &out->value);
-    if (errno != ENOENT) return Status::io_error("cannot read the token file " + path + ": " + errno_text(errno));
+    if (errno != ENOENT)
+      return Status::io_error("cannot read the token file " + path + ": " + errno_text(errno));
     std::string token = random_token();
     if (token.empty()) return Status::io_error("cannot read random bytes (getrandom) to make a token");
     bool raced = false;

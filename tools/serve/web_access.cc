@@ -82,7 +82,8 @@ std::string access_error(Access access) {
     case Access::kBadHost:
       return "this server answers only to a loopback Host (127.0.0.1, localhost, [::1]) with its port";
     case Access::kNoToken:
-      return "this server needs its token: open the URL it printed (…/#token=…), or send Authorization: Bearer "
+      return "this server needs its token: open the URL it printed (…/#token=…), or send Authorization: "
+             "Bearer "
              "TOKEN (the token is in the home's serve.token)";
     case Access::kBadToken:
       return "wrong token: open the URL carapace serve printed at its start, or send the token in the home's "
@@ -110,8 +111,8 @@ bool offers_protocol(std::string_view protocols, std::string_view name) {
 bool valid_token(std::string_view text) {
   if (text.size() < 16 || text.size() > 256) return false;
   for (char c : text) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-              c == '.' || c == '~';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+              c == '_' || c == '.' || c == '~';
     if (!ok) return false;
   }
   return true;

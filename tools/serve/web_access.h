@@ -25,9 +25,9 @@
 namespace carapace::web {
 
 struct AccessPolicy {
-  std::string token;      // empty: no token needed (--no-token, loopback only)
+  std::string token;  // empty: no token needed (--no-token, loopback only)
   uint16_t port = 0;
-  bool loopback = true;   // bound to loopback: the Host is checked
+  bool loopback = true;  // bound to loopback: the Host is checked
 };
 
 enum class Access { kAllowed, kBadHost, kNoToken, kBadToken };

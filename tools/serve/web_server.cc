@@ -297,9 +297,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     std::string_view path = target.substr(0, target.find('?'));
     std::string_view query = path.size() < target.size() ? target.substr(path.size() + 1) : std::string_view();
     if (query_has(query, "token")) {
-      return refuse(400,
-                    "a token in the address (?token=) is not taken: an address is written into logs and history. "
-                    "Open the URL carapace serve printed (…/#token=…), or send Authorization: Bearer TOKEN");
+      return refuse(
+          400,
+          "a token in the address (?token=) is not taken: an address is written into logs and history. "
+          "Open the URL carapace serve printed (…/#token=…), or send Authorization: Bearer TOKEN");
     }
     std::string_view host(req[http::field::host].data(), req[http::field::host].size());
     const bool websocket = path == "/ws";
@@ -310,14 +311,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     // the home): the Host check only. Everything else needs the token.
     const WebAsset* asset = websocket ? nullptr : find_web_asset(path);
     const bool needs_token = asset == nullptr;
-    Access access =
-        needs_token ? check_access(server_->policy,
-                                   RequestCredentials{.host = host,
-                                                      .authorization = std::string_view(
-                                                          req[http::field::authorization].data(),
-                                                          req[http::field::authorization].size()),
-                                                      .websocket_protocols = protocols})
-                    : check_host(server_->policy, host);
+    Access access = needs_token ? check_access(server_->policy,
+                                               RequestCredentials{.host = host,
+                                                                  .authorization = std::string_view(
+                                                                      req[http::field::authorization].data(),
+                                                                      req[http::field::authorization].size()),
+                                                                  .websocket_protocols = protocols})
+                                : check_host(server_->policy, host);
     if (access != Access::kAllowed) return refuse(access_status(access), access_error(access));
     if (req.method() != http::verb::get && req.method() != http::verb::head) {
       auto res = json_response(405,
@@ -336,8 +336,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       std::string_view origin(req[http::field::origin].data(), req[http::field::origin].size());
       if (!origin_allowed(origin, host)) {
         return refuse(403, origin.empty() ? "a WebSocket needs an Origin header: http://" + std::string(host)
-                                          : "WebSocket from another origin refused: only http://" + std::string(host) +
-                                                " may open it");
+                                          : "WebSocket from another origin refused: only http://" +
+                                                std::string(host) + " may open it");
       }
       stream_.expires_never();
       auto ws = std::make_shared<WsSession>(stream_.release_socket(), server_);
@@ -346,9 +346,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       return;
     }
     if (path.starts_with("/api/")) {
-      ApiReply reply = path == "/api/status"
-                           ? ApiReply{200, {{"success", true}, {"data", server_->status()}, {"summary", "carapace serve"}}}
-                           : server_->home->get(path);
+      ApiReply reply =
+          path == "/api/status"
+              ? ApiReply{200, {{"success", true}, {"data", server_->status()}, {"summary", "carapace serve"}}}
+              : server_->home->get(path);
       auto res = json_response(reply.status, reply.body, version, keep_alive);
       if (req.method() == http::verb::head) res.body().clear();
       return write(std::move(res));
@@ -431,10 +432,11 @@ void WebServer::Impl::refuse(tcp::socket& socket) {
 void WebServer::Impl::report_refusals() {
   refusal_summary_due = false;
   if (refused_unreported == 0) return;
-  spdlog::warn("serve: refused {} connection{} in the last {} s: {} were open, the limit ({} refused since the start)",
-               refused_unreported, refused_unreported == 1 ? "" : "s",
-               std::chrono::duration_cast<std::chrono::seconds>(kRefusalSummary).count(), options.max_connections,
-               refused_total);
+  spdlog::warn(
+      "serve: refused {} connection{} in the last {} s: {} were open, the limit ({} refused since the start)",
+      refused_unreported, refused_unreported == 1 ? "" : "s",
+      std::chrono::duration_cast<std::chrono::seconds>(kRefusalSummary).count(), options.max_connections,
+      refused_total);
   refused_unreported = 0;
 }
 

@@ -33,8 +33,8 @@ struct ServerOptions {
   uint16_t port = 8080;    // 0: any free port
   std::string token;       // required when `bind` is not loopback
   std::string version;
-  std::string home;        // watched for changes of its log
-  bool notify = true;      // false: read the log every poll_interval_ms, inotify or not
+  std::string home;    // watched for changes of its log
+  bool notify = true;  // false: read the log every poll_interval_ms, inotify or not
   int poll_interval_ms = 200;
   size_t max_connections = 64;
 };
