@@ -660,6 +660,13 @@ BOOST_AUTO_TEST_CASE(a_token_by_default_even_on_loopback_kept_owner_only_in_the_
              out);
   BOOST_TEST(contains(out, "rm " + file), out);
   BOOST_REQUIRE(::chmod(file.c_str(), 0600) == 0);
+  if (::geteuid() == 0) {
+    // Root can give it away: a token file of another user.
+    BOOST_REQUIRE(::chown(file.c_str(), 4242, 4242) == 0);
+    BOOST_TEST(run("serve --port 0", &out, "timeout 20") == 1);
+    BOOST_TEST(contains(out, "the token file " + file + " belongs to uid 4242, not to you"), out);
+    BOOST_REQUIRE(::chown(file.c_str(), 0, 0) == 0);
+  }
   std::filesystem::rename(file, dir.sub("elsewhere.token"));
   std::filesystem::create_symlink(dir.sub("elsewhere.token"), file);
   BOOST_TEST(run("serve --port 0", &out, "timeout 20") == 1);
