@@ -91,7 +91,8 @@ class ScratchDir {
   Status open() {
     std::string pattern = (std::filesystem::temp_directory_path() / "carapace-import-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) {
-      return Status::io_error("cannot create a scratch directory to check the bundle in: " + errno_text(errno));
+      return Status::io_error("cannot create a scratch directory to check the bundle in: " +
+                              errno_text(errno));
     }
     path_ = pattern;
     return Status();
@@ -130,7 +131,8 @@ class SyncedFileWriter {
   Status commit() {
     CARAPACE_RETURN_IF_ERROR(flush());
     if (::fsync(fd_.get()) != 0) return Status::io_error("cannot sync " + tmp_ + ": " + errno_text(errno));
-    if (::close(fd_.release()) != 0) return Status::io_error("cannot write " + tmp_ + ": " + errno_text(errno));
+    if (::close(fd_.release()) != 0)
+      return Status::io_error("cannot write " + tmp_ + ": " + errno_text(errno));
     if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
       int e = errno;
       ::unlink(tmp_.c_str());
@@ -206,7 +208,8 @@ class LineReader {
       break;
     }
     if (offset_ + buf_.size() > max_total_) {
-      return Status::invalid_argument("is larger than " + byte_size_text(max_total_) + ", the limit for a bundle");
+      return Status::invalid_argument("is larger than " + byte_size_text(max_total_) +
+                                      ", the limit for a bundle");
     }
     return Status();
   }
@@ -228,11 +231,13 @@ class LineReader {
       if (n < 0) return Status::io_error(errno_text(errno));
       if (n == 0) break;
       const void* nl = std::memchr(scan.data(), '\n', static_cast<size_t>(n));
-      uint64_t upto = nl ? static_cast<uint64_t>(static_cast<const char*>(nl) - scan.data()) : static_cast<uint64_t>(n);
+      uint64_t upto =
+          nl ? static_cast<uint64_t>(static_cast<const char*>(nl) - scan.data()) : static_cast<uint64_t>(n);
       end += upto;
       if (end - start > max_line_) return too_long(start);
       if (end > max_total_) {
-        return Status::invalid_argument("is larger than " + byte_size_text(max_total_) + ", the limit for a bundle");
+        return Status::invalid_argument("is larger than " + byte_size_text(max_total_) +
+                                        ", the limit for a bundle");
       }
       if (nl != nullptr) {
         newline = true;
@@ -414,7 +419,9 @@ Status write_bundle_file(const Bundle& bundle, const std::string& path, BundleWr
   SyncedFileWriter out(path);
   CARAPACE_RETURN_IF_ERROR(out.open());
   const bool bodies = !bundle.bodies.empty();
-  json header{{"format", kFormat}, {"version", bodies ? kBundleVersion : 1u}, {"session", bundle.session},
+  json header{{"format", kFormat},
+              {"version", bodies ? kBundleVersion : 1u},
+              {"session", bundle.session},
               {"events", bundle.events.size()}};
   if (bodies) header["bodies"] = bundle.bodies.size();
   CARAPACE_RETURN_IF_ERROR(out.add(header.dump() + "\n"));
@@ -502,7 +509,8 @@ Status read_bundle(const std::string& path, Bundle* out, const ReadBundleOptions
     return Status::io_error("cannot read the bundle " + path + ": " + errno_text(err));
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return Status::io_error("cannot read the bundle " + path + ": " + errno_text(errno));
+  if (::fstat(fd.get(), &st) != 0)
+    return Status::io_error("cannot read the bundle " + path + ": " + errno_text(errno));
   if (!S_ISREG(st.st_mode)) return Status::invalid_argument("the bundle " + path + " is not a regular file");
   if (static_cast<uint64_t>(st.st_size) > kBundleMaxBytes) {
     return Status::invalid_argument("the bundle " + path + " is " + std::to_string(st.st_size) +
@@ -603,13 +611,15 @@ Status read_bundle(const std::string& path, Bundle* out, const ReadBundleOptions
       std::string_view payload;
       auto ts = p.j.find("ts_us");
       if (!whole_field(p.j, "seq", &seq, &why) || !whole_field(p.j, "type", &type, &why) ||
-          !hex_field(p, &line, "payload", &scratch, &payload) || (ts != p.j.end() && !ts->is_number_integer())) {
+          !hex_field(p, &line, "payload", &scratch, &payload) ||
+          (ts != p.j.end() && !ts->is_number_integer())) {
         return bad("has a malformed event line " + where);
       }
       e.seq = seq;
       e.ts_us = ts != p.j.end() ? ts->get<int64_t>() : 0;
       if (e.seq != b.events.size() + 1) {
-        return bad("skips from event " + std::to_string(b.events.size()) + " to seq " + std::to_string(e.seq));
+        return bad("skips from event " + std::to_string(b.events.size()) + " to seq " +
+                   std::to_string(e.seq));
       }
       if (type == 0 || type > 0xFFFF || !decode_payload(static_cast<uint16_t>(type), payload, &e.body)) {
         return bad("has an event it cannot decode at seq " + std::to_string(e.seq));
@@ -621,7 +631,8 @@ Status read_bundle(const std::string& path, Bundle* out, const ReadBundleOptions
     if (scratch.capacity() > (16u << 20)) std::string().swap(scratch);
   }
   if (!ended) {
-    return bad("is truncated (it ends after " + std::to_string(b.events.size()) + " events, before its end line)");
+    return bad("is truncated (it ends after " + std::to_string(b.events.size()) +
+               " events, before its end line)");
   }
   CARAPACE_RETURN_IF_ERROR(next());
   if (more) return bad("goes on after its end line");
@@ -637,7 +648,8 @@ namespace {
 Status write_and_verify(EventLog* log, const Bundle& bundle, const std::string& id) {
   if (bundle.events.empty()) return Status::corruption("the bundle holds no events; nothing was imported");
   bool checkpoint = false;
-  for (const Event& e : bundle.events) checkpoint = checkpoint || std::holds_alternative<TurnCommitted>(e.body);
+  for (const Event& e : bundle.events)
+    checkpoint = checkpoint || std::holds_alternative<TurnCommitted>(e.body);
   if (!checkpoint) {
     return Status::corruption("the bundle's session " + id +
                               " has no checkpoint (turn.committed), so nothing in it can be verified; "
@@ -652,8 +664,10 @@ Status write_and_verify(EventLog* log, const Bundle& bundle, const std::string& 
   const VerifyIssue& first = report.issues.front();
   std::string said = first.seq != 0 ? "seq " + std::to_string(first.seq) + "  " : "";
   said += first.kind + ": " + first.detail;
-  if (report.issues.size() > 1) said += " (and " + std::to_string(report.issues.size() - 1) + " more problems)";
-  return Status::corruption("the bundle's session " + id + " does not verify: " + said + "; nothing was imported");
+  if (report.issues.size() > 1)
+    said += " (and " + std::to_string(report.issues.size() - 1) + " more problems)";
+  return Status::corruption("the bundle's session " + id + " does not verify: " + said +
+                            "; nothing was imported");
 }
 
 }  // namespace
@@ -662,7 +676,8 @@ Status check_bundle(const Bundle& bundle, const std::string& id) {
   ScratchDir scratch;
   CARAPACE_RETURN_IF_ERROR(scratch.open());
   std::unique_ptr<EventLog> log;
-  CARAPACE_RETURN_IF_ERROR(EventLog::open(EventLog::Options{.path = scratch.path() + "/log", .scratch = true}, &log));
+  CARAPACE_RETURN_IF_ERROR(
+      EventLog::open(EventLog::Options{.path = scratch.path() + "/log", .scratch = true}, &log));
   return write_and_verify(log.get(), bundle, id);
 }
 
@@ -682,7 +697,8 @@ Status import_bundle(EventLog* log, const Bundle& bundle, const std::string& as_
                                     " events); import it under another id with --as ID");
   }
   if (!bundle.bodies.empty() && bodies == nullptr) {
-    return Status::invalid_argument("the bundle carries bodies but no body store was given; nothing was imported");
+    return Status::invalid_argument(
+        "the bundle carries bodies but no body store was given; nothing was imported");
   }
   if (!checked) CARAPACE_RETURN_IF_ERROR(check_bundle(bundle, id));
   for (const BundleBody& body : bundle.bodies) {

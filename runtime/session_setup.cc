@@ -143,7 +143,8 @@ Status recorded_configuration(const EventLog& log, const std::string& id, Record
 std::vector<ToolSpec> recorded_tools(const SessionConfigured& c) {
   std::vector<ToolSpec> tools;
   nlohmann::json specs;
-  if (!parse_bounded_json(c.tools.text, "the recorded tool specs", &specs).ok() || !specs.is_array()) return tools;
+  if (!parse_bounded_json(c.tools.text, "the recorded tool specs", &specs).ok() || !specs.is_array())
+    return tools;
   for (const auto& t : specs) {
     if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) continue;
     // Recorded elsewhere, for a bundle: a field of another type is left at its default.
@@ -151,7 +152,8 @@ std::vector<ToolSpec> recorded_tools(const SessionConfigured& c) {
     auto idempotent = t.find("idempotent");
     tools.push_back(ToolSpec{
         .name = t["name"],
-        .description = description != t.end() && description->is_string() ? description->get<std::string>() : "",
+        .description =
+            description != t.end() && description->is_string() ? description->get<std::string>() : "",
         .schema = JsonText{t.contains("schema") ? t["schema"].dump() : ""},
         .idempotent = idempotent != t.end() && idempotent->is_boolean() && idempotent->get<bool>()});
   }
@@ -210,7 +212,8 @@ void flatten(const nlohmann::json& j, const std::string& prefix, std::map<std::s
 
 }  // namespace
 
-std::vector<ConfigDifference> configuration_differences(const Config& recorded, const std::string& recorded_scenario,
+std::vector<ConfigDifference> configuration_differences(const Config& recorded,
+                                                        const std::string& recorded_scenario,
                                                         const Config& home) {
   std::map<std::string, std::string> a, b;
   flatten(config_to_json(recorded), "", &a);
@@ -234,7 +237,8 @@ std::vector<ConfigDifference> configuration_differences(const Config& recorded, 
                        " bytes; the tool calls in its replies run as commands)",
                    home.provider.scenario.empty() ? "none" : "the file " + home.provider.scenario});
   }
-  std::sort(out.begin(), out.end(), [](const ConfigDifference& x, const ConfigDifference& y) { return x.key < y.key; });
+  std::sort(out.begin(), out.end(),
+            [](const ConfigDifference& x, const ConfigDifference& y) { return x.key < y.key; });
   return out;
 }
 

@@ -82,7 +82,8 @@ struct ConfigDifference {
 // Every setting in which `recorded` (with the scenario text stored with it)
 // differs from `home`, in key order; the scenario as "scenario" (its size,
 // not its text).
-std::vector<ConfigDifference> configuration_differences(const Config& recorded, const std::string& recorded_scenario,
+std::vector<ConfigDifference> configuration_differences(const Config& recorded,
+                                                        const std::string& recorded_scenario,
                                                         const Config& home);
 
 // Clears the prompt files `config` names (prompt.identity_file,

@@ -61,7 +61,8 @@ int run_import(Context& ctx, const BundleArgs& args) {
   Bundle bundle;
   if (Status s = read_bundle(args.input, &bundle); !s.ok()) return ctx.fail(s);
   const std::string id = args.as.empty() ? bundle.session : args.as;
-  if (Status valid = keys::validate_session_id(id); !valid.ok()) return ctx.fail(valid, "pick another id with --as ID");
+  if (Status valid = keys::validate_session_id(id); !valid.ok())
+    return ctx.fail(valid, "pick another id with --as ID");
   // Refused before the home is opened: a refused import writes nothing.
   if (Status s = check_bundle(bundle, id); !s.ok()) {
     return ctx.fail(s, "`carapace verify` would reject this session; the bundle was damaged or forged");
@@ -109,10 +110,11 @@ void register_bundle_command(CLI::App& app, Context& ctx) {
     if (cmd->got_subcommand("import")) return;
     ctx.run = [&ctx, args] { return run_bundle(ctx, *args); };
   });
-  auto* import = cmd->add_subcommand("import",
-                                     "Add a bundle's session to this home, refused unless it verifies (then log "
-                                     "show, resume, fork and replay work on it; its configuration is a record "
-                                     "only, see --trust-bundle-config)");
+  auto* import =
+      cmd->add_subcommand("import",
+                          "Add a bundle's session to this home, refused unless it verifies (then log "
+                          "show, resume, fork and replay work on it; its configuration is a record "
+                          "only, see --trust-bundle-config)");
   import->add_option("file", args->input, "The bundle file")->required()->check(CLI::ExistingFile);
   import->add_option("--as", args->as, "Import under this id instead of the bundle's");
   add_json_flag(import, ctx);

@@ -225,8 +225,9 @@ int run_show(Context& ctx, const ShowArgs& args) {
   if (ctx.json) {
     ctx.print_success({{"session", args.session}, {"events", events}, {"imported_seq", imported}}, summary);
   } else if (base_us != 0) {
-    std::printf("%s, started %s%s\n", summary.c_str(), local_time(base_us).c_str(),
-                imported > 0 ? ("; seq 1 to " + std::to_string(imported) + " imported from a bundle").c_str() : "");
+    std::printf(
+        "%s, started %s%s\n", summary.c_str(), local_time(base_us).c_str(),
+        imported > 0 ? ("; seq 1 to " + std::to_string(imported) + " imported from a bundle").c_str() : "");
   }
   return kExitOk;
 }

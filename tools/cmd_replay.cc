@@ -60,7 +60,8 @@ bool same_events(const std::vector<Event>& a, const std::vector<Event>& b) {
   if (a.size() != b.size()) return false;
   std::string x, y;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].seq != b[i].seq || a[i].ts_us != b[i].ts_us || a[i].type_number() != b[i].type_number()) return false;
+    if (a[i].seq != b[i].seq || a[i].ts_us != b[i].ts_us || a[i].type_number() != b[i].type_number())
+      return false;
     x.clear();
     y.clear();
     encode_payload(a[i].body, x);
@@ -91,7 +92,8 @@ int import_for_live(Context& ctx, const Bundle& bundle) {
   // Verified by the replay, in its scratch log, under the same id.
   if (Status s = import_bundle(log.get(), bundle, "", nullptr, /*checked=*/true); !s.ok()) return ctx.fail(s);
   if (!ctx.json) {
-    std::fprintf(stderr, "imported %s into %s to go on live from it\n", bundle.session.c_str(), ctx.home().c_str());
+    std::fprintf(stderr, "imported %s into %s to go on live from it\n", bundle.session.c_str(),
+                 ctx.home().c_str());
   }
   return kExitOk;
 }
@@ -246,7 +248,8 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
     CARAPACE_RETURN_IF_ERROR(add_config_hooks(config, options.hooks.get()));
     if (args.config.empty()) {
       // Where a resume or fork changed how the session ran, the replay follows.
-      options.reconfigure = [id, imported, &notes](const SessionConfigured& recorded, ReplayConfiguration* next) {
+      options.reconfigure = [id, imported, &notes](const SessionConfigured& recorded,
+                                                   ReplayConfiguration* next) {
         auto changed = std::make_shared<Config>();
         std::vector<std::string> warnings;
         CARAPACE_RETURN_IF_ERROR(
@@ -289,8 +292,8 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
     std::string summary = report.identical() ? identical_line(report)
                                              : "diverged at " + divergence_brief(*report.divergence);
     if (ctx.json) {
-      print_redacted(ctx,
-                     {{"success", report.identical()}, {"data", report_json(report, notes)}, {"summary", summary}});
+      print_redacted(
+          ctx, {{"success", report.identical()}, {"data", report_json(report, notes)}, {"summary", summary}});
     } else if (report.identical()) {
       std::printf("%s\n", summary.c_str());
     } else {

@@ -99,21 +99,24 @@ namespace {
 // What a session imported from a bundle recorded, against the home's (with
 // the flags given): the notice a resume, fork or live replay of it prints
 // on stderr.
-void report_bundle_configuration(const std::string& id, const StoredRun& run, const Config& home, bool trusted) {
+void report_bundle_configuration(const std::string& id, const StoredRun& run, const Config& home,
+                                 bool trusted) {
   std::vector<ConfigDifference> differences = configuration_differences(run.config, run.scenario, home);
   if (trusted) {
     std::fprintf(stderr,
                  "carapace: session %s was imported from a bundle; it runs with the configuration the bundle "
                  "recorded (--trust-bundle-config)%s\n",
-                 id.c_str(), differences.empty() ? ", which is this home's" : ", which differs from this home's in:");
+                 id.c_str(),
+                 differences.empty() ? ", which is this home's" : ", which differs from this home's in:");
   } else {
     std::fprintf(stderr,
                  "carapace: notice: session %s was imported from a bundle; it runs with this home's "
                  "configuration, not the one the bundle recorded%s\n",
                  id.c_str(),
-                 differences.empty() ? " (they are the same)"
-                                     : ". Pass --trust-bundle-config to run it with the bundle's, which differs "
-                                       "in:");
+                 differences.empty()
+                     ? " (they are the same)"
+                     : ". Pass --trust-bundle-config to run it with the bundle's, which differs "
+                       "in:");
   }
   for (const auto& d : differences) {
     std::fprintf(stderr, "  %s: bundle %s, home %s\n", d.key.c_str(), d.recorded.c_str(), d.home.c_str());
@@ -204,7 +207,8 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
                     "pass --model NAME (e.g. --model gpt-4o-mini) or set provider.model in the config");
   }
   // Against what it runs with instead: the home's, with the flags given.
-  if (from_bundle && !args.trust_bundle_config) report_bundle_configuration(stored_session, run, config, false);
+  if (from_bundle && !args.trust_bundle_config)
+    report_bundle_configuration(stored_session, run, config, false);
   std::shared_ptr<FaultPlan> faults;
   if (!args.faults.empty()) {
     Status s = FaultPlan::load(args.faults, &faults);
@@ -396,10 +400,11 @@ void add_runtime_options(CLI::App* cmd, RuntimeArgs& args) {
 }
 
 CLI::Option* add_trust_bundle_option(CLI::App* cmd, RuntimeArgs& args) {
-  return cmd->add_flag("--trust-bundle-config", args.trust_bundle_config,
-                "For a session imported from a bundle: run with the configuration and scenario the bundle "
-                "recorded (its provider, server, hooks, MCP servers, sandbox) instead of this home's; without "
-                "it, the settings that differ are listed and the home's are used");
+  return cmd->add_flag(
+      "--trust-bundle-config", args.trust_bundle_config,
+      "For a session imported from a bundle: run with the configuration and scenario the bundle "
+      "recorded (its provider, server, hooks, MCP servers, sandbox) instead of this home's; without "
+      "it, the settings that differ are listed and the home's are used");
 }
 
 void register_run_command(CLI::App& app, Context& ctx) {
