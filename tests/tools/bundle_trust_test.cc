@@ -295,6 +295,20 @@ BOOST_AUTO_TEST_CASE(a_resume_of_an_imported_session_runs_with_the_home_configur
   BOOST_TEST(server.request_count() == 0u);
 }
 
+// `carapace repair` rebuilds the session index from the records: an
+// imported session stays imported.
+BOOST_AUTO_TEST_CASE(an_imported_session_stays_imported_through_a_repair) {
+  std::string file = record();
+  BOOST_REQUIRE(run("bundle import " + file + " --as i1").code == 0);
+  std::filesystem::remove(home + "/log/CURRENT");
+  Result repaired = run("repair");
+  BOOST_REQUIRE_MESSAGE(repaired.code == 0, repaired.out << repaired.err);
+  BOOST_TEST(contains(run("sessions").out, "(imported)"));
+  Result fork = run("fork i1 --at-turn 1 --scenario " + quickstart);
+  BOOST_TEST(fork.code == 0, fork.err);
+  BOOST_TEST(contains(fork.err, "session i1 was imported from a bundle"), fork.err);
+}
+
 // --trust-bundle-config runs with what the bundle recorded (that is its
 // point: here its server), but a prompt file it names is still not read.
 BOOST_AUTO_TEST_CASE(trusting_the_bundle_uses_its_configuration_but_reads_no_local_file) {
