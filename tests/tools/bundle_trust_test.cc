@@ -295,6 +295,23 @@ BOOST_AUTO_TEST_CASE(a_resume_of_an_imported_session_runs_with_the_home_configur
   BOOST_TEST(server.request_count() == 0u);
 }
 
+// The live part of a bundle's replay goes on in the home: from the very
+// same recording if the home holds it (the home that wrote it), never over
+// another session of the same id.
+BOOST_AUTO_TEST_CASE(a_live_replay_of_a_bundle_goes_on_in_the_home) {
+  std::string file = record("l1");
+  Result live = run("replay " + file + " --live-after 1");
+  BOOST_TEST(live.code == 0, live.out << live.err);
+  BOOST_TEST(contains(live.err, "live from turn 1 of l1 as "), live.err);
+  BOOST_TEST(!contains(live.err, "imported"), live.err);
+  BOOST_TEST(!contains(run("sessions").out, "(imported)"));
+  std::string other = dir.sub("other");
+  BOOST_REQUIRE(run_in(other, "run go --session l1 --scenario " + quickstart + " --workspace " + ws).code == 0);
+  Result refused = run_in(other, "replay " + file + " --live-after 1 --scenario " + quickstart);
+  BOOST_TEST(refused.code == 1);
+  BOOST_TEST(contains(refused.err, "session 'l1' already exists in this home and is not the bundle's"), refused.err);
+}
+
 // `carapace repair` rebuilds the session index from the records: an
 // imported session stays imported.
 BOOST_AUTO_TEST_CASE(an_imported_session_stays_imported_through_a_repair) {
