@@ -193,9 +193,10 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
       return false;
     }
     bool is_2xx = status >= 200 && status < 300;
-    // A body that may have to be parsed whole (not streamed, or no event
-    // yet) is kept whole; otherwise only as much as the body store keeps.
-    if (is_2xx && (!o.stream || a->parser.events() == 0)) {
+    // A body that may have to be parsed whole (not streamed, or nothing of
+    // SSE in it yet: no event, no comment) is kept whole; otherwise only as
+    // much as the body store keeps.
+    if (is_2xx && (!o.stream || (a->parser.events() == 0 && a->parser.comments() == 0))) {
       a->raw.append(bytes);
     } else if (a->raw.size() < raw_kept) {
       a->raw.append(

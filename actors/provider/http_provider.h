@@ -15,9 +15,9 @@
 // broken or hostile; asking again would cost as much again); an attempt
 // still receiving after max_stream_ms ends with a transient one, as the
 // other timeouts do. While an attempt runs it holds at most the body
-// store's max_body_bytes of raw bytes once the stream has events (a whole,
-// non-streamed body up to max_response_bytes), the longest line, and what
-// the decoder assembled.
+// store's max_body_bytes of raw bytes once the stream has shown an event or
+// a comment (a body that may be a whole, non-streamed one: up to
+// max_response_bytes), the longest line, and what the decoder assembled.
 //
 // Verbatim capture: the response bytes exactly as received (raw SSE, or the
 // error body) are stored durably in the BodyStore (by its writer thread,
