@@ -60,8 +60,10 @@ int64_t now_us() {
       .count();
 }
 
-// `carapace --home HOME serve --port 0 --interval-ms I` in the background; its pid and port.
-pid_t start_server(const fs::path& home, int interval_ms, const fs::path& out, uint16_t* port) {
+// `carapace --home HOME serve --port 0 --interval-ms I` in the background; its pid, port and
+// token (from the URL it prints: http://127.0.0.1:PORT/#token=T).
+pid_t start_server(const fs::path& home, int interval_ms, const fs::path& out, uint16_t* port,
+                   std::string* token) {
   std::fflush(stdout);  // else the child writes this process's buffered lines again
   pid_t pid = ::fork();
   if (pid == 0) {
@@ -77,8 +79,12 @@ pid_t start_server(const fs::path& home, int interval_ms, const fs::path& out, u
     std::stringstream text;
     text << in.rdbuf();
     size_t at = text.str().find("127.0.0.1:");
-    if (at != std::string::npos) {
-      *port = static_cast<uint16_t>(std::stoi(text.str().substr(at + 10)));
+    size_t line_end = text.str().find('\n');
+    if (at != std::string::npos && line_end != std::string::npos) {
+      std::string line = text.str().substr(0, line_end);
+      *port = static_cast<uint16_t>(std::stoi(line.substr(at + 10)));
+      size_t t = line.find("#token=");
+      *token = t == std::string::npos ? "" : line.substr(t + 7);
       return pid;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -128,7 +134,8 @@ LiveResult live(const fs::path& dir, uint64_t turns, uint64_t pace_ms, int inter
   for (auto& entry : scenario.entries) entry.latency_ms = pace_ms;
   std::unique_ptr<Runtime> rt = echo_runtime(dir, turns, std::move(scenario));
   uint16_t port = 0;
-  pid_t server = start_server(dir / "home", interval_ms, dir / "serve.out", &port);
+  std::string token;
+  pid_t server = start_server(dir / "home", interval_ms, dir / "serve.out", &port, &token);
   std::vector<std::pair<int64_t, uint64_t>> raw_seen;
   std::atomic<bool> done{false};
   std::unique_ptr<EventLog> reader;
@@ -148,7 +155,7 @@ LiveResult live(const fs::path& dir, uint64_t turns, uint64_t pace_ms, int inter
   });
   LiveResult result;
   {
-    testing::WsClient client(port);
+    testing::WsClient client(port, token);
     client.wait([](const nlohmann::json& m) { return m["type"] == "hello"; });
     std::string id;
     check(rt->start_session(SessionOptions{.id = "live", .task = "go"}, &id), "start");
@@ -180,12 +187,13 @@ LiveResult live(const fs::path& dir, uint64_t turns, uint64_t pace_ms, int inter
 }
 
 // One GET over a fresh loopback connection; the body's size.
-size_t get(uint16_t port, const std::string& target) {
+size_t get(uint16_t port, const std::string& token, const std::string& target) {
   boost::asio::io_context io;
   tcp::socket socket(io);
   socket.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
   http::request<http::empty_body> req{http::verb::get, target, 11};
   req.set(http::field::host, "127.0.0.1:" + std::to_string(port));
+  if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
   http::write(socket, req);
   boost::beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
@@ -215,7 +223,8 @@ ApiResult api(const fs::path& dir, uint64_t turns) {
   fs::remove_all(dir / "home" / "traces");
   ApiResult result;
   uint16_t port = 0;
-  pid_t server = start_server(dir / "home", 200, dir / "serve.out", &port);
+  std::string token;
+  pid_t server = start_server(dir / "home", 200, dir / "serve.out", &port, &token);
   auto best_of_five = [](auto f) {
     double best = 1e100;
     for (int i = 0; i < 5; ++i) {
@@ -225,7 +234,7 @@ ApiResult api(const fs::path& dir, uint64_t turns) {
     }
     return best;
   };
-  result.serve_ms = best_of_five([&] { result.bytes = get(port, "/api/sessions/long"); });
+  result.serve_ms = best_of_five([&] { result.bytes = get(port, token, "/api/sessions/long"); });
   stop_server(server);
   std::unique_ptr<EventLog> log;
   check(EventLog::open(EventLog::Options{.path = (dir / "home" / "log").string(), .mode = EventLog::Mode::kReader},

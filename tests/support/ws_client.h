@@ -1,6 +1,9 @@
 // A WebSocket client for tests and benches (Boost.Beast): connects to
-// 127.0.0.1:PORT/ws, and a thread of its own collects every message, parsed
-// as JSON, with the time it arrived.
+// 127.0.0.1:PORT/ws, as `carapace serve`'s own page would (Origin
+// http://127.0.0.1:PORT; its token, if given, as Authorization: Bearer),
+// and a thread of its own collects every message, parsed as JSON, with the
+// time it arrived. The handshake throws boost::system::system_error when the
+// server refuses it.
 #pragma once
 
 #include <boost/asio/connect.hpp>
@@ -14,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,13 +40,16 @@ class WsClient {
     json message;
   };
 
-  explicit WsClient(uint16_t port, const std::string& origin = "") {
+  // `origin`: unset, the server's own (http://127.0.0.1:PORT); "" sends none.
+  explicit WsClient(uint16_t port, const std::string& token = "",
+                    std::optional<std::string> origin = std::nullopt) {
     tcp::resolver resolver(io_);
     asio::connect(ws_.next_layer(), resolver.resolve("127.0.0.1", std::to_string(port)));
-    if (!origin.empty()) {
-      ws_.set_option(websocket::stream_base::decorator(
-          [origin](websocket::request_type& req) { req.set(http::field::origin, origin); }));
-    }
+    std::string own = origin ? *origin : "http://127.0.0.1:" + std::to_string(port);
+    ws_.set_option(websocket::stream_base::decorator([own, token](websocket::request_type& req) {
+      if (!own.empty()) req.set(http::field::origin, own);
+      if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+    }));
     ws_.handshake("127.0.0.1:" + std::to_string(port), "/ws");
     read();
     thread_ = std::thread([this] { io_.run(); });

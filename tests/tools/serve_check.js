@@ -6,6 +6,12 @@
 // and completing without a reload, and the page reconnecting to a restarted
 // server. Every request to another origin is aborted and counted.
 //
+// URL is the one carapace serve printed: http://127.0.0.1:PORT/#token=T. The
+// page takes the token out of the address and sends it in a header (the
+// API) or a WebSocket subprotocol; the check asserts the token is never in a
+// request's address, no cookie is set, a reload keeps it (this tab's
+// sessionStorage), and a page opened without it says what is missing.
+//
 //   node serve_check.js NODE_MODULES URL --bin CARAPACE --home HOME --workspace DIR --live-scenario FILE
 //        --spans-q N --spans-h N --hostile TEXT [--serve-pid PID] [--screenshots DIR]
 // With --serve-pid it stops that server at the end and starts another on its port, and checks the
@@ -26,6 +32,7 @@ for (let i = 0; i < rest.length; ++i) {
 }
 const { chromium } = require(path.resolve(nodeModules, "playwright-core"));
 const base = new URL(url);
+const token = (/^#token=(.+)$/.exec(base.hash) || [])[1] || "";
 const WAIT = { timeout: 20000 };
 const debug = {};
 
@@ -36,9 +43,7 @@ async function until(check, what) {
 }
 
 async function apiGet(p) {
-  const at = new URL(p, base);
-  if (base.searchParams.has("token")) at.searchParams.set("token", base.searchParams.get("token"));
-  const res = await fetch(at);
+  const res = await fetch(new URL(p, base.origin), { headers: token ? { Authorization: "Bearer " + token } : {} });
   return { status: res.status, body: await res.json() };
 }
 
@@ -78,6 +83,8 @@ async function startServer(port) {
     });
     const tab = await context.newPage();
     const errors = [];
+    const addresses = [];  // every address the page asked for, to see the token is in none
+    tab.on("request", (r) => addresses.push(r.url()));
     let expect404 = false, expectSocketDown = false;
     tab.on("pageerror", (e) => errors.push("page error: " + e.message));
     tab.on("console", (m) => {
@@ -108,11 +115,18 @@ async function startServer(port) {
     const onlyInDetails = "19 notes/summary.txt";
     assert.ok(!JSON.stringify(q.body.data).includes(onlyInDetails), "the session API already gives " + onlyInDetails);
 
-    // A deep link to a span: the trace with that span's details open.
-    await tab.goto(url.replace(/\/?(\?.*)?$/, "/$1") + "#/session/q/span/" + shell.span_id);
+    // A deep link to a span, behind the token: the trace with that span's details open, and
+    // the token out of the address.
+    assert.ok(token, "the URL carapace serve printed carries #token=: " + url);
+    await tab.goto(base.origin + "/#token=" + token + "&/session/q/span/" + shell.span_id);
     await tab.waitForSelector(".row", WAIT);
     await tab.locator("#details pre", { hasText: onlyInDetails }).waitFor(WAIT);
     assert.strictEqual(await text("#details h3"), "tool shell", "the linked span's details");
+    assert.strictEqual(new URL(tab.url()).hash, "#/session/q/span/" + shell.span_id, "the address after the token");
+    // A reload keeps the token (this tab's sessionStorage).
+    await tab.reload();
+    await tab.locator("#details pre", { hasText: onlyInDetails }).waitFor(WAIT);
+    await tab.locator("#conn.connected").waitFor(WAIT);
 
     // The list: every session, with status, tokens, cost.
     await tab.evaluate(() => { location.hash = "#/"; });
@@ -232,10 +246,21 @@ async function startServer(port) {
 
     assert.deepStrictEqual(errors, [], "errors in the page");
     assert.deepStrictEqual(blocked, [], "the page asked another host for something");
+    assert.deepStrictEqual(addresses.filter((a) => a.includes(token)), [], "the token in an address the page asked for");
+    assert.deepStrictEqual(await context.cookies(), [], "cookies set");
+
+    // Without the token (another browser's page): the server's error, which says what is missing.
+    const stranger = await browser.newContext();
+    const other = await stranger.newPage();
+    await other.goto(base.origin + "/");
+    await other.locator("#problem").waitFor({ state: "visible", ...WAIT });
+    assert.match(await other.locator("#problem").textContent(), /needs its token/, "the page without a token");
+    await stranger.close();
     console.log(`serve_check: list with status, tokens, cost; trace q: ${opt.spansQ} rows with bars, span details from the API; ` +
                 `unknown session's error shown; hostile name shown as text; session live appeared, counted down, ` +
                 `completed with ${liveSpans} spans, no reload; ` +
-                (opt.servePid ? "reconnected to a restarted server and watched again; " : "") + "no request elsewhere, no error");
+                (opt.servePid ? "reconnected to a restarted server and watched again; " : "") +
+                "token never in an address, no cookie, a page without it told so; no request elsewhere, no error");
   } catch (e) {
     console.error(e && e.stack ? e.stack : String(e));
     failed = true;

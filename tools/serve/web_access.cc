@@ -45,24 +45,31 @@ bool is_loopback(std::string_view address) {
   return false;
 }
 
+Access check_host(const AccessPolicy& policy, std::string_view host) {
+  if (!policy.loopback) return Access::kAllowed;  // beyond loopback the token is the guard
+  // Loopback: the Host must be a loopback name of this port.
+  std::string port = ":" + std::to_string(policy.port);
+  if (!host.ends_with(port)) return Access::kBadHost;
+  host.remove_suffix(port.size());
+  return is_loopback(host) ? Access::kAllowed : Access::kBadHost;
+}
+
 Access check_access(const AccessPolicy& policy, const RequestCredentials& request) {
-  if (policy.token.empty()) {
-    // Loopback, no token: the Host must be a loopback name of this port.
-    std::string port = ":" + std::to_string(policy.port);
-    std::string_view host = request.host;
-    if (!host.ends_with(port)) return Access::kBadHost;
-    host.remove_suffix(port.size());
-    return is_loopback(host) ? Access::kAllowed : Access::kBadHost;
-  }
+  if (Access host = check_host(policy, request.host); host != Access::kAllowed) return host;
+  if (policy.token.empty()) return Access::kAllowed;
   std::string_view given;
-  std::string cookie = cookie_value(request.cookie, kTokenCookie);
   std::string_view auth = trim(request.authorization);
   if (auth.size() > 7 && iequal(auth.substr(0, 7), "bearer ")) {
     given = trim(auth.substr(7));
-  } else if (!cookie.empty()) {
-    given = cookie;
   } else {
-    given = request.query_token;
+    // A browser's WebSocket: the token rides as a subprotocol.
+    std::string_view list = request.websocket_protocols;
+    while (!list.empty() && given.empty()) {
+      size_t comma = list.find(',');
+      std::string_view item = trim(list.substr(0, comma));
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+      if (item.starts_with(kTokenProtocolPrefix)) given = item.substr(kTokenProtocolPrefix.size());
+    }
   }
   if (given.empty()) return Access::kNoToken;
   return equal_constant_time(given, policy.token) ? Access::kAllowed : Access::kBadToken;
@@ -75,9 +82,12 @@ std::string access_error(Access access) {
     case Access::kBadHost:
       return "this server answers only to a loopback Host (127.0.0.1, localhost, [::1]) with its port";
     case Access::kNoToken:
-      return "this server needs its token: open the URL it printed (with ?token=), or send Authorization: Bearer TOKEN";
+      return "this server needs its token: open the URL it printed (…/#token=…), or send Authorization: "
+             "Bearer "
+             "TOKEN (the token is in the home's serve.token)";
     case Access::kBadToken:
-      return "wrong token";
+      return "wrong token: open the URL carapace serve printed at its start, or send the token in the home's "
+             "serve.token";
   }
   return "refused";
 }
@@ -85,9 +95,27 @@ std::string access_error(Access access) {
 unsigned access_status(Access access) { return access == Access::kBadHost ? 403 : 401; }
 
 bool origin_allowed(std::string_view origin, std::string_view host) {
-  if (origin.empty()) return true;
-  return iequal(origin, std::string("http://") + std::string(host)) ||
-         iequal(origin, std::string("https://") + std::string(host));
+  if (origin.empty() || host.empty()) return false;
+  return iequal(origin, std::string("http://") + std::string(host));
+}
+
+bool offers_protocol(std::string_view protocols, std::string_view name) {
+  while (!protocols.empty()) {
+    size_t comma = protocols.find(',');
+    if (trim(protocols.substr(0, comma)) == name) return true;
+    protocols = comma == std::string_view::npos ? std::string_view() : protocols.substr(comma + 1);
+  }
+  return false;
+}
+
+bool valid_token(std::string_view text) {
+  if (text.size() < 16 || text.size() > 256) return false;
+  for (char c : text) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+              c == '_' || c == '.' || c == '~';
+    if (!ok) return false;
+  }
+  return true;
 }
 
 bool percent_decode(std::string_view text, std::string* out, bool plus_is_space) {
@@ -107,28 +135,15 @@ bool percent_decode(std::string_view text, std::string* out, bool plus_is_space)
   return true;
 }
 
-std::string query_value(std::string_view query, std::string_view name) {
+bool query_has(std::string_view query, std::string_view name) {
   while (!query.empty()) {
     size_t amp = query.find('&');
     std::string_view pair = query.substr(0, amp);
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    size_t eq = pair.find('=');
-    if (pair.substr(0, eq) != name || eq == std::string_view::npos) continue;
-    std::string out;
-    return percent_decode(pair.substr(eq + 1), &out, true) ? out : "";
+    std::string key;
+    if (percent_decode(pair.substr(0, pair.find('=')), &key, true) && key == name) return true;
   }
-  return "";
-}
-
-std::string cookie_value(std::string_view header, std::string_view name) {
-  while (!header.empty()) {
-    size_t semi = header.find(';');
-    std::string_view pair = trim(header.substr(0, semi));
-    header = semi == std::string_view::npos ? std::string_view() : header.substr(semi + 1);
-    size_t eq = pair.find('=');
-    if (eq != std::string_view::npos && pair.substr(0, eq) == name) return std::string(pair.substr(eq + 1));
-  }
-  return "";
+  return false;
 }
 
 std::string random_token() {

@@ -1,6 +1,7 @@
 #include "tools/serve/web_server.h"
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -9,8 +10,10 @@
 
 #include <chrono>
 #include <deque>
+#include <optional>
 #include <set>
 
+#include "tools/serve/log_notify.h"
 #include "tools/serve/web_assets.h"
 
 namespace carapace::web {
@@ -28,6 +31,13 @@ constexpr size_t kBodyLimit = 4 * 1024;
 constexpr size_t kMessageLimit = 64 * 1024;
 constexpr size_t kBacklogLimit = 16 * 1024 * 1024;
 constexpr auto kIdle = std::chrono::seconds(30);
+// With inotify, the log is read anyway this often: a change that made no
+// file event (none is known) is seen within it.
+constexpr auto kSafetyRead = std::chrono::seconds(10);
+// How often the stop flag (a signal) is looked at.
+constexpr auto kStopCheck = std::chrono::milliseconds(100);
+// Connections refused past the limit are summed up in one line this often.
+constexpr auto kRefusalSummary = std::chrono::seconds(10);
 
 constexpr std::string_view kPagePolicy =
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -40,9 +50,13 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 class WsSession;
 
 struct WebServer::Impl {
+  using Clock = std::chrono::steady_clock;
+
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
-  asio::steady_timer timer{io};
+  asio::steady_timer read_timer{io};
+  asio::steady_timer stop_timer{io};
+  asio::steady_timer refusal_timer{io};
   ServerOptions options;
   AccessPolicy policy;
   HomeView* home = nullptr;
@@ -50,9 +64,32 @@ struct WebServer::Impl {
   size_t connections = 0;
   std::set<std::shared_ptr<WsSession>> sockets;
 
+  // Following the log: inotify when it can be used, else a timer.
+  std::unique_ptr<LogNotify> notify;
+  std::optional<asio::posix::stream_descriptor> notify_wait;
+  Clock::time_point last_read{};
+  Clock::time_point read_at = Clock::time_point::max();  // when the next read is due
+  uint64_t log_reads = 0;
+
+  // Connections refused past the limit: counted, summed up in one line.
+  uint64_t refused_total = 0;
+  uint64_t refused_unreported = 0;
+  bool refusal_summary_due = false;
+
   void accept();
-  void tick();
+  void refuse(tcp::socket& socket);
+  void report_refusals();
+  void check_stop();
+  void shut_down();
+  void read_log();
+  void read_log_at(Clock::time_point at);
+  void wait_for_notify();
   void broadcast(const LiveMessage& message);
+  nlohmann::json status() const;
+
+  ~Impl() {
+    if (notify_wait) notify_wait->release();  // LogNotify closes its descriptor
+  }
 };
 
 namespace {
@@ -86,10 +123,14 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
  public:
   WsSession(tcp::socket&& socket, WebServer::Impl* server) : ws_(std::move(socket)), server_(server) {}
 
-  void start(http::request<http::string_body> req) {
+  // `protocol`: the client offered the subprotocol `carapace` (the page
+  // does, beside the one carrying its token), which the answer must name.
+  void start(http::request<http::string_body> req, bool protocol) {
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
-    ws_.set_option(websocket::stream_base::decorator(
-        [](websocket::response_type& res) { res.set(http::field::server, "carapace"); }));
+    ws_.set_option(websocket::stream_base::decorator([protocol](websocket::response_type& res) {
+      res.set(http::field::server, "carapace");
+      if (protocol) res.set(http::field::sec_websocket_protocol, std::string(kWebSocketProtocol));
+    }));
     ws_.read_message_max(kMessageLimit);
     ws_.async_accept(req, [self = shared_from_this()](beast::error_code ec) { self->on_accept(ec); });
   }
@@ -246,24 +287,38 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void handle(http::request<http::string_body> req) {
     const unsigned version = req.version();
     const bool keep_alive = req.keep_alive();
+    auto refuse = [&](unsigned status, const std::string& error) {
+      return write(json_response(status, {{"success", false}, {"error", error}}, version, false));
+    };
     std::string_view target(req.target().data(), req.target().size());
-    if (target.empty() || target.front() != '/') {
-      return write(json_response(400, {{"success", false}, {"error", "the request target must be a path"}}, version, false));
-    }
+    if (target.empty() || target.front() != '/') return refuse(400, "the request target must be a path");
+    // Two Hosts: which one names the server is ambiguous; none is taken.
+    if (req.count(http::field::host) > 1) return refuse(400, "more than one Host header: send one");
     std::string_view path = target.substr(0, target.find('?'));
     std::string_view query = path.size() < target.size() ? target.substr(path.size() + 1) : std::string_view();
-    std::string query_token = query_value(query, "token");
-    std::string_view host(req[http::field::host].data(), req[http::field::host].size());
-    Access access = check_access(server_->policy,
-                                 RequestCredentials{.host = host,
-                                                    .authorization = std::string_view(req[http::field::authorization].data(),
-                                                                                      req[http::field::authorization].size()),
-                                                    .cookie = std::string_view(req[http::field::cookie].data(),
-                                                                               req[http::field::cookie].size()),
-                                                    .query_token = query_token});
-    if (access != Access::kAllowed) {
-      return write(json_response(access_status(access), {{"success", false}, {"error", access_error(access)}}, version, false));
+    if (query_has(query, "token")) {
+      return refuse(
+          400,
+          "a token in the address (?token=) is not taken: an address is written into logs and history. "
+          "Open the URL carapace serve printed (…/#token=…), or send Authorization: Bearer TOKEN");
     }
+    std::string_view host(req[http::field::host].data(), req[http::field::host].size());
+    const bool websocket = path == "/ws";
+    std::string_view protocols = websocket ? std::string_view(req[http::field::sec_websocket_protocol].data(),
+                                                              req[http::field::sec_websocket_protocol].size())
+                                           : std::string_view();
+    // The page's own files are public (built into the binary, no data of
+    // the home): the Host check only. Everything else needs the token.
+    const WebAsset* asset = websocket ? nullptr : find_web_asset(path);
+    const bool needs_token = asset == nullptr;
+    Access access = needs_token ? check_access(server_->policy,
+                                               RequestCredentials{.host = host,
+                                                                  .authorization = std::string_view(
+                                                                      req[http::field::authorization].data(),
+                                                                      req[http::field::authorization].size()),
+                                                                  .websocket_protocols = protocols})
+                                : check_host(server_->policy, host);
+    if (access != Access::kAllowed) return refuse(access_status(access), access_error(access));
     if (req.method() != http::verb::get && req.method() != http::verb::head) {
       auto res = json_response(405,
                                {{"success", false},
@@ -272,39 +327,33 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       res.set(http::field::allow, "GET, HEAD");
       return write(std::move(res));
     }
-    if (path == "/ws") {
+    if (websocket) {
       if (!websocket::is_upgrade(req)) {
         return write(json_response(400, {{"success", false}, {"error", "/ws is a WebSocket endpoint: open it with an upgrade"}},
                                    version, keep_alive));
       }
+      if (req.count(http::field::origin) > 1) return refuse(400, "more than one Origin header: send one");
       std::string_view origin(req[http::field::origin].data(), req[http::field::origin].size());
       if (!origin_allowed(origin, host)) {
-        return write(json_response(403, {{"success", false}, {"error", "WebSocket from another origin refused"}}, version,
-                                   false));
+        return refuse(403, origin.empty() ? "a WebSocket needs an Origin header: http://" + std::string(host)
+                                          : "WebSocket from another origin refused: only http://" +
+                                                std::string(host) + " may open it");
       }
       stream_.expires_never();
       auto ws = std::make_shared<WsSession>(stream_.release_socket(), server_);
       handed_over_ = true;
-      ws->start(std::move(req));
+      ws->start(std::move(req), offers_protocol(protocols, kWebSocketProtocol));
       return;
     }
-    if (!query_token.empty() && !server_->policy.token.empty() && path == "/") {
-      // Opened with ?token=: keep it in a cookie and take it out of the address bar.
-      http::response<http::string_body> res{http::status::see_other, version};
-      decorate(res, version, keep_alive);
-      res.set(http::field::location, "/");
-      res.set(http::field::set_cookie, std::string(kTokenCookie) + "=" + query_token +
-                                           "; Path=/; HttpOnly; SameSite=Strict");
-      res.prepare_payload();
-      return write(std::move(res));
-    }
     if (path.starts_with("/api/")) {
-      ApiReply reply = server_->home->get(path);
+      ApiReply reply =
+          path == "/api/status"
+              ? ApiReply{200, {{"success", true}, {"data", server_->status()}, {"summary", "carapace serve"}}}
+              : server_->home->get(path);
       auto res = json_response(reply.status, reply.body, version, keep_alive);
       if (req.method() == http::verb::head) res.body().clear();
       return write(std::move(res));
     }
-    const WebAsset* asset = find_web_asset(path);
     if (asset == nullptr) {
       return write(json_response(
           404,
@@ -355,9 +404,7 @@ void WebServer::Impl::accept() {
   acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
     if (!ec) {
       if (connections >= options.max_connections) {
-        spdlog::warn("serve: {} connections open; refused one more", connections);
-        beast::error_code ignored;
-        socket.close(ignored);
+        refuse(socket);
       } else {
         ++connections;
         std::make_shared<HttpSession>(std::move(socket), this)->start();
@@ -365,6 +412,32 @@ void WebServer::Impl::accept() {
     }
     if (acceptor.is_open()) accept();
   });
+}
+
+void WebServer::Impl::refuse(tcp::socket& socket) {
+  // Closed and counted, not logged one by one: a flood of connections
+  // (unauthenticated beyond loopback) must not become a flood of lines.
+  beast::error_code ignored;
+  socket.close(ignored);
+  ++refused_total;
+  ++refused_unreported;
+  if (refusal_summary_due) return;
+  refusal_summary_due = true;
+  refusal_timer.expires_after(kRefusalSummary);
+  refusal_timer.async_wait([this](beast::error_code ec) {
+    if (!ec) report_refusals();
+  });
+}
+
+void WebServer::Impl::report_refusals() {
+  refusal_summary_due = false;
+  if (refused_unreported == 0) return;
+  spdlog::warn(
+      "serve: refused {} connection{} in the last {} s: {} were open, the limit ({} refused since the start)",
+      refused_unreported, refused_unreported == 1 ? "" : "s",
+      std::chrono::duration_cast<std::chrono::seconds>(kRefusalSummary).count(), options.max_connections,
+      refused_total);
+  refused_unreported = 0;
 }
 
 void WebServer::Impl::broadcast(const LiveMessage& message) {
@@ -376,14 +449,39 @@ void WebServer::Impl::broadcast(const LiveMessage& message) {
   }
 }
 
-void WebServer::Impl::tick() {
-  if (stop && stop()) {
-    beast::error_code ec;
-    acceptor.close(ec);
-    for (const auto& client : std::set(sockets)) client->close();
-    io.stop();
-    return;
-  }
+json WebServer::Impl::status() const {
+  return {{"version", options.version},
+          {"sessions", home->session_count()},
+          {"connections", connections},
+          {"max_connections", options.max_connections},
+          {"refused_connections", refused_total},
+          {"updates", notify ? "inotify" : "polling"},
+          {"interval_ms", options.poll_interval_ms},
+          {"log_reads", log_reads},
+          {"token", !policy.token.empty()}};
+}
+
+void WebServer::Impl::check_stop() {
+  if (stop && stop()) return shut_down();
+  stop_timer.expires_after(kStopCheck);
+  stop_timer.async_wait([this](beast::error_code ec) {
+    if (!ec) check_stop();
+  });
+}
+
+void WebServer::Impl::shut_down() {
+  beast::error_code ec;
+  acceptor.close(ec);
+  for (const auto& client : std::set(sockets)) client->close();
+  if (notify_wait) notify_wait->release();  // LogNotify closes its descriptor
+  report_refusals();
+  io.stop();
+}
+
+void WebServer::Impl::read_log() {
+  read_at = Clock::time_point::max();
+  last_read = Clock::now();
+  ++log_reads;
   std::vector<LiveMessage> messages;
   try {
     Status polled = home->poll(&messages);
@@ -392,9 +490,31 @@ void WebServer::Impl::tick() {
   } catch (const std::exception& e) {
     spdlog::error("serve: following the log failed: {}", e.what());
   }
-  timer.expires_after(std::chrono::milliseconds(options.poll_interval_ms));
-  timer.async_wait([this](beast::error_code ec) {
-    if (!ec) tick();
+  // Polling: the next read in an interval. With inotify: a change brings
+  // it sooner; without one, the safety read.
+  read_log_at(last_read + (notify ? std::chrono::duration_cast<Clock::duration>(kSafetyRead)
+                                  : std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::milliseconds(options.poll_interval_ms))));
+}
+
+void WebServer::Impl::read_log_at(Clock::time_point at) {
+  if (at >= read_at) return;  // a read is due by then already
+  read_at = at;
+  read_timer.expires_at(at);  // cancels the wait for a later one
+  read_timer.async_wait([this](beast::error_code ec) {
+    if (!ec) read_log();
+  });
+}
+
+void WebServer::Impl::wait_for_notify() {
+  notify_wait->async_wait(asio::posix::stream_descriptor::wait_read, [this](beast::error_code ec) {
+    if (ec) return;  // shut down
+    if (notify->drain()) {
+      // At once, but no sooner than an interval after the last read: a
+      // busy writer's appends are read in batches.
+      read_log_at(std::max(Clock::now(), last_read + std::chrono::milliseconds(options.poll_interval_ms)));
+    }
+    wait_for_notify();
   });
 }
 
@@ -407,7 +527,8 @@ Status WebServer::start(const ServerOptions& options, HomeView* home, std::uniqu
   impl.options = options;
   impl.home = home;
   impl.policy.token = options.token;
-  if (!is_loopback(options.bind) && options.token.empty()) {
+  impl.policy.loopback = is_loopback(options.bind);
+  if (!impl.policy.loopback && options.token.empty()) {
     return Status::invalid_argument("bound to " + options.bind + ", which is not loopback, the server needs a token");
   }
   beast::error_code ec;
@@ -425,16 +546,30 @@ Status WebServer::start(const ServerOptions& options, HomeView* home, std::uniqu
                             ec.message());
   }
   impl.policy.port = impl.acceptor.local_endpoint().port();
+  if (options.notify && !options.home.empty()) {
+    Status watching = LogNotify::open(options.home, &impl.notify);
+    if (watching.ok()) {
+      impl.notify_wait.emplace(impl.io, impl.notify->fd());
+    } else {
+      impl.notify.reset();
+      spdlog::warn("serve: cannot watch the log for changes ({}); reading it every {} ms instead",
+                   watching.message(), options.poll_interval_ms);
+    }
+  }
   *out = std::move(server);
   return Status();
 }
 
 uint16_t WebServer::port() const { return impl_->policy.port; }
 
+std::string WebServer::updates() const { return impl_->notify ? "inotify" : "polling"; }
+
 void WebServer::run(const std::function<bool()>& stop) {
   impl_->stop = stop;
   impl_->accept();
-  impl_->tick();
+  if (impl_->notify) impl_->wait_for_notify();
+  impl_->read_log();  // at once: what changed between the home's first read and the watch
+  impl_->check_stop();
   impl_->io.run();
 }
 

@@ -1,13 +1,19 @@
 // The HTTP and WebSocket server of `carapace serve` (Boost.Beast, one
-// thread): the page's files, the JSON API of HomeView, and /ws, where every
-// client gets the session list and then what changes, as HomeView's polls
-// find it.
+// thread): the page's files, the JSON API of HomeView (and /api/status, the
+// server's own), and /ws, where every client gets the session list and then
+// what changes, as HomeView's reads of the log find it.
+//
+// It reads the log when LogNotify says it changed (at most once per
+// `poll_interval_ms`, and every 10 s in any case), or, when inotify cannot
+// be used or `notify` is off, every `poll_interval_ms`.
 //
 // Limits, so that no client takes it down: request headers 8 KiB, request
 // bodies 4 KiB (GET and HEAD only), client WebSocket messages 64 KiB (a
-// bigger one closes that socket with 1009), 64 connections, an idle HTTP
-// connection closed after 30 s, a WebSocket client that falls 16 MiB
-// behind dropped. A bad request gets a JSON error naming what was wrong.
+// bigger one closes that socket with 1009), 64 connections (one more is
+// closed at once and counted; a summary line every 10 s while it happens),
+// an idle HTTP connection closed after 30 s, a WebSocket client that falls
+// 16 MiB behind dropped. A bad request gets a JSON error naming what was
+// wrong. Who may ask is web_access.h's.
 #pragma once
 
 #include <atomic>
@@ -27,6 +33,8 @@ struct ServerOptions {
   uint16_t port = 8080;    // 0: any free port
   std::string token;       // required when `bind` is not loopback
   std::string version;
+  std::string home;    // watched for changes of its log
+  bool notify = true;  // false: read the log every poll_interval_ms, inotify or not
   int poll_interval_ms = 200;
   size_t max_connections = 64;
 };
@@ -39,7 +47,10 @@ class WebServer {
 
   uint16_t port() const;
 
-  // Serves until `stop()` returns true (checked at every poll).
+  // How it follows the log: "inotify" or "polling".
+  std::string updates() const;
+
+  // Serves until `stop()` returns true (checked every 100 ms).
   void run(const std::function<bool()>& stop);
 
   struct Impl;

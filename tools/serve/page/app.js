@@ -4,11 +4,32 @@
 // that span's details open. Data arrives over HTTP (/api/...) and a WebSocket
 // (/ws). Every id, name, message and body is hostile text: the DOM is built
 // with createElement and textContent only.
+//
+// The token: the URL carapace serve prints ends in #token=T (a fragment,
+// which the browser never sends: no log has it), optionally followed by
+// &ROUTE (#token=T&/session/ID). The page takes it out of the address and
+// keeps it in this tab's sessionStorage (its origin's alone, port included;
+// a reload keeps it), and sends it as `Authorization: Bearer T` to the API
+// and as the WebSocket subprotocol `carapace.token.T`. No cookie: cookies
+// are shared by every port of a host, so any server on 127.0.0.1 would get
+// it.
 "use strict";
 (function () {
   const T = CarapaceTrace;
   const el = T.el;
-  const token = new URLSearchParams(location.search).get("token");
+  const TOKEN_KEY = "carapace_token";
+  const token = (function () {
+    const m = /^#token=([^&]*)(?:&(.*))?$/.exec(location.hash);
+    if (!m) {
+      try { return sessionStorage.getItem(TOKEN_KEY) || ""; } catch (e) { return ""; }
+    }
+    let t = m[1];
+    try { t = decodeURIComponent(t); } catch (e) { /* as it is */ }
+    try { sessionStorage.setItem(TOKEN_KEY, t); } catch (e) { /* this load keeps it in memory */ }
+    const route = m[2] ? "#" + m[2].replace(/^#/, "") : "#/";
+    history.replaceState(null, "", location.pathname + location.search + route);
+    return t;
+  })();
   const FEED_MAX = 50;
 
   const state = {
@@ -22,8 +43,8 @@
   };
 
   // ---- helpers ----
-  function withToken(path) {
-    return token ? path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token) : path;
+  function authHeaders() {
+    return token ? { Accept: "application/json", Authorization: "Bearer " + token } : { Accept: "application/json" };
   }
   function sessionHash(id, spanId) {
     return "#/session/" + encodeURIComponent(id) + (spanId ? "/span/" + encodeURIComponent(spanId) : "");
@@ -73,7 +94,7 @@
   async function api(path) {
     let res;
     try {
-      res = await fetch(withToken(path), { headers: { Accept: "application/json" }, cache: "no-store" });
+      res = await fetch(path, { headers: authHeaders(), cache: "no-store", credentials: "omit" });
     } catch (e) {
       throw { error: "carapace serve did not answer " + path, hint: "Is it still running? The page reconnects when it is back." };
     }
@@ -405,10 +426,10 @@
   }
 
   function connect() {
-    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + withToken("/ws");
+    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws";
     let ws;
     try {
-      ws = new WebSocket(url);
+      ws = new WebSocket(url, token ? ["carapace", "carapace.token." + token] : ["carapace"]);
     } catch (e) {
       retry();
       return;
