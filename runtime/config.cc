@@ -108,8 +108,10 @@ class Reader {
 
 Status read_provider(const Reader& r, ProviderConfig* p) {
   CARAPACE_RETURN_IF_ERROR(r.object());
-  r.warn_unknown({"name", "model", "scenario", "timeout_ms", "base_url", "api_key_env", "max_tokens", "temperature",
-                  "stream", "connect_timeout_ms", "first_byte_timeout_ms", "idle_timeout_ms", "headers"});
+  r.warn_unknown({"name", "model", "scenario", "timeout_ms", "base_url", "api_key_env", "max_tokens",
+                  "temperature", "stream", "connect_timeout_ms", "first_byte_timeout_ms", "idle_timeout_ms",
+                  "max_stream_ms", "max_line_bytes", "max_response_bytes", "max_tool_calls",
+                  "max_stored_body_bytes", "headers"});
   CARAPACE_RETURN_IF_ERROR(r.get("name", &p->name));
   if (p->name != "scripted" && p->name != "openai" && p->name != "anthropic") {
     return r.error(r.key("name"), "\"" + p->name + "\" is not a provider of this build; use \"scripted\", "
@@ -143,6 +145,11 @@ Status read_provider(const Reader& r, ProviderConfig* p) {
   CARAPACE_RETURN_IF_ERROR(r.get("connect_timeout_ms", &p->connect_timeout_ms, 1));
   CARAPACE_RETURN_IF_ERROR(r.get("first_byte_timeout_ms", &p->first_byte_timeout_ms, 1));
   CARAPACE_RETURN_IF_ERROR(r.get("idle_timeout_ms", &p->idle_timeout_ms, 1));
+  CARAPACE_RETURN_IF_ERROR(r.get("max_stream_ms", &p->max_stream_ms, 1));
+  CARAPACE_RETURN_IF_ERROR(r.get("max_line_bytes", &p->max_line_bytes, 1024));
+  CARAPACE_RETURN_IF_ERROR(r.get("max_response_bytes", &p->max_response_bytes, 1024));
+  CARAPACE_RETURN_IF_ERROR(r.get("max_tool_calls", &p->max_tool_calls, 1, 1'000'000));
+  CARAPACE_RETURN_IF_ERROR(r.get("max_stored_body_bytes", &p->max_stored_body_bytes, 1024));
   if (r.has("headers")) {
     const json& v = r.raw("headers");
     p->headers.clear();
@@ -415,8 +422,20 @@ Status read_mcp_servers(const Reader& r, const json& v, std::vector<McpServerCon
     McpServerConfig c;
     c.name = name;
     for (const auto& [k, value] : entry.items()) {
-      static const std::set<std::string> kKnown = {"command", "args", "env", "cwd", "timeout_ms", "type"};
-      if (!kKnown.count(k)) return r.error(where, "unknown key \"" + k + "\" (known: command, args, env, cwd, timeout_ms)");
+      static const std::set<std::string> kKnown = {"command",
+                                                   "args",
+                                                   "env",
+                                                   "cwd",
+                                                   "timeout_ms",
+                                                   "type",
+                                                   "max_message_bytes",
+                                                   "max_stderr_bytes",
+                                                   "stderr_lines_per_second"};
+      if (!kKnown.count(k)) {
+        return r.error(where, "unknown key \"" + k +
+                                  "\" (known: command, args, env, cwd, timeout_ms, max_message_bytes, "
+                                  "max_stderr_bytes, stderr_lines_per_second)");
+      }
     }
     if (entry.contains("type") && entry["type"] != "stdio") {
       return r.error(where + ".type", "only the stdio transport is supported, got " + entry["type"].dump());
@@ -456,6 +475,22 @@ Status read_mcp_servers(const Reader& r, const json& v, std::vector<McpServerCon
       if (!t.is_number_unsigned() || t.get<uint64_t>() == 0 || t.get<uint64_t>() > 3'600'000)
         return r.error(where + ".timeout_ms", "must be a whole number from 1 to 3600000, got " + t.dump());
       c.timeout_ms = t;
+    }
+    struct Bound {
+      const char* key;
+      uint64_t* value;
+      uint64_t min;
+    } bounds[] = {{"max_message_bytes", &c.max_message_bytes, 1024},
+                  {"max_stderr_bytes", &c.max_stderr_bytes, 0},
+                  {"stderr_lines_per_second", &c.stderr_lines_per_second, 0}};
+    for (const Bound& b : bounds) {
+      if (!entry.contains(b.key)) continue;
+      const json& t = entry[b.key];
+      if (!t.is_number_unsigned() || t.get<uint64_t>() < b.min) {
+        return r.error(where + "." + b.key,
+                       "must be a whole number from " + std::to_string(b.min) + ", got " + t.dump());
+      }
+      *b.value = t;
     }
     servers->push_back(std::move(c));
   }
@@ -579,6 +614,11 @@ json config_to_json(const Config& c) {
         {"connect_timeout_ms", c.provider.connect_timeout_ms},
         {"first_byte_timeout_ms", c.provider.first_byte_timeout_ms},
         {"idle_timeout_ms", c.provider.idle_timeout_ms},
+        {"max_stream_ms", c.provider.max_stream_ms},
+        {"max_line_bytes", c.provider.max_line_bytes},
+        {"max_response_bytes", c.provider.max_response_bytes},
+        {"max_tool_calls", c.provider.max_tool_calls},
+        {"max_stored_body_bytes", c.provider.max_stored_body_bytes},
         // Names only: a header value may be a credential.
         {"headers", [&c] {
            json names = json::array();
@@ -632,7 +672,14 @@ json config_to_json(const Config& c) {
       for (const auto& [name, value] : m.env) {
         env[name] = value && !looks_secret(name, provider_key_env_names(c.provider)) ? json(*value) : json(nullptr);
       }
-      servers[m.name] = {{"command", m.command}, {"args", m.args}, {"env", env}, {"cwd", m.cwd}, {"timeout_ms", m.timeout_ms}};
+      servers[m.name] = {{"command", m.command},
+                         {"args", m.args},
+                         {"env", env},
+                         {"cwd", m.cwd},
+                         {"timeout_ms", m.timeout_ms},
+                         {"max_message_bytes", m.max_message_bytes},
+                         {"max_stderr_bytes", m.max_stderr_bytes},
+                         {"stderr_lines_per_second", m.stderr_lines_per_second}};
     }
     out["mcp_servers"] = servers;
   }

@@ -41,6 +41,12 @@ struct ProviderConfig {
   uint64_t connect_timeout_ms = 10'000;
   uint64_t first_byte_timeout_ms = 120'000;
   uint64_t idle_timeout_ms = 60'000;
+  // Bounds on what a server sends (docs/config.md, "Limits").
+  uint64_t max_stream_ms = 300'000;                          // one attempt, start to last byte
+  uint64_t max_line_bytes = 16ull << 20;                     // one SSE line, or one event's data
+  uint64_t max_response_bytes = 64ull << 20;                 // one response, streamed or not
+  uint64_t max_tool_calls = 256;                             // in one reply
+  uint64_t max_stored_body_bytes = 16ull << 20;              // what the body store keeps of one body
   std::vector<std::pair<std::string, std::string>> headers;  // extra request headers
 };
 

@@ -34,6 +34,10 @@ Status resolve_http_options(const ProviderConfig& c, HttpProviderOptions* out) {
   o.connect_timeout_ms = c.connect_timeout_ms;
   o.first_byte_timeout_ms = c.first_byte_timeout_ms;
   o.idle_timeout_ms = c.idle_timeout_ms;
+  o.max_stream_ms = c.max_stream_ms;
+  o.max_line_bytes = c.max_line_bytes;
+  o.max_response_bytes = c.max_response_bytes;
+  o.max_tool_calls = c.max_tool_calls;
   for (const auto& [name, value] : c.headers) o.extra_headers.push_back(name + ": " + value);
   *out = std::move(o);
   return Status();

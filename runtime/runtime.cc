@@ -320,7 +320,8 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
       EventLog::Options{.path = options.home + "/log", .file_system = options.file_system}, &impl->log));
   if (http) {
     std::unique_ptr<BodyStore> store;
-    CARAPACE_RETURN_IF_ERROR(BodyStore::open(options.home + "/bodies", BodyStore::Mode::kWriter, &store));
+    CARAPACE_RETURN_IF_ERROR(BodyStore::open(options.home + "/bodies", BodyStore::Mode::kWriter, &store,
+                                             options.config.provider.max_stored_body_bytes));
     impl->bodies = std::move(store);
     impl->provider = make_http_provider(options.config.provider.name, std::move(http_options),
                                         std::make_shared<HttpClient>(), impl->bodies);

@@ -5,6 +5,7 @@
 #include <rocksdb/write_batch.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -40,6 +41,7 @@ Status from_rocks(const rocksdb::Status& s, const std::string& what) {
 struct BodyStore::Impl {
   std::unique_ptr<rocksdb::DB> db;
   std::string path;
+  uint64_t max_body_bytes = kDefaultMaxBodyBytes;
   std::atomic<uint64_t> writes{0};
 
   // put_async's queue and writer thread (started on first use).
@@ -107,7 +109,25 @@ BodyStore::~BodyStore() {
   if (impl_->db) (void)impl_->db->Close();
 }
 
+void BodyStore::cut_body(std::string* body, uint64_t whole_size, uint64_t max_bytes) {
+  whole_size = std::max<uint64_t>(whole_size, body->size());
+  if (whole_size <= max_bytes && body->size() == whole_size) return;
+  if (body->size() > max_bytes) body->resize(max_bytes);
+  *body += "\n[carapace: body cut: the first " + std::to_string(body->size()) + " of its " +
+           std::to_string(whole_size) + " bytes are kept (provider.max_stored_body_bytes)]\n";
+  body->shrink_to_fit();
+}
+
+uint64_t BodyStore::max_body_bytes() const { return impl_->max_body_bytes; }
+
 void BodyStore::put_async(std::string body, std::function<void(Status, std::string)> done) {
+  uint64_t size = body.size();
+  put_async(std::move(body), size, std::move(done));
+}
+
+void BodyStore::put_async(std::string body, uint64_t whole_size,
+                          std::function<void(Status, std::string)> done) {
+  cut_body(&body, whole_size, impl_->max_body_bytes);
   {
     std::lock_guard lock(impl_->mu);
     if (!impl_->writer.joinable()) impl_->writer = std::thread([impl = impl_.get()] { impl->run(); });
@@ -116,10 +136,10 @@ void BodyStore::put_async(std::string body, std::function<void(Status, std::stri
   impl_->cv.notify_one();
 }
 
-
 std::string BodyStore::ref_of(std::string_view body) { return digest128(body).hex(); }
 
-Status BodyStore::open(const std::string& path, Mode mode, std::unique_ptr<BodyStore>* out) {
+Status BodyStore::open(const std::string& path, Mode mode, std::unique_ptr<BodyStore>* out,
+                       uint64_t max_body_bytes) {
   rocksdb::Options options;
   options.compression = body_compression();
   options.bottommost_compression = options.compression;
@@ -129,6 +149,7 @@ Status BodyStore::open(const std::string& path, Mode mode, std::unique_ptr<BodyS
   options.write_buffer_size = 8 << 20;
   auto impl = std::make_unique<Impl>();
   impl->path = path;
+  impl->max_body_bytes = std::max<uint64_t>(max_body_bytes, 1);
   rocksdb::DB* db = nullptr;
   rocksdb::Status s;
   if (mode == Mode::kWriter) {
@@ -148,7 +169,14 @@ Status BodyStore::open(const std::string& path, Mode mode, std::unique_ptr<BodyS
   return Status();
 }
 
-Status BodyStore::put(std::string_view body, std::string* ref) {
+Status BodyStore::put(std::string_view whole, std::string* ref) {
+  std::string cut;
+  std::string_view body = whole;
+  if (whole.size() > impl_->max_body_bytes) {
+    cut.assign(whole.substr(0, impl_->max_body_bytes));
+    cut_body(&cut, whole.size(), impl_->max_body_bytes);
+    body = cut;
+  }
   std::string key = ref_of(body);
   std::string existing;
   rocksdb::ReadOptions ro;

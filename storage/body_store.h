@@ -11,6 +11,13 @@
 // can never be durable without it. Never holds HTTP headers: callers hand it
 // bodies only, and request bodies carry no credentials.
 //
+// Bounded: a body longer than max_body_bytes (the configuration's
+// provider.max_stored_body_bytes) is stored cut: its first max_body_bytes
+// bytes, then a marker line giving its whole size (cut_body()); its key is
+// the digest of what is stored. A caller that kept only the beginning of a
+// longer body (an HTTP response it stopped reading) passes the whole size
+// to put_async(), and the same marker says so.
+//
 // put_async() hands a body to the store's writer thread, which writes what
 // has queued up in one synced batch (one sync for many bodies) and then
 // calls each caller back: an HTTP client's I/O thread stores responses this
@@ -20,6 +27,7 @@
 // destructor writes what is queued, calls its callbacks, and joins the writer.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -35,20 +43,36 @@ class BodyStore {
  public:
   enum class Mode { kWriter, kReader };
 
+  static constexpr uint64_t kDefaultMaxBodyBytes = 16ull << 20;
+
   // Opens (a writer creates it, owner-only) the store at `path`. A reader on
-  // a path with no store gets not_found.
-  static Status open(const std::string& path, Mode mode, std::unique_ptr<BodyStore>* out);
+  // a path with no store gets not_found. `max_body_bytes` (at least 1):
+  // what put() and put_async() keep of one body.
+  static Status open(const std::string& path, Mode mode, std::unique_ptr<BodyStore>* out,
+                     uint64_t max_body_bytes = kDefaultMaxBodyBytes);
   ~BodyStore();
 
   BodyStore(const BodyStore&) = delete;
   BodyStore& operator=(const BodyStore&) = delete;
 
-  // Stores `body` durably (unless already there) and sets *ref to its key.
+  // Stores `body` durably (unless already there), cut if it is longer than
+  // max_body_bytes(), and sets *ref to the key of what was stored.
   Status put(std::string_view body, std::string* ref);
 
   // Stores `body` as put() does, on the writer thread; then calls
-  // `done(status, ref)` there (keep it quick).
+  // `done(status, ref)` there (keep it quick). `whole_size`, when larger
+  // than body.size(): `body` is the beginning of a body that long, and is
+  // stored with the marker of a cut body.
   void put_async(std::string body, std::function<void(Status, std::string)> done);
+  void put_async(std::string body, uint64_t whole_size, std::function<void(Status, std::string)> done);
+
+  uint64_t max_body_bytes() const;
+
+  // `*body` (the beginning of a body `whole_size` bytes long) as it is
+  // stored when it is cut: its first `max_bytes` bytes, then the line
+  // "\n[carapace: body cut: the first K of its N bytes are kept
+  // (provider.max_stored_body_bytes)]\n". Frees what is cut off.
+  static void cut_body(std::string* body, uint64_t whole_size, uint64_t max_bytes);
 
   // The body stored under `ref`; not_found if there is none.
   Status get(std::string_view ref, std::string* body) const;

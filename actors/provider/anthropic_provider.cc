@@ -98,6 +98,7 @@ class AnthropicDecoder : public StreamDecoder {
   }
 
   bool complete() const override { return done_; }
+  size_t tool_call_count() const override { return tools_.size(); }
   std::string terminator() const override { return "event: message_stop"; }
 
   ProviderResponse finish() override {

@@ -36,6 +36,7 @@ struct Transfer {
   Clock::time_point started;
   Clock::time_point last_byte;
   bool got_byte = false;
+  uint64_t body_bytes = 0;
   char error[CURL_ERROR_SIZE] = {0};
 };
 
@@ -63,6 +64,7 @@ size_t on_write(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   t->got_byte = true;
   t->last_byte = Clock::now();
+  t->body_bytes += size * n;
   if (t->on_body && !t->on_body(t->result.status, std::string_view(data, size * n))) return 0;  // aborts
   return size * n;
 }
@@ -82,7 +84,7 @@ struct HttpClient::Impl {
 
   void run();
   void add(std::unique_ptr<Transfer> t);
-  void finish(uint64_t id, CURLcode code, bool timed_out, bool cancelled, const std::string& why);
+  void finish(uint64_t id, CURLcode code, HttpTimeout timeout, bool cancelled, const std::string& why);
 };
 
 void HttpClient::Impl::add(std::unique_ptr<Transfer> t) {
@@ -109,7 +111,8 @@ void HttpClient::Impl::add(std::unique_ptr<Transfer> t) {
   running.emplace(t->id, std::move(t));
 }
 
-void HttpClient::Impl::finish(uint64_t id, CURLcode code, bool timed_out, bool cancelled, const std::string& why) {
+void HttpClient::Impl::finish(uint64_t id, CURLcode code, HttpTimeout timeout, bool cancelled,
+                              const std::string& why) {
   auto it = running.find(id);
   if (it == running.end()) return;
   std::unique_ptr<Transfer> t = std::move(it->second);
@@ -117,7 +120,8 @@ void HttpClient::Impl::finish(uint64_t id, CURLcode code, bool timed_out, bool c
   curl_multi_remove_handle(multi, t->easy);
   HttpResult r = std::move(t->result);
   r.latency_ms = ms_since(t->started);
-  r.timed_out = timed_out || code == CURLE_OPERATION_TIMEDOUT;
+  r.timed_out = timeout != HttpTimeout::kNone || code == CURLE_OPERATION_TIMEDOUT;
+  r.timeout = timeout;
   r.cancelled = cancelled;
   if (!why.empty()) {
     r.error = why;
@@ -144,7 +148,7 @@ void HttpClient::Impl::run() {
         cancel.swap(cancelling);
       }
       for (auto& t : fresh) add(std::move(t));
-      for (uint64_t id : cancel) finish(id, CURLE_OK, false, true, "cancelled");
+      for (uint64_t id : cancel) finish(id, CURLE_OK, HttpTimeout::kNone, true, "cancelled");
     }
     int still = 0;
     curl_multi_perform(multi, &still);
@@ -152,25 +156,40 @@ void HttpClient::Impl::run() {
       if (m->msg != CURLMSG_DONE) continue;
       void* p = nullptr;
       curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &p);
-      finish(reinterpret_cast<uint64_t>(p), m->data.result, false, false, "");
+      finish(reinterpret_cast<uint64_t>(p), m->data.result, HttpTimeout::kNone, false, "");
     }
-    // The first-byte and idle timeouts (curl's own only bound the whole transfer).
-    std::vector<std::pair<uint64_t, std::string>> expired;
+    // The first-byte, idle and total timeouts, measured here (curl's own
+    // only bound the whole transfer, and would not say which one fired).
+    struct Expired {
+      uint64_t id;
+      HttpTimeout timeout;
+      std::string why;
+    };
+    std::vector<Expired> expired;
     for (auto& [id, t] : running) {
-      if (!t->got_byte && ms_since(t->started) > t->request.first_byte_timeout_ms) {
-        expired.emplace_back(id, "timed out: no response within " + std::to_string(t->request.first_byte_timeout_ms) +
-                                     " ms (first-byte timeout)");
-      } else if (t->got_byte && ms_since(t->last_byte) > t->request.idle_timeout_ms) {
-        expired.emplace_back(id, "timed out: the response stalled for more than " +
-                                     std::to_string(t->request.idle_timeout_ms) + " ms (idle timeout)");
+      const HttpRequest& rq = t->request;
+      if (rq.total_timeout_ms > 0 && ms_since(t->started) > rq.total_timeout_ms) {
+        expired.push_back({id, HttpTimeout::kTotal,
+                           "timed out: the response was still coming after " +
+                               std::to_string(rq.total_timeout_ms) + " ms (total timeout, after " +
+                               std::to_string(t->body_bytes) + " bytes of it)"});
+      } else if (!t->got_byte && ms_since(t->started) > rq.first_byte_timeout_ms) {
+        expired.push_back({id, HttpTimeout::kFirstByte,
+                           "timed out: no response within " + std::to_string(rq.first_byte_timeout_ms) +
+                               " ms (first-byte timeout)"});
+      } else if (t->got_byte && ms_since(t->last_byte) > rq.idle_timeout_ms) {
+        expired.push_back({id, HttpTimeout::kIdle,
+                           "timed out: the response stalled for more than " +
+                               std::to_string(rq.idle_timeout_ms) + " ms (idle timeout)"});
       }
     }
-    for (auto& [id, why] : expired) finish(id, CURLE_OPERATION_TIMEDOUT, true, false, why);
+    for (auto& e : expired) finish(e.id, CURLE_OPERATION_TIMEDOUT, e.timeout, false, e.why);
     curl_multi_poll(multi, nullptr, 0, running.empty() ? 1000 : 20, nullptr);
   }
   std::vector<uint64_t> ids;
   for (auto& [id, t] : running) ids.push_back(id);
-  for (uint64_t id : ids) finish(id, CURLE_OK, false, true, "cancelled: the client is shutting down");
+  for (uint64_t id : ids)
+    finish(id, CURLE_OK, HttpTimeout::kNone, true, "cancelled: the client is shutting down");
 }
 
 HttpClient::HttpClient() : impl_(std::make_unique<Impl>()) {

@@ -5,9 +5,10 @@
 //
 // A request streams its response body to on_body as bytes arrive and ends
 // with exactly one on_done: a status and the response headers, or a
-// transport error (refused, reset, a timeout, the body cut short). Three
-// timeouts: connecting, the first byte of the body, and the idle time
-// between two pieces of it. cancel() ends a request at once (on_done says
+// transport error (refused, reset, a timeout, the body cut short). Four
+// timeouts: connecting, the first byte of the body, the idle time between
+// two pieces of it, and the whole request (so that a body that trickles
+// without end still ends). cancel() ends a request at once (on_done says
 // cancelled). Request headers (which carry credentials) are handed to curl
 // and never kept, logged or reported.
 //
@@ -33,7 +34,12 @@ struct HttpRequest {
   uint64_t connect_timeout_ms = 10'000;
   uint64_t first_byte_timeout_ms = 120'000;
   uint64_t idle_timeout_ms = 60'000;
+  uint64_t total_timeout_ms = 0;  // from the start to the body's last byte; 0: none
 };
+
+// Which of HttpRequest's own timeouts ended a request (curl's connect
+// timeout is reported as a transport error).
+enum class HttpTimeout { kNone, kFirstByte, kIdle, kTotal };
 
 struct HttpResult {
   long status = 0;  // 0: no HTTP response
@@ -41,6 +47,7 @@ struct HttpResult {
   std::string error;  // the transport error, when status is 0 or the body was cut short
   bool transport_failed = false;
   bool timed_out = false;
+  HttpTimeout timeout = HttpTimeout::kNone;
   bool cancelled = false;
   uint64_t latency_ms = 0;
 };

@@ -21,21 +21,38 @@ void scrub(std::string& text, const std::string& secret) {
   }
 }
 
+// A body kept only in part may end inside the key a server echoed: that
+// beginning of the key (8 bytes or more) goes too.
+void scrub_cut_end(std::string& text, const std::string& secret) {
+  for (size_t n = std::min(text.size(), secret.size() > 0 ? secret.size() - 1 : 0); n >= 8; --n) {
+    if (text.compare(text.size() - n, n, secret, 0, n) == 0) {
+      text.replace(text.size() - n, n, "[redacted]");
+      return;
+    }
+  }
+}
+
 // Retry-After (seconds or an HTTP date), retry-after-ms and x-should-retry.
+// The delay a server asks for is recorded as it was asked (the retry policy
+// caps what is waited); only what no uint64_t holds is cut, to 2^53 ms.
+uint64_t retry_ms(double ms) {
+  constexpr double kMost = 9007199254740992.0;  // 2^53
+  return ms >= kMost ? static_cast<uint64_t>(kMost) : static_cast<uint64_t>(ms);
+}
+
 void read_retry_headers(const std::map<std::string, std::string>& headers, ProviderFailure* f) {
   if (auto it = headers.find("retry-after-ms"); it != headers.end()) {
-    char* end = nullptr;
-    double ms = std::strtod(it->second.c_str(), &end);
-    if (end != it->second.c_str() && ms >= 0) {
+    const std::string& v = it->second;
+    if (!v.empty() && v.find_first_not_of("0123456789.") == std::string::npos) {
       f->has_retry_after = true;
-      f->retry_after_ms = static_cast<uint64_t>(ms);
+      f->retry_after_ms = retry_ms(std::strtod(v.c_str(), nullptr));
     }
   }
   if (auto it = headers.find("retry-after"); it != headers.end() && !f->has_retry_after) {
     const std::string& v = it->second;
     if (!v.empty() && v.find_first_not_of("0123456789.") == std::string::npos) {
       f->has_retry_after = true;
-      f->retry_after_ms = static_cast<uint64_t>(std::strtod(v.c_str(), nullptr) * 1000);
+      f->retry_after_ms = retry_ms(std::strtod(v.c_str(), nullptr) * 1000);
     } else {
       time_t when = curl_getdate(v.c_str(), nullptr);
       if (when != -1) {
@@ -58,7 +75,8 @@ struct Attempt {
   ProviderRequest request;  // session, turn, attempt and model only (for deltas and messages)
   std::string request_body;
   std::string url;
-  std::string raw;  // the response bytes as received
+  std::string raw;        // the response bytes as received (their beginning, past the store's limit)
+  uint64_t received = 0;  // how many there were
   SseParser parser;
   std::unique_ptr<StreamDecoder> decoder;
   bool failed = false;
@@ -67,6 +85,30 @@ struct Attempt {
   ReplySink done;
   uint64_t id = 0;
 };
+
+// What is kept of an error body when no body store keeps it: enough for its message.
+constexpr uint64_t kRawKeptWithoutStore = 64 * 1024;
+
+// A bound of docs/config.md's "Limits" that a response went past: permanent.
+ProviderFailure over_limit(const std::string& what, const std::string& key, uint64_t limit) {
+  return ProviderFailure{.error = what + " " + key + " (" + std::to_string(limit) +
+                                  "); the attempt was stopped there. Raise " + key +
+                                  " if the server is right to send that much"};
+}
+
+// The key of the timeout that ended a request, for its message.
+std::string timeout_key(HttpTimeout t) {
+  switch (t) {
+    case HttpTimeout::kFirstByte:
+      return "provider.first_byte_timeout_ms";
+    case HttpTimeout::kIdle:
+      return "provider.idle_timeout_ms";
+    case HttpTimeout::kTotal:
+      return "provider.max_stream_ms";
+    default:
+      return "";
+  }
+}
 
 }  // namespace
 
@@ -115,6 +157,8 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
   a->request_body = render_request(request);
   a->url = url();
   a->decoder = decoder(a->request_body);
+  const HttpProviderOptions& opts = shared_->options;
+  a->parser = SseParser(opts.max_line_bytes);
   if (on_delta) {
     a->on_delta = [a_raw = a.get(), sink = std::move(on_delta)](const StreamDelta& d) {
       StreamDelta tagged = d;
@@ -126,25 +170,54 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
   }
   a->done = std::move(done);
 
-  const HttpProviderOptions& opts = shared_->options;
   HttpRequest http{.url = a->url,
                    .headers = auth_headers(),
                    .body = a->request_body,
                    .connect_timeout_ms = opts.connect_timeout_ms,
                    .first_byte_timeout_ms = opts.first_byte_timeout_ms,
-                   .idle_timeout_ms = opts.idle_timeout_ms};
+                   .idle_timeout_ms = opts.idle_timeout_ms,
+                   .total_timeout_ms = opts.max_stream_ms};
   http.headers.push_back("Content-Type: application/json");
   if (opts.stream) http.headers.push_back("Accept: text/event-stream");
   for (const auto& h : opts.extra_headers) http.headers.push_back(h);
 
-  bool stream = opts.stream;
-  auto on_body = [a, stream](long status, std::string_view bytes) {
-    a->raw.append(bytes);
-    if (!stream || a->failed || status < 200 || status >= 300 || !a->decoder) return true;
-    a->parser.feed(bytes, [&a](const SseEvent& e) {
+  const uint64_t raw_kept = shared_->bodies ? shared_->bodies->max_body_bytes() : kRawKeptWithoutStore;
+  auto on_body = [a, shared = shared_, raw_kept](long status, std::string_view bytes) {
+    const HttpProviderOptions& o = shared->options;
+    if (a->failed) return false;
+    a->received += bytes.size();
+    if (a->received > o.max_response_bytes) {
+      a->failed = true;
+      a->failure =
+          over_limit("the response is longer than", "provider.max_response_bytes", o.max_response_bytes);
+      return false;
+    }
+    bool is_2xx = status >= 200 && status < 300;
+    // A body that may have to be parsed whole (not streamed, or nothing of
+    // SSE in it yet: no event, no comment) is kept whole; otherwise only as
+    // much as the body store keeps.
+    if (is_2xx && (!o.stream || (a->parser.events() == 0 && a->parser.comments() == 0))) {
+      a->raw.append(bytes);
+    } else if (a->raw.size() < raw_kept) {
+      a->raw.append(
+          bytes.substr(0, static_cast<size_t>(std::min<uint64_t>(bytes.size(), raw_kept - a->raw.size()))));
+    }
+    if (!o.stream || !is_2xx || !a->decoder) return true;
+    a->parser.feed(bytes, [&a, &o](const SseEvent& e) {
       if (a->failed) return;
-      if (!a->decoder->on_event(e, a->on_delta, &a->failure)) a->failed = true;
+      if (!a->decoder->on_event(e, a->on_delta, &a->failure)) {
+        a->failed = true;
+      } else if (a->decoder->tool_call_count() > o.max_tool_calls) {
+        a->failed = true;
+        a->failure =
+            over_limit("the reply has more tool calls than", "provider.max_tool_calls", o.max_tool_calls);
+      }
     });
+    if (!a->failed && a->parser.overflowed()) {
+      a->failed = true;
+      a->failure = over_limit("a line of the response stream (or the data of one event) is longer than",
+                              "provider.max_line_bytes", o.max_line_bytes);
+    }
     return !a->failed;  // a failed stream is not read further
   };
   auto on_done = [shared = shared_, a](HttpResult r) {
@@ -158,13 +231,19 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
     if (a->failed) {
       f = a->failure;
     } else if (r.transport_failed && !(r.cancelled && a->failed)) {
+      std::string key = timeout_key(r.timeout);
+      std::string transport_error = r.error + (key.empty() ? "" : "; the limit is " + key);
       f.transport = true;
       f.error = r.error;
-      if (is_2xx) f.error += " (after " + std::to_string(a->raw.size()) + " bytes of the response)";
+      if (is_2xx && r.timeout != HttpTimeout::kTotal) {
+        f.error += " (after " + std::to_string(a->received) + " bytes of the response)";
+      }
+      if (!key.empty()) f.error += "; the limit is " + key;
       if (r.status != 0 && !is_2xx) {
         f.transport = false;
         f.http_status = static_cast<uint32_t>(r.status);
-        f.error = describe_status(o, a->url, r.status, a->raw, a->request.model) + " (then: " + r.error + ")";
+        f.error = describe_status(o, a->url, r.status, a->raw, a->request.model) +
+                  " (then: " + transport_error + ")";
         read_retry_headers(r.headers, &f);
       }
     } else if (!is_2xx) {
@@ -174,12 +253,16 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
     } else if (o.stream && a->parser.events() == 0 &&
                a->decoder->parse_whole(a->raw, &reply.response, &f.error)) {
       reply.ok = true;  // a server that does not stream answered with a whole body
+      if (reply.response.tool_calls.size() > o.max_tool_calls) {
+        reply.ok = false;
+        f = over_limit("the reply has more tool calls than", "provider.max_tool_calls", o.max_tool_calls);
+      }
     } else if (o.stream) {
       f.error.clear();
       if (!a->decoder->complete()) {
         f.transport = true;
         f.error = "the response stream ended without " + a->decoder->terminator() + " (after " +
-                  std::to_string(a->raw.size()) + " bytes)";
+                  std::to_string(a->received) + " bytes)";
       } else {
         reply.ok = true;
         reply.response = a->decoder->finish();
@@ -188,6 +271,10 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
       std::string why;
       if (a->decoder->parse_whole(a->raw, &reply.response, &why)) {
         reply.ok = true;
+        if (reply.response.tool_calls.size() > o.max_tool_calls) {
+          reply.ok = false;
+          f = over_limit("the reply has more tool calls than", "provider.max_tool_calls", o.max_tool_calls);
+        }
       } else {
         f.transport = true;
         f.error = "malformed response: " + why;
@@ -198,14 +285,17 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
     ReplySink done_sink = std::move(a->done);
     a->decoder.reset();
     if (!shared->bodies || a->raw.empty()) return done_sink(std::move(reply));
+    if (a->raw.size() > shared->bodies->max_body_bytes()) a->raw.resize(shared->bodies->max_body_bytes());
+    if (a->received > a->raw.size()) scrub_cut_end(a->raw, o.api_key);
     // The response bytes are durable before the reply (and so any event
     // referencing them) goes on; the store's writer thread syncs them, so
     // this thread goes back to the other transfers at once.
-    shared->bodies->put_async(std::move(a->raw), [reply = std::move(reply), done_sink = std::move(done_sink)](
-                                                     Status s, std::string ref) mutable {
-      if (s.ok()) reply.body_ref = std::move(ref);
-      done_sink(std::move(reply));
-    });
+    shared->bodies->put_async(
+        std::move(a->raw), a->received,
+        [reply = std::move(reply), done_sink = std::move(done_sink)](Status s, std::string ref) mutable {
+          if (s.ok()) reply.body_ref = std::move(ref);
+          done_sink(std::move(reply));
+        });
   };
   a->id = client_->start(std::move(http), on_body, on_done);
   return a->id;

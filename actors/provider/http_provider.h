@@ -8,10 +8,22 @@
 // (refused, reset, timeouts, a stream that ends without its terminator) as
 // transient.
 //
+// Bounded (docs/config.md, "Limits"): a response longer than
+// max_response_bytes, an SSE line or event longer than max_line_bytes, or a
+// reply with more than max_tool_calls tool calls ends the attempt at once
+// with a permanent failure naming the key (a server that sends that much is
+// broken or hostile; asking again would cost as much again); an attempt
+// still receiving after max_stream_ms ends with a transient one, as the
+// other timeouts do. While an attempt runs it holds at most the body
+// store's max_body_bytes of raw bytes once the stream has shown an event or
+// a comment (a body that may be a whole, non-streamed one: up to
+// max_response_bytes), the longest line, and what the decoder assembled.
+//
 // Verbatim capture: the response bytes exactly as received (raw SSE, or the
 // error body) are stored durably in the BodyStore (by its writer thread,
 // which batches the syncs) before the reply is handed on, and the reply
-// carries their body_ref. The API key goes into a request header
+// carries their body_ref; past the store's max_body_bytes they are stored
+// cut, with their whole size. The API key goes into a request header
 // only; it is never in a body, a reply, an error or a log line (a server
 // that echoes it has it replaced by "[redacted]").
 //
@@ -43,6 +55,10 @@ struct HttpProviderOptions {
   uint64_t connect_timeout_ms = 10'000;
   uint64_t first_byte_timeout_ms = 120'000;
   uint64_t idle_timeout_ms = 60'000;
+  uint64_t max_stream_ms = 300'000;           // the whole attempt
+  uint64_t max_line_bytes = 16ull << 20;      // one SSE line, or one event's data
+  uint64_t max_response_bytes = 64ull << 20;  // the whole response, streamed or not
+  uint64_t max_tool_calls = 256;              // in one reply
   std::vector<std::string> extra_headers;  // "Name: value"
 };
 

@@ -94,6 +94,7 @@ class OpenAiDecoder : public StreamDecoder {
   }
 
   bool complete() const override { return done_; }
+  size_t tool_call_count() const override { return calls_.size(); }
   std::string terminator() const override { return "data: [DONE]"; }
 
   ProviderResponse finish() override {

@@ -31,7 +31,9 @@ RetryDecision decide_retry(const RetryConfig& config, const ProviderFailure& fai
   if (d.category != ErrorCategory::kTransient || attempt > config.max_retries) return d;
   d.retry = true;
   if (failure.has_retry_after) {
-    d.delay_ms = failure.retry_after_ms;  // the server knows best, cap or not
+    // The server knows best, up to max_delay_ms: a Retry-After of ten years
+    // must not park the session for ten years.
+    d.delay_ms = std::min(failure.retry_after_ms, config.max_delay_ms);
     return d;
   }
   uint32_t exponent = std::min<uint32_t>(attempt - 1, 40);

@@ -5,8 +5,9 @@
 // (a bad scenario, a bad configuration) is permanent. Retries are spaced
 // with exponential backoff, min(max_delay, base * 2^(attempt-1))
 // scaled by a jitter factor in [0.5, 1.0]; a Retry-After from the server wins
-// over the computed delay. Permanent failures (400, 401, 403, 404, a bad
-// model...) are not retried. The jitter is a pure function of the session's
+// over the computed delay, up to max_delay (a longer one is waited out for
+// max_delay; llm.failed records both what was asked and what was chosen).
+// Permanent failures (400, 401, 403, 404, a bad model...) are not retried. The jitter is a pure function of the session's
 // recorded seed, the turn and the attempt, so a replay or a resumed session
 // computes the very same delays. Pure and thread-safe.
 #pragma once

@@ -1,10 +1,23 @@
 #include "actors/provider/sse_parser.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace carapace {
 
+bool SseParser::over(uint64_t size) {
+  if (size > max_bytes_) {
+    overflowed_ = true;
+    line_.clear();
+    line_.shrink_to_fit();
+    data_.clear();
+    data_.shrink_to_fit();
+  }
+  return overflowed_;
+}
+
 void SseParser::feed(std::string_view bytes, const Sink& sink) {
+  if (overflowed_) return;
   if (!started_) {
     // The BOM may itself arrive cut: hold back a prefix of it.
     static constexpr std::string_view kBom = "\xEF\xBB\xBF";
@@ -30,10 +43,12 @@ void SseParser::feed(std::string_view bytes, const Sink& sink) {
     const char* cr = static_cast<const char*>(std::memchr(start, '\r', lf ? static_cast<size_t>(lf - start) : left));
     const char* end = cr ? cr : lf;
     if (end == nullptr) {
+      if (over(line_.size() + left)) return;
       line_.append(start, left);
       return;
     }
     std::string_view text(start, static_cast<size_t>(end - start));
+    if (over(line_.size() + text.size())) return;
     if (!line_.empty()) {
       line_.append(text);
       line(line_, sink);
@@ -41,6 +56,7 @@ void SseParser::feed(std::string_view bytes, const Sink& sink) {
     } else {
       line(text, sink);
     }
+    if (overflowed_) return;
     pos = static_cast<size_t>(end - bytes.data()) + 1;
     if (end == cr) {
       if (pos == bytes.size()) {
@@ -71,8 +87,10 @@ void SseParser::line(std::string_view text, const Sink& sink) {
     return;
   }
   has_fields_ = true;
-  if (!event_.raw.empty()) event_.raw += '\n';
-  event_.raw.append(text);
+  if (event_.raw.size() < kRawKept) {
+    if (!event_.raw.empty()) event_.raw += '\n';
+    event_.raw.append(text.substr(0, kRawKept - std::min(kRawKept, event_.raw.size())));
+  }
   size_t colon = text.find(':');
   std::string_view field = text.substr(0, colon);
   std::string_view value;
@@ -81,6 +99,7 @@ void SseParser::line(std::string_view text, const Sink& sink) {
     if (!value.empty() && value[0] == ' ') value.remove_prefix(1);
   }
   if (field == "data") {
+    if (over(data_.size() + value.size() + 1)) return;
     data_.append(value);
     data_ += '\n';
     has_data_ = true;

@@ -28,6 +28,9 @@ class StreamDecoder {
   // Whether the stream's terminator ([DONE], message_stop) arrived.
   virtual bool complete() const = 0;
 
+  // The tool calls begun so far (each index the stream named counts).
+  virtual size_t tool_call_count() const = 0;
+
   // The terminator's name, for the failure when the stream ends without it.
   virtual std::string terminator() const = 0;
 

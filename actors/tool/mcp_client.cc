@@ -28,6 +28,16 @@ std::string shown(std::string_view line) {
   return s;
 }
 
+// What logging `line` adds to a log file, at most: its JSON-escaped length
+// (a control byte as \u00XX, a byte past ASCII as a replacement character)
+// and the line's framing (time, level, the "MCP server NAME (stderr): "
+// prefix).
+uint64_t log_cost(std::string_view line, size_t name_size) {
+  uint64_t cost = 160 + name_size;
+  for (unsigned char c : line) cost += c < 0x20 ? 6 : c == '"' || c == '\\' ? 2 : c >= 0x80 ? 3 : 1;
+  return cost;
+}
+
 int poll_ms(Clock::time_point until) {
   auto now = Clock::now();
   if (until <= now) return 0;
@@ -217,7 +227,7 @@ void McpClient::handle_stderr(std::string_view data, bool flush) {
     }
     std::string line = stderr_partial_.substr(start, end - start);
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    spdlog::info("MCP server {} (stderr): {}", options_.name, line);
+    log_stderr_line(line);
     {
       std::lock_guard lock(mu_);
       stderr_lines_.push_back(std::move(line));
@@ -226,6 +236,52 @@ void McpClient::handle_stderr(std::string_view data, bool flush) {
     start = next;
   }
   stderr_partial_.erase(0, start);
+}
+
+std::string McpClient::key(const char* name) const { return "mcp_servers." + options_.name + "." + name; }
+
+void McpClient::log_stderr_line(const std::string& line) {
+  StderrBudget& b = stderr_budget_;
+  auto now = Clock::now();
+  auto drop = [&] {
+    ++b.dropped_lines;
+    b.dropped_bytes += line.size() + 1;
+    b.last_drop = now;
+  };
+  if (b.capped) return drop();
+  if (now - b.window_start >= std::chrono::seconds(1)) {
+    b.window_start = now;
+    b.window_lines = 0;
+  }
+  if (b.window_lines >= options_.stderr_lines_per_second) return drop();
+  uint64_t cost = log_cost(line, options_.name.size());
+  if (b.logged_bytes + cost > options_.max_stderr_bytes) {
+    report_dropped_stderr();
+    b.capped = true;
+    spdlog::warn(
+        "MCP server {}: its stderr reached {} ({} bytes logged since it started); what it writes there "
+        "until it stops is counted, not logged",
+        options_.name, key("max_stderr_bytes"), options_.max_stderr_bytes);
+    return drop();
+  }
+  ++b.window_lines;
+  b.logged_bytes += cost;
+  spdlog::info("MCP server {} (stderr): {}", options_.name, line);
+}
+
+void McpClient::report_dropped_stderr() {
+  StderrBudget& b = stderr_budget_;
+  if (b.dropped_lines == 0) return;
+  std::string why = b.capped
+                        ? "past " + key("max_stderr_bytes") + " (" +
+                              std::to_string(options_.max_stderr_bytes) + " bytes logged since it started)"
+                        : "more than " + std::to_string(options_.stderr_lines_per_second) +
+                              " lines in a second (" + key("stderr_lines_per_second") + ")";
+  std::string text = "MCP server " + options_.name + ": " + std::to_string(b.dropped_lines) + " lines (" +
+                     std::to_string(b.dropped_bytes) + " bytes) of its stderr were not logged: " + why;
+  b.logged_bytes += log_cost(text, 0);
+  b.dropped_lines = b.dropped_bytes = 0;
+  spdlog::warn("{}", text);
 }
 
 void McpClient::handle_line(std::string_view line) {
@@ -358,6 +414,15 @@ void McpClient::run_io(std::promise<Status>* started) {
     if (!out.empty() && proc->stdin_fd() >= 0) fds[i_in = n++] = pollfd{proc->stdin_fd(), POLLOUT, 0};
     int timeout = -1;
     if (stop_phase == 1 || stop_phase == 2) timeout = poll_ms(phase_deadline);
+    // Dropped stderr lines are reported once the flood has paused a second.
+    if (stderr_budget_.dropped_lines > 0 && !stderr_budget_.capped) {
+      Clock::time_point quiet = stderr_budget_.last_drop + std::chrono::seconds(1);
+      if (Clock::now() >= quiet) {
+        report_dropped_stderr();
+      } else {
+        timeout = timeout < 0 ? poll_ms(quiet) : std::min(timeout, poll_ms(quiet));
+      }
+    }
     if (proc->gone()) timeout = 10;
     int ready = ::poll(fds, n, timeout);
     if (ready < 0 && errno != EINTR) {
@@ -394,7 +459,7 @@ void McpClient::run_io(std::promise<Status>* started) {
         scanned = in.size();
         if (in.size() > options_.max_message_bytes && ended_why.empty()) {
           ended_why = "it wrote a message longer than " + std::to_string(options_.max_message_bytes) +
-                      " bytes on stdout";
+                      " bytes on stdout (" + key("max_message_bytes") + ")";
           spdlog::warn("MCP server {}: {}; stopping it", options_.name, ended_why);
           in.clear();
           scanned = 0;
@@ -418,6 +483,7 @@ void McpClient::run_io(std::promise<Status>* started) {
     }
   }
   handle_stderr("", true);
+  report_dropped_stderr();
   proc->reap();
   std::string why;
   int mode = 0;

@@ -6,12 +6,17 @@
 // One I/O thread per client owns the process: it starts it (the guard dies
 // with that thread), writes queued messages to its stdin, reads its stdout
 // line by line and its stderr, which goes to Carapace's log (spdlog, so
-// redacted) and is kept (its last lines) for error messages. On stdout, a
+// redacted) and is kept (its last lines) for error messages. What of its
+// stderr is logged is bounded per start: at most stderr_lines_per_second
+// lines in any second and max_stderr_bytes in all (each line counted with
+// its log framing); lines past either are counted, and the count is logged
+// once the flood has paused for a second, or when the server ends. On stdout, a
 // line that is not JSON-RPC is logged and ignored; an answer to an unknown
 // id is logged and ignored; a `ping` is answered; any other request from
 // the server gets JSON-RPC error -32601 at once; notifications/tools/
 // list_changed sets a flag (tools_changed()). A message longer than
-// max_message_bytes ends the connection. When the process exits, every
+// max_message_bytes ends the connection as soon as that much of it has
+// arrived (it is never held whole), with an error naming the limit. When the process exits, every
 // request in flight is answered at once with an error saying so.
 //
 // A request that gets no answer in time is abandoned with an error (a
@@ -49,6 +54,8 @@ struct McpClientOptions {
   McpProcessOptions process;
   std::chrono::milliseconds request_timeout{60000};  // initialize and tools/list
   uint64_t max_message_bytes = 64ull << 20;
+  uint64_t max_stderr_bytes = 4ull << 20;  // logged per start
+  uint64_t stderr_lines_per_second = 100;  // logged
   // After stdin is closed, how long the server has to exit before SIGTERM,
   // and after SIGTERM before SIGKILL.
   std::chrono::milliseconds stop_grace{1000};
@@ -105,6 +112,11 @@ class McpClient {
   void run_io(std::promise<Status>* started);
   void handle_line(std::string_view line);
   void handle_stderr(std::string_view data, bool flush);
+  void log_stderr_line(const std::string& line);
+  // Logs how many stderr lines were dropped since the last report, if any.
+  void report_dropped_stderr();
+  // The config key of one of this server's bounds ("mcp_servers.NAME.KEY").
+  std::string key(const char* name) const;
   void send(std::string line);
   void fail_pending(const std::string& why);
   void wake();
@@ -132,6 +144,16 @@ class McpClient {
   std::map<uint64_t, std::shared_ptr<Pending>> pending_;
   std::deque<std::string> stderr_lines_;
   std::string stderr_partial_;  // I/O thread only
+  // What of stderr was logged and dropped (I/O thread only).
+  struct StderrBudget {
+    std::chrono::steady_clock::time_point window_start{};
+    uint64_t window_lines = 0;
+    uint64_t logged_bytes = 0;                      // toward max_stderr_bytes
+    bool capped = false;                            // max_stderr_bytes reached: nothing more is logged
+    uint64_t dropped_lines = 0, dropped_bytes = 0;  // not reported yet
+    std::chrono::steady_clock::time_point last_drop{};
+  };
+  StderrBudget stderr_budget_;
 };
 
 }  // namespace carapace

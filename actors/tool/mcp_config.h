@@ -21,6 +21,11 @@ struct McpServerConfig {
   std::vector<std::pair<std::string, std::optional<std::string>>> env;
   std::string cwd;  // "": the session's workspace; relative: to the workspace
   uint64_t timeout_ms = 60000;
+  // Bounds on what the server writes (docs/mcp.md): one stdout message; its
+  // stderr logged per start (bytes, lines per second; the rest is counted).
+  uint64_t max_message_bytes = 64ull << 20;
+  uint64_t max_stderr_bytes = 4ull << 20;
+  uint64_t stderr_lines_per_second = 100;
   friend bool operator==(const McpServerConfig&, const McpServerConfig&) = default;
 };
 

@@ -168,6 +168,9 @@ Status McpServer::ensure_client(std::chrono::milliseconds wait, std::shared_ptr<
   McpClientOptions o;
   o.name = config.name;
   o.request_timeout = std::chrono::milliseconds(config.timeout_ms);
+  o.max_message_bytes = config.max_message_bytes;
+  o.max_stderr_bytes = config.max_stderr_bytes;
+  o.stderr_lines_per_second = config.stderr_lines_per_second;
   o.stop_grace = options_.stop_grace;
   o.on_tools_changed = [this] {
     {

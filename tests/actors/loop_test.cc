@@ -73,12 +73,15 @@ BOOST_AUTO_TEST_CASE(jitter_spreads_over_its_range) {
   BOOST_TEST(retry_jitter(7, 1, 1) != retry_jitter(7, 2, 1));
 }
 
-BOOST_AUTO_TEST_CASE(retry_after_wins) {
+BOOST_AUTO_TEST_CASE(retry_after_wins_up_to_max_delay_ms) {
   RetryConfig c;
   RetryDecision d = decide_retry(
-      c, ProviderFailure{.http_status = 429, .has_retry_after = true, .retry_after_ms = 45000}, 1, 1, 1);
+      c, ProviderFailure{.http_status = 429, .has_retry_after = true, .retry_after_ms = 25000}, 1, 1, 1);
   BOOST_TEST(d.retry);
-  BOOST_TEST(d.delay_ms == 45000u);  // even past max_delay_ms
+  BOOST_TEST(d.delay_ms == 25000u);  // not the backoff's 1000 * jitter
+  d = decide_retry(c, ProviderFailure{.http_status = 429, .has_retry_after = true, .retry_after_ms = 45000},
+                   1, 1, 1);
+  BOOST_TEST(d.delay_ms == 30000u);  // max_delay_ms
 }
 
 BOOST_AUTO_TEST_CASE(permanent_failures_and_exhaustion_stop) {

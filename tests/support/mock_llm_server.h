@@ -2,7 +2,7 @@
 // benchmarks. It answers each request with a reply from a handler (or the
 // next queued one), byte for byte, and misbehaves on demand: the body cut
 // into separately sent pieces at random or chosen points, a stall (that a
-// test can watch for), a connection dropped mid-body. Keep-alive: one
+// test can watch for), a connection dropped mid-body, a body without end. Keep-alive: one
 // connection serves requests until the client closes it. Records every
 // request (its head holds the client's credentials: tests assert on it and
 // never write it anywhere).
@@ -46,6 +46,9 @@ struct MockReply {
   int stall_ms = 0;             // ... this long
   int delay_ms = 0;             // wait this long before the response's head
   int pace_us = -1;             // wait this long between pieces (-1: 50 us when cut)
+  // After the body, more pieces: more(0), more(1), ... until one is "" or
+  // the client goes away (an endless stream, paced by pace_us).
+  std::function<std::string(size_t)> more;
 };
 
 struct MockRequest {
@@ -283,6 +286,14 @@ class MockLlmServer {
         if (gap_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
       }
       if (reply.drop_after >= 0) return;
+      if (reply.more) {
+        for (size_t i = 0; !stop_; ++i) {
+          std::string piece = reply.more(i);
+          if (piece.empty()) break;
+          if (!send_piece(c, piece, reply.chunked)) return;
+          if (reply.pace_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(reply.pace_us));
+        }
+      }
       if (reply.chunked && !send_all(c, "0\r\n\r\n")) return;
     }
   }

@@ -161,7 +161,8 @@ BOOST_AUTO_TEST_CASE(a_config_without_mcp_servers_keeps_its_digest) {
   json configured = events("p1", "session.configured");
   BOOST_TEST(!contains(configured[0]["data"]["config"].dump(), "mcp_servers"));
   // The digest this configuration had before mcp_servers existed (measured
-  // with the build before it, the same command).
+  // with the build before it, the same command), since the provider bounds
+  // (provider.max_stream_ms ... max_stored_body_bytes), stored by every one.
   BOOST_TEST(started[0]["data"]["config_digest"] == std::string(PLAIN_CONFIG_DIGEST), started.dump());
 }
 

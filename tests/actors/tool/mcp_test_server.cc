@@ -18,12 +18,19 @@
 // --stderr TEXT (printed on stderr at start), --exit-at-start N (exits with
 // N at once), --ignore-term (ignores SIGTERM and stdin's end), --child
 // (starts a `sleep 600` child at start), --calls FILE (appends the tool's
-// name for each tools/call it runs), --fast (slow and slow_echo do not wait).
+// name for each tools/call it runs), --fast (slow and slow_echo do not wait),
+// --stderr-flood N (writes N numbered lines on stderr at start, from a
+// thread, as fast as it can; 0: without end).
+//
+// Tool flood_stdout {bytes} answers with one line of that many bytes,
+// written 1 MiB at a time (never held whole).
+
 #include <nlohmann/json.hpp>
 
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -204,7 +211,16 @@ int main(int argc, char** argv) {
       flags.fast = true;
     else if (a == "--list-changed-after-list")
       flags.list_changed_after_list = true;
-    else if (a == "--child") {
+    else if (a == "--stderr-flood") {
+      long n = std::atol(next().c_str());
+      std::thread([n] {
+        std::string pad(60, 'x');
+        for (long k = 0; n == 0 || k < n; ++k) {
+          std::string line = "flood line " + std::to_string(k) + " " + pad + "\n";
+          if (::write(2, line.data(), line.size()) < 0) return;
+        }
+      }).detach();
+    } else if (a == "--child") {
       if (fork() == 0) {
         execlp("sleep", "sleep", "600", static_cast<char*>(nullptr));
         _exit(127);
@@ -246,6 +262,18 @@ int main(int argc, char** argv) {
         write_line({{"jsonrpc", "2.0"}, {"method", "notifications/tools/list_changed"}});
         continue;
       }
+    } else if (method == "tools/call" && params.value("name", "") == "flood_stdout") {
+      size_t bytes = params.contains("arguments") ? params["arguments"].value("bytes", size_t{0}) : 0;
+      std::cout << R"({"jsonrpc":"2.0","id":)" << id.dump()
+                << R"(,"result":{"content":[{"type":"text","text":")";
+      std::string chunk(1 << 20, 'x');
+      for (size_t sent = 0; sent < bytes && std::cout; sent += chunk.size()) {
+        std::cout.write(chunk.data(), static_cast<std::streamsize>(std::min(chunk.size(), bytes - sent)));
+      }
+      std::cout << R"("}]}})"
+                << "\n"
+                << std::flush;
+      continue;
     } else if (method == "tools/call") {
       std::string name = params.value("name", "");
       result = call(name, params.value("arguments", json::object()));
