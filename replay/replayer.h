@@ -5,9 +5,9 @@
 // The replay answers from the recording (actors/replay_tape.h): each
 // provider attempt gets its recorded response or failure (and the retry
 // policy decides again), each tool call its recorded outcome (no process
-// runs), each command hook its recorded decision (a C++ hook, or a command
-// hook the recording has no decision for, runs for real: it is the code
-// under test). It runs on CAF's deterministic scheduler in virtual time:
+// runs), each command hook its recorded decision (a C++ hook runs for real:
+// it is the code under test; a command hook the recording has no decision
+// for is not run, and the replay diverges there). It runs on CAF's deterministic scheduler in virtual time:
 // recorded latencies and retry delays cost nothing. It re-enacts what
 // happened to the session from outside its loop, at the recorded seq:
 // a user message (sent when the session was idle or queued while it ran),
@@ -17,7 +17,8 @@
 // A fork starts from its copied history.
 //
 // It writes only into a scratch log of its own (removed afterwards), never
-// into the recorded session; it opens no connection and runs no tool.
+// into the recorded session; it opens no connection and runs no tool, no
+// command hook and no MCP server, whatever the configuration says.
 //
 // The first event that differs (replay/event_diff.h for the fields left
 // out), or one the replay wrote past the recording's end, or the recording

@@ -7,6 +7,12 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <map>
+
+#include "base/bounded_json.h"
+#include "storage/session_meta.h"
+
 namespace carapace {
 
 Status add_builtin_tools(const Config& config, const std::function<ToolDefinition(ToolDefinition)>& decorate,
@@ -72,10 +78,11 @@ SessionConfigured session_configured(const Config& config, const std::string& sc
                                      const std::vector<ToolSpec>& tools, const std::string& origin) {
   nlohmann::json specs = nlohmann::json::array();
   for (const auto& t : tools) {
-    nlohmann::json schema = nlohmann::json::parse(t.schema.text, nullptr, false);
+    nlohmann::json schema;
+    bool parsed = parse_bounded_json(t.schema.text, "the schema of tool " + t.name, &schema).ok();
     specs.push_back({{"name", t.name},
                      {"description", t.description},
-                     {"schema", schema.is_discarded() ? nlohmann::json(t.schema.text) : schema},
+                     {"schema", parsed ? schema : nlohmann::json(t.schema.text)},
                      {"idempotent", t.idempotent}});
   }
   return SessionConfigured{
@@ -135,14 +142,20 @@ Status recorded_configuration(const EventLog& log, const std::string& id, Record
 
 std::vector<ToolSpec> recorded_tools(const SessionConfigured& c) {
   std::vector<ToolSpec> tools;
-  nlohmann::json specs = nlohmann::json::parse(c.tools.text, nullptr, false);
-  if (!specs.is_array()) return tools;
+  nlohmann::json specs;
+  if (!parse_bounded_json(c.tools.text, "the recorded tool specs", &specs).ok() || !specs.is_array())
+    return tools;
   for (const auto& t : specs) {
     if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) continue;
-    tools.push_back(ToolSpec{.name = t["name"],
-                             .description = t.value("description", ""),
-                             .schema = JsonText{t.contains("schema") ? t["schema"].dump() : ""},
-                             .idempotent = t.value("idempotent", false)});
+    // Recorded elsewhere, for a bundle: a field of another type is left at its default.
+    auto description = t.find("description");
+    auto idempotent = t.find("idempotent");
+    tools.push_back(ToolSpec{
+        .name = t["name"],
+        .description =
+            description != t.end() && description->is_string() ? description->get<std::string>() : "",
+        .schema = JsonText{t.contains("schema") ? t["schema"].dump() : ""},
+        .idempotent = idempotent != t.end() && idempotent->is_boolean() && idempotent->get<bool>()});
   }
   return tools;
 }
@@ -162,6 +175,88 @@ Status stored_run(const EventLog& log, const std::string& id, RecordedAt which, 
   run.tools = recorded_tools(c);
   *out = std::move(run);
   return Status();
+}
+
+Status bundle_configuration(const EventLog& log, const std::string& id, bool* from_bundle) {
+  *from_bundle = false;
+  SessionMeta meta;
+  Status s = log.get_meta(id, &meta);
+  if (s.is_not_found()) return Status();
+  CARAPACE_RETURN_IF_ERROR(s);
+  // An imported session's index always points at its configuration; one
+  // recorded before the index did has none from a bundle.
+  *from_bundle = meta.imported_seq > 0 && meta.configured_seq > 0 && meta.configured_seq <= meta.imported_seq;
+  return Status();
+}
+
+Status imported_session(const EventLog& log, const std::string& id, bool* imported) {
+  *imported = false;
+  SessionMeta meta;
+  Status s = log.get_meta(id, &meta);
+  if (s.is_not_found()) return Status();
+  CARAPACE_RETURN_IF_ERROR(s);
+  *imported = meta.imported_seq > 0;
+  return Status();
+}
+
+namespace {
+
+// Every leaf of `j` (arrays are leaves) under its dotted key path.
+void flatten(const nlohmann::json& j, const std::string& prefix, std::map<std::string, std::string>* out) {
+  if (j.is_object() && !j.empty()) {
+    for (const auto& [key, value] : j.items()) flatten(value, prefix.empty() ? key : prefix + "." + key, out);
+    return;
+  }
+  (*out)[prefix] = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::vector<ConfigDifference> configuration_differences(const Config& recorded,
+                                                        const std::string& recorded_scenario,
+                                                        const Config& home) {
+  std::map<std::string, std::string> a, b;
+  flatten(config_to_json(recorded), "", &a);
+  flatten(config_to_json(home), "", &b);
+  std::vector<ConfigDifference> out;
+  const std::string absent = "(absent)";
+  for (const auto& [key, value] : a) {
+    auto it = b.find(key);
+    if (it == b.end()) {
+      out.push_back({key, value, absent});
+    } else if (it->second != value) {
+      out.push_back({key, value, it->second});
+    }
+  }
+  for (const auto& [key, value] : b) {
+    if (!a.count(key)) out.push_back({key, absent, value});
+  }
+  if (!recorded_scenario.empty()) {
+    out.push_back({"scenario",
+                   "the recorded scenario (" + std::to_string(recorded_scenario.size()) +
+                       " bytes; the tool calls in its replies run as commands)",
+                   home.provider.scenario.empty() ? "none" : "the file " + home.provider.scenario});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ConfigDifference& x, const ConfigDifference& y) { return x.key < y.key; });
+  return out;
+}
+
+std::vector<std::string> drop_prompt_files(Config* config) {
+  std::vector<std::string> dropped;
+  if (!config->prompt.identity_file.empty()) {
+    dropped.push_back("prompt.identity_file " + config->prompt.identity_file +
+                      " was not read: a configuration from a bundle has no file of this machine read; the "
+                      "identity layer is the configuration's own text or the default");
+    config->prompt.identity_file.clear();
+  }
+  if (!config->prompt.custom_instructions_file.empty()) {
+    dropped.push_back("prompt.custom_instructions_file " + config->prompt.custom_instructions_file +
+                      " was not read: a configuration from a bundle has no file of this machine read; the "
+                      "custom instructions layer is left out");
+    config->prompt.custom_instructions_file.clear();
+  }
+  return dropped;
 }
 
 }  // namespace carapace

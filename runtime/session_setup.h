@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/hook/hook_registry.h"
 #include "actors/session/session_actor.h"
@@ -57,6 +58,39 @@ struct StoredRun {
   std::vector<ToolSpec> tools;  // the tools registered then, in order
 };
 Status stored_run(const EventLog& log, const std::string& id, RecordedAt which, StoredRun* out);
+
+// Whether session `id`'s latest stored configuration came with it from a
+// bundle (`carapace bundle import`: its seq is within
+// SessionMeta::imported_seq). Such a configuration is a record of how the
+// session ran elsewhere: a resume or fork runs with the home's own unless
+// told to trust it, and no command, server or file it names is used by a
+// replay.
+Status bundle_configuration(const EventLog& log, const std::string& id, bool* from_bundle);
+
+// Whether any event of session `id` came from a bundle.
+Status imported_session(const EventLog& log, const std::string& id, bool* imported);
+
+// One setting in which a stored configuration differs from the home's: its
+// key path ("provider.base_url") and both values as JSON text ("(absent)"
+// for a key one of them lacks). Configurations hold no secret values.
+struct ConfigDifference {
+  std::string key;
+  std::string recorded;
+  std::string home;
+};
+
+// Every setting in which `recorded` (with the scenario text stored with it)
+// differs from `home`, in key order; the scenario as "scenario" (its size,
+// not its text).
+std::vector<ConfigDifference> configuration_differences(const Config& recorded,
+                                                        const std::string& recorded_scenario,
+                                                        const Config& home);
+
+// Clears the prompt files `config` names (prompt.identity_file,
+// prompt.custom_instructions_file): a configuration that came from
+// elsewhere never has a file of this machine read. One line per file
+// cleared, naming it, for the user.
+std::vector<std::string> drop_prompt_files(Config* config);
 
 // Registers the MCP tools (mcp__...) among `recorded` that `tools` lacks,
 // with functions that refuse to run: a replay answers their calls from the

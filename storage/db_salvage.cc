@@ -44,6 +44,7 @@ struct Evidence {
   Found records;
   std::map<std::string, std::set<uint64_t>> damaged;  // seqs of records whose CRC failed
   std::map<std::string, uint64_t> indexed_checkpoint;  // the highest checkpoint seq any index entry named
+  std::map<std::string, uint64_t> imported;  // SessionMeta::imported_seq any index entry named: it stays imported
   uint64_t damaged_records = 0;
 };
 
@@ -66,6 +67,10 @@ void consider_index(std::string_view key, std::string_view value, Evidence* ev) 
   if (!codec::decode(value, &meta)) return;
   uint64_t& seen = ev->indexed_checkpoint[std::string(key)];
   seen = std::max(seen, meta.committed_seq);
+  if (meta.imported_seq > 0) {
+    uint64_t& imported = ev->imported[std::string(key)];
+    imported = std::max(imported, meta.imported_seq);
+  }
 }
 
 // The events family's id in WAL records: from a table file's properties when
@@ -208,6 +213,7 @@ Status restore_session(EventLog* log, const std::string& id, const Evidence& ev,
   SessionMeta meta = meta_from_state(id, committed, events.back().ts_us, nullptr);
   meta.created_us = events.front().ts_us;
   meta.configured_seq = last_configured_seq(events);
+  if (auto i = ev.imported.find(id); i != ev.imported.end()) meta.imported_seq = std::min(i->second, keep);
   CARAPACE_RETURN_IF_ERROR(log->append(AppendRequest{.session = id,
                                                      .events = events,
                                                      .durability = Durability::kSynced,

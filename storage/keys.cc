@@ -36,6 +36,13 @@ Status validate_session_id(std::string_view id) {
                                       std::to_string(i) + "; use letters, digits and . _ : -");
     }
   }
+  // An id becomes a command-line argument and a file name (`bundle -o`,
+  // exports): one that reads as an option ("-x") or as a path component
+  // (".", "..", a hidden file) is refused.
+  if (id.front() == '-' || id.front() == '.') {
+    return Status::invalid_argument("session id '" + std::string(id) + "' starts with '" + id.front() +
+                                    "'; start it with a letter, a digit, '_' or ':'");
+  }
   return Status();
 }
 

@@ -6,7 +6,8 @@
 // The 0x00 after the id keeps one session's keys contiguous and apart from any
 // other id that starts with the same characters ("s1" and "s10"); big-endian
 // seqs make byte order numeric order. Session ids are 1 to 128 characters of
-// [A-Za-z0-9._:-], so they never contain 0x00.
+// [A-Za-z0-9._:-], not starting with '-' or '.', so they never contain 0x00
+// and never read as an option or a path component.
 #pragma once
 
 #include <cstdint>

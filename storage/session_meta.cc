@@ -19,6 +19,7 @@ SessionMeta meta_from_state(std::string_view id, const SessionState& state, int6
   if (previous != nullptr) {
     m.verified_seq = previous->verified_seq;
     m.configured_seq = previous->configured_seq;
+    m.imported_seq = previous->imported_seq;
   }
   return m;
 }

@@ -39,6 +39,11 @@ struct SessionMeta {
   // Written with that event; 0 in sessions older than this field (their
   // opening has the only one, if any).
   uint64_t configured_seq = 0;
+  // Events 1..imported_seq came from a bundle (`carapace bundle import`):
+  // their session.configured is a record of how the session ran elsewhere,
+  // not a configuration this home runs (runtime/session_setup.h,
+  // bundle_configuration). 0: written here. Kept by every later write.
+  uint64_t imported_seq = 0;
 
   static constexpr auto fields() {
     using M = SessionMeta;
@@ -53,7 +58,8 @@ struct SessionMeta {
                       codec::Field{9, "committed_turn", &M::committed_turn},
                       codec::Field{10, "committed_seq", &M::committed_seq},
                       codec::Field{11, "verified_seq", &M::verified_seq},
-                      codec::Field{12, "configured_seq", &M::configured_seq}};
+                      codec::Field{12, "configured_seq", &M::configured_seq},
+                      codec::Field{13, "imported_seq", &M::imported_seq}};
   }
   friend bool operator==(const SessionMeta&, const SessionMeta&) = default;
 };
@@ -72,8 +78,8 @@ struct CheckpointEntry {
 };
 
 // The index entry a checkpoint gives a session: identity from the state,
-// progress from the checkpoint. `created_us`, `verified_seq` and
-// `configured_seq` are kept from `previous` when set.
+// progress from the checkpoint. `created_us`, `verified_seq`,
+// `configured_seq` and `imported_seq` are kept from `previous` when set.
 SessionMeta meta_from_state(std::string_view id, const SessionState& state, int64_t now_us,
                             const SessionMeta* previous);
 

@@ -23,6 +23,9 @@ struct RuntimeArgs {
   std::string model;
   std::string base_url;
   bool resuming = false;  // sessions keep the model they recorded: no --model needed
+  // A session imported from a bundle runs with the configuration it
+  // recorded, not the home's (--trust-bundle-config).
+  bool trust_bundle_config = false;
   std::string config;
   std::string faults;
   // Hidden, for the torture runner and the durability tests:
@@ -39,6 +42,9 @@ void append_line(const std::string& path, const std::string& line);
 
 void add_runtime_options(CLI::App* cmd, RuntimeArgs& args);
 
+// --trust-bundle-config, for the commands that go on with a stored session.
+CLI::Option* add_trust_bundle_option(CLI::App* cmd, RuntimeArgs& args);
+
 // Loads the config: `config_flag`, else the home's config.json if there is
 // one, else the defaults (warnings to stderr). kExitOk, or the exit code
 // after printing the error.
@@ -48,7 +54,10 @@ int load_cli_config(Context& ctx, const std::string& config_flag, Config* config
 // runtime. kExitOk, or the exit code after printing the error.
 // With `stored_session` (a resume or fork), the configuration and scenario
 // stored with that session are used unless --config, --scenario or
-// --provider is given.
+// --provider is given; but the ones a session imported from a bundle
+// recorded are used only with --trust-bundle-config (and never its prompt
+// files): else the home's, with a notice on stderr listing every setting
+// in which the two differ.
 int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>* rt,
                  const std::string& stored_session = "");
 

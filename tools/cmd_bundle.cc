@@ -60,16 +60,24 @@ int run_bundle(Context& ctx, const BundleArgs& args) {
 int run_import(Context& ctx, const BundleArgs& args) {
   Bundle bundle;
   if (Status s = read_bundle(args.input, &bundle); !s.ok()) return ctx.fail(s);
+  const std::string id = args.as.empty() ? bundle.session : args.as;
+  if (Status valid = keys::validate_session_id(id); !valid.ok())
+    return ctx.fail(valid, "pick another id with --as ID");
+  // Refused before the home is opened: a refused import writes nothing.
+  if (Status s = check_bundle(bundle, id); !s.ok()) {
+    return ctx.fail(s, "`carapace verify` would reject this session; the bundle was damaged or forged");
+  }
   auto log = ctx.open_log(EventLog::Mode::kWriter);
   if (!log) return kExitFailed;
-  const std::string id = args.as.empty() ? bundle.session : args.as;
   std::unique_ptr<BodyStore> bodies;
   if (!bundle.bodies.empty()) {
     if (Status s = BodyStore::open(ctx.home() + "/bodies", BodyStore::Mode::kWriter, &bodies); !s.ok()) {
       return ctx.fail(s);
     }
   }
-  if (Status s = import_bundle(log.get(), bundle, args.as, bodies.get()); !s.ok()) return ctx.fail(s);
+  if (Status s = import_bundle(log.get(), bundle, args.as, bodies.get(), /*checked=*/true); !s.ok()) {
+    return ctx.fail(s);
+  }
   std::string summary = "imported " + id + " (" + count(bundle.events.size(), "event");
   if (!bundle.bodies.empty()) summary += ", " + count(bundle.bodies.size(), "body");
   summary += ") from " + args.input;
@@ -78,6 +86,9 @@ int run_import(Context& ctx, const BundleArgs& args) {
                       summary);
   } else {
     std::printf("%s\n", summary.c_str());
+    std::fprintf(stderr,
+                 "  its recorded configuration is kept as a record only: `carapace resume` and `fork` run it "
+                 "with this home's (they list what differs; --trust-bundle-config uses the bundle's)\n");
   }
   return kExitOk;
 }
@@ -99,8 +110,11 @@ void register_bundle_command(CLI::App& app, Context& ctx) {
     if (cmd->got_subcommand("import")) return;
     ctx.run = [&ctx, args] { return run_bundle(ctx, *args); };
   });
-  auto* import = cmd->add_subcommand("import", "Add a bundle's session to this home (then verify, log show, "
-                                               "resume, fork and replay work on it)");
+  auto* import =
+      cmd->add_subcommand("import",
+                          "Add a bundle's session to this home, refused unless it verifies (then log "
+                          "show, resume, fork and replay work on it; its configuration is a record "
+                          "only, see --trust-bundle-config)");
   import->add_option("file", args->input, "The bundle file")->required()->check(CLI::ExistingFile);
   import->add_option("--as", args->as, "Import under this id instead of the bundle's");
   add_json_flag(import, ctx);

@@ -202,6 +202,8 @@ int run_show(Context& ctx, const ShowArgs& args) {
   }
   if (problem.ok()) problem = cursor->status();
   std::string summary = count(shown, "event") + " of session " + args.session;
+  SessionMeta meta;
+  const uint64_t imported = log->get_meta(args.session, &meta).ok() ? meta.imported_seq : 0;
   if (problem.ok() && !gaps.empty()) {
     problem = Status::corruption("session " + args.session + ": " + first_gap +
                                  (gaps.size() > 1 ? " (and " + std::to_string(gaps.size() - 1) + " more gaps)" : ""));
@@ -221,9 +223,11 @@ int run_show(Context& ctx, const ShowArgs& args) {
                                  "` reports every damaged record");
   }
   if (ctx.json) {
-    ctx.print_success({{"session", args.session}, {"events", events}}, summary);
+    ctx.print_success({{"session", args.session}, {"events", events}, {"imported_seq", imported}}, summary);
   } else if (base_us != 0) {
-    std::printf("%s, started %s\n", summary.c_str(), local_time(base_us).c_str());
+    std::printf(
+        "%s, started %s%s\n", summary.c_str(), local_time(base_us).c_str(),
+        imported > 0 ? ("; seq 1 to " + std::to_string(imported) + " imported from a bundle").c_str() : "");
   }
   return kExitOk;
 }

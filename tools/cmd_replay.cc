@@ -12,8 +12,10 @@
 #include <filesystem>
 
 #include "events/event_json.h"
+#include "events/payload.h"
 #include "replay/bundle.h"
 #include "replay/replayer.h"
+#include "runtime/home.h"
 #include "runtime/session_setup.h"
 #include "storage/keys.h"
 #include "tools/cli.h"
@@ -53,6 +55,49 @@ struct ReplayArgs {
   RuntimeArgs live;  // the provider to go on with (--live-after)
 };
 
+// Whether two recordings are the same events, byte for byte.
+bool same_events(const std::vector<Event>& a, const std::vector<Event>& b) {
+  if (a.size() != b.size()) return false;
+  std::string x, y;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].seq != b[i].seq || a[i].ts_us != b[i].ts_us || a[i].type_number() != b[i].type_number())
+      return false;
+    x.clear();
+    y.clear();
+    encode_payload(a[i].body, x);
+    encode_payload(b[i].body, y);
+    if (x != y) return false;
+  }
+  return true;
+}
+
+// The live part of a bundle's replay runs in the home: the bundle's session
+// is imported there first (as `bundle import` does, without its bodies),
+// unless the home holds the very same recording (the home that wrote it).
+int import_for_live(Context& ctx, const Bundle& bundle) {
+  if (Status home = prepare_home(ctx.home(), /*create=*/true); !home.ok()) return ctx.fail(home);
+  auto log = ctx.open_log(EventLog::Mode::kWriter);
+  if (!log) return kExitFailed;
+  uint64_t last = 0;
+  if (Status s = log->last_seq(bundle.session, &last); !s.ok()) return ctx.fail(s);
+  if (last != 0) {
+    std::vector<Event> here;
+    if (Status s = log->read(bundle.session, 1, UINT64_MAX, &here); !s.ok()) return ctx.fail(s);
+    if (same_events(here, bundle.events)) return kExitOk;
+    return ctx.fail(Status::invalid_argument("session '" + bundle.session +
+                                             "' already exists in this home and is not the bundle's"),
+                    "import the bundle under another id (carapace bundle import FILE --as ID), then "
+                    "`carapace replay ID --live-after N`");
+  }
+  // Verified by the replay, in its scratch log, under the same id.
+  if (Status s = import_bundle(log.get(), bundle, "", nullptr, /*checked=*/true); !s.ok()) return ctx.fail(s);
+  if (!ctx.json) {
+    std::fprintf(stderr, "imported %s into %s to go on live from it\n", bundle.session.c_str(),
+                 ctx.home().c_str());
+  }
+  return kExitOk;
+}
+
 // After an identical replay up to turn `at`: the session goes on live, as a
 // new session forked there.
 int go_live(Context& ctx, const ReplayArgs& args, const std::string& id) {
@@ -86,13 +131,15 @@ nlohmann::json divergence_json(const ReplayDivergence& d) {
           {"before", before}};
 }
 
-nlohmann::json report_json(const ReplayReport& r) {
-  return {{"session", r.session},
-          {"identical", r.identical()},
-          {"events", r.events},
-          {"turns", r.turns},
-          {"resumes", r.resumes},
-          {"divergence", r.divergence ? divergence_json(*r.divergence) : nlohmann::json(nullptr)}};
+nlohmann::json report_json(const ReplayReport& r, const std::vector<std::string>& notes = {}) {
+  nlohmann::json j{{"session", r.session},
+                   {"identical", r.identical()},
+                   {"events", r.events},
+                   {"turns", r.turns},
+                   {"resumes", r.resumes},
+                   {"divergence", r.divergence ? divergence_json(*r.divergence) : nlohmann::json(nullptr)}};
+  if (!notes.empty()) j["notes"] = notes;
+  return j;
 }
 
 std::string identical_line(const ReplayReport& r) {
@@ -139,16 +186,19 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
   std::unique_ptr<TempHome> bundle_home;  // outlives the log in it
   std::unique_ptr<EventLog> log;
   Config home_config;
+  Bundle bundle;
   if (from_bundle) {
-    Bundle bundle;
-    if (Status s = read_bundle(args.session, &bundle); !s.ok()) return ctx.fail(s);
+    // Bodies are checked against their keys and left out: a replay reads none.
+    if (Status s = read_bundle(args.session, &bundle, ReadBundleOptions{.keep_bodies = false}); !s.ok()) {
+      return ctx.fail(s);
+    }
     bundle_home = std::make_unique<TempHome>();
     if (Status s = bundle_home->open(); !s.ok()) return ctx.fail(s);
     if (Status s = EventLog::open(EventLog::Options{.path = bundle_home->path() + "/log", .scratch = true}, &log);
         !s.ok()) {
       return ctx.fail(s);
     }
-    if (Status s = import_bundle(log.get(), bundle); !s.ok()) return ctx.fail(s);
+    if (Status s = import_bundle_to_scratch(log.get(), bundle); !s.ok()) return ctx.fail(s);
     session = bundle.session;
     if (!args.config.empty()) {
       std::vector<std::string> warnings;
@@ -170,13 +220,21 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
   spdlog::set_level(spdlog::level::off);
 
   // Replays one session with the configuration it stored (unless --config
-  // is given), else the home's.
+  // is given), else the home's. One that came from a bundle (a bundle file,
+  // or an imported session) has no prompt file of this machine read.
+  std::vector<std::string> notes;
   auto replay_one = [&](const std::string& id, ReplayReport* report) -> Status {
+    notes.clear();
     Config config = home_config;
     StoredRun run;
     Status stored = stored_run(*log, id, RecordedAt::kOpening, &run);
     if (!stored.ok() && !stored.is_not_found()) return stored;
-    if (args.config.empty() && stored.ok()) config = run.config;
+    bool imported = false;
+    CARAPACE_RETURN_IF_ERROR(imported_session(*log, id, &imported));
+    if (args.config.empty() && stored.ok()) {
+      config = run.config;
+      if (imported) notes = drop_prompt_files(&config);
+    }
     ReplayOptions options{.tools = std::make_shared<ToolRegistry>(),
                           .hooks = std::make_shared<HookRegistry>(),
                           .settings =
@@ -190,11 +248,15 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
     CARAPACE_RETURN_IF_ERROR(add_config_hooks(config, options.hooks.get()));
     if (args.config.empty()) {
       // Where a resume or fork changed how the session ran, the replay follows.
-      options.reconfigure = [id](const SessionConfigured& recorded, ReplayConfiguration* next) {
+      options.reconfigure = [id, imported, &notes](const SessionConfigured& recorded,
+                                                   ReplayConfiguration* next) {
         auto changed = std::make_shared<Config>();
         std::vector<std::string> warnings;
         CARAPACE_RETURN_IF_ERROR(
             parse_config(recorded.config.text, "the configuration stored with session " + id, changed.get(), &warnings));
+        if (imported) {
+          for (std::string& note : drop_prompt_files(changed.get())) notes.push_back(std::move(note));
+        }
         next->tools = std::make_shared<ToolRegistry>();
         next->hooks = std::make_shared<HookRegistry>();
         CARAPACE_RETURN_IF_ERROR(add_builtin_tools(*changed, nullptr, next->tools.get()));
@@ -222,16 +284,21 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
       }
       if (!ctx.json) std::fprintf(stderr, "%s\n", identical_line(report).c_str());
       log.reset();  // the runtime writes to this home
+      if (from_bundle) {
+        if (int rc = import_for_live(ctx, bundle); rc != kExitOk) return rc;
+      }
       return go_live(ctx, args, session);
     }
     std::string summary = report.identical() ? identical_line(report)
                                              : "diverged at " + divergence_brief(*report.divergence);
     if (ctx.json) {
-      print_redacted(ctx, {{"success", report.identical()}, {"data", report_json(report)}, {"summary", summary}});
+      print_redacted(
+          ctx, {{"success", report.identical()}, {"data", report_json(report, notes)}, {"summary", summary}});
     } else if (report.identical()) {
       std::printf("%s\n", summary.c_str());
     } else {
       print_divergence(*report.divergence);
+      for (const std::string& note : notes) std::printf("  note: %s\n", note.c_str());
     }
     return report.identical() ? kExitOk : kExitFailed;
   }
@@ -298,6 +365,7 @@ void register_replay_command(CLI::App& app, Context& ctx) {
       ->needs(live);
   cmd->add_option("--provider", args->live.provider, "With --live-after: the provider")->needs(live);
   cmd->add_option("--model", args->live.model, "With --live-after: the model")->needs(live);
+  add_trust_bundle_option(cmd, args->live)->needs(live);
   add_json_flag(cmd, ctx);
   cmd->callback([&ctx, args] { ctx.run = [&ctx, args] { return run_replay(ctx, *args); }; });
 }

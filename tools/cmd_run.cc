@@ -94,12 +94,44 @@ int load_cli_config(Context& ctx, const std::string& config_flag, Config* config
   return kExitOk;
 }
 
+namespace {
+
+// What a session imported from a bundle recorded, against the home's (with
+// the flags given): the notice a resume, fork or live replay of it prints
+// on stderr.
+void report_bundle_configuration(const std::string& id, const StoredRun& run, const Config& home,
+                                 bool trusted) {
+  std::vector<ConfigDifference> differences = configuration_differences(run.config, run.scenario, home);
+  if (trusted) {
+    std::fprintf(stderr,
+                 "carapace: session %s was imported from a bundle; it runs with the configuration the bundle "
+                 "recorded (--trust-bundle-config)%s\n",
+                 id.c_str(),
+                 differences.empty() ? ", which is this home's" : ", which differs from this home's in:");
+  } else {
+    std::fprintf(stderr,
+                 "carapace: notice: session %s was imported from a bundle; it runs with this home's "
+                 "configuration, not the one the bundle recorded%s\n",
+                 id.c_str(),
+                 differences.empty()
+                     ? " (they are the same)"
+                     : ". Pass --trust-bundle-config to run it with the bundle's, which differs "
+                       "in:");
+  }
+  for (const auto& d : differences) {
+    std::fprintf(stderr, "  %s: bundle %s, home %s\n", d.key.c_str(), d.recorded.c_str(), d.home.c_str());
+  }
+}
+
+}  // namespace
+
 int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>* rt,
                  const std::string& stored_session) {
   Config config;
   std::shared_ptr<Provider> stored_provider;
   StoredRun run;
   bool stored = false;
+  bool from_bundle = false;
   if (!stored_session.empty()) {
     // The session says how it runs; flags given again override it, and
     // --config replaces its configuration (not its scenario).
@@ -112,13 +144,30 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
     } else if (!s.is_not_found()) {
       return ctx.fail(s);
     }
+    if (Status b = bundle_configuration(*log, stored_session, &from_bundle); !b.ok()) return ctx.fail(b);
+    from_bundle = from_bundle && stored;
+  }
+  bool loaded = false;
+  if (from_bundle) {
+    // A bundle is data: what it recorded (provider, server, hooks, MCP
+    // servers, sandbox, scenario) is shown, and used only if trusted.
+    if (int rc = load_cli_config(ctx, args.config, &config); rc != kExitOk) return rc;
+    loaded = true;
+    if (args.trust_bundle_config) {
+      for (const std::string& note : drop_prompt_files(&run.config)) {
+        std::fprintf(stderr, "carapace: %s\n", note.c_str());
+      }
+      report_bundle_configuration(stored_session, run, config, true);
+    } else {
+      stored = false;  // neither its configuration nor its scenario
+    }
   }
   const bool stored_config = stored && args.config.empty();
   if (stored_config) {
     config = run.config;
     // The server the session talked to stays its server, whatever the environment says now.
     config.provider.base_url_is_explicit = !config.provider.base_url.empty();
-  } else {
+  } else if (!loaded) {
     if (int rc = load_cli_config(ctx, args.config, &config); rc != kExitOk) return rc;
   }
   if (!args.provider.empty()) {
@@ -157,6 +206,9 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
     return ctx.fail(Status::invalid_argument("the " + config.provider.name + " provider needs a model name"),
                     "pass --model NAME (e.g. --model gpt-4o-mini) or set provider.model in the config");
   }
+  // Against what it runs with instead: the home's, with the flags given.
+  if (from_bundle && !args.trust_bundle_config)
+    report_bundle_configuration(stored_session, run, config, false);
   std::shared_ptr<FaultPlan> faults;
   if (!args.faults.empty()) {
     Status s = FaultPlan::load(args.faults, &faults);
@@ -347,11 +399,20 @@ void add_runtime_options(CLI::App* cmd, RuntimeArgs& args) {
   cmd->add_option("--test-mutation", args.test_mutation, "A deliberate defect, for tests")->group("");
 }
 
+CLI::Option* add_trust_bundle_option(CLI::App* cmd, RuntimeArgs& args) {
+  return cmd->add_flag(
+      "--trust-bundle-config", args.trust_bundle_config,
+      "For a session imported from a bundle: run with the configuration and scenario the bundle "
+      "recorded (its provider, server, hooks, MCP servers, sandbox) instead of this home's; without "
+      "it, the settings that differ are listed and the home's are used");
+}
+
 void register_run_command(CLI::App& app, Context& ctx) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Run an agent session on a task and print its final answer");
   cmd->add_option("task", args->task, "The task: the session's first user message");
   add_runtime_options(cmd, args->runtime);
+  add_trust_bundle_option(cmd, args->runtime);
   cmd->add_option("--max-turns", args->max_turns, "Stop after this many turns (default: the config's, 20)")
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--workspace", args->workspace,
@@ -380,6 +441,7 @@ void register_run_command(CLI::App& app, Context& ctx) {
   res->add_option("--then", resume_args->then,
                   "A further user message, sent once the session stops (repeat for more)");
   add_runtime_options(res, resume_args->runtime);
+  add_trust_bundle_option(res, resume_args->runtime);
   add_json_flag(res, ctx);
   res->callback([&ctx, resume_args] {
     ctx.run = [&ctx, resume_args] {
@@ -412,6 +474,7 @@ void register_run_command(CLI::App& app, Context& ctx) {
                    "A new user message for the fork (default: go on from the checkpoint)");
   fork->add_option("--session", fork_args->session, "The fork's id (default: generated)");
   add_runtime_options(fork, fork_args->runtime);
+  add_trust_bundle_option(fork, fork_args->runtime);
   add_json_flag(fork, ctx);
   fork->callback([&ctx, fork_args] { ctx.run = [&ctx, fork_args] { return run_fork(ctx, *fork_args); }; });
 }

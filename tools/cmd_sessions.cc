@@ -54,7 +54,8 @@ int run_sessions(Context& ctx) {
                       {"parent_session", m.parent_session},
                       {"parent_turn", m.parent_turn},
                       {"created_us", m.created_us},
-                      {"updated_us", m.updated_us}});
+                      {"updated_us", m.updated_us},
+                      {"imported_seq", m.imported_seq}});
     }
     print_redacted(ctx, {{"success", true}, {"data", data}, {"summary", summary}, {"unreadable", unreadable}});
     return kExitOk;
@@ -70,6 +71,7 @@ int run_sessions(Context& ctx) {
     std::string model = m.provider + "/" + m.model;
     if (!m.parent_session.empty())
       model += "  (fork of " + m.parent_session + "@" + std::to_string(m.parent_turn) + ")";
+    if (m.imported_seq > 0) model += "  (imported)";
     std::printf("%-32s %-10s %6llu %9llu  %-19s  %s\n", m.id.c_str(),
                 shown_status(*log, m, last, log_held).c_str(), static_cast<unsigned long long>(m.committed_turn),
                 static_cast<unsigned long long>(last), local_time(m.updated_us).c_str(), model.c_str());

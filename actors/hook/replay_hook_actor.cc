@@ -2,13 +2,19 @@
 
 namespace carapace {
 
+std::string no_recorded_decision(const std::string& hook_name) {
+  return "hook " + hook_name + " has no recorded decision; a replay runs no command";
+}
+
 HookVerdict replay_hooks(const HookRegistry& hooks, const ReplayTape& tape, const HookInput& input) {
   std::vector<HookDecision> decisions;
   std::vector<HookFailure> failures;
   std::vector<FaultNote> faults;
   for (const auto& h : hooks.matching(input.event, input.tool_name)) {
     const std::string& name = h->definition.name;
-    if (h->definition.command.empty() == false) {
+    if (!h->definition.command.empty()) {
+      // A command is never run by a replay: what it decided is read from
+      // the recording, and a decision the recording lacks is a divergence.
       if (auto record = tape.hook_record(input.event, name, input.tool_call_id)) {
         faults.insert(faults.end(), record->faults.begin(), record->faults.end());
         if (record->decision) {
@@ -16,8 +22,10 @@ HookVerdict replay_hooks(const HookRegistry& hooks, const ReplayTape& tape, cons
         } else {
           failures.push_back(std::move(*record->failure));
         }
-        continue;
+      } else {
+        failures.push_back(HookFailure{.hook_name = name, .error = no_recorded_decision(name)});
       }
+      continue;
     }
     HookDecision d;
     Status s = run_hook(*h, input, &d);

@@ -757,7 +757,7 @@ BOOST_AUTO_TEST_CASE(a_bundle_replays_and_imports_on_a_fresh_home_and_refuses_da
   BOOST_TEST(imported.code == 0, imported.err);
   BOOST_TEST(run_in(fresh, "verify b1").code == 0);
   BOOST_TEST(run_in(fresh, "replay b1").code == 0);
-  Result forked = run_in(fresh, "fork b1 --at-turn 1 --session b2");
+  Result forked = run_in(fresh, "fork b1 --at-turn 1 --session b2 --trust-bundle-config");  // its stored scenario
   BOOST_TEST(forked.code == 0, forked.err);
   Result again = run_in(fresh, "bundle import " + file);
   BOOST_TEST(again.code == 1);
