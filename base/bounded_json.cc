@@ -56,4 +56,13 @@ Status parse_bounded_json(std::string_view text, std::string_view what, nlohmann
   return Status::ok_status();
 }
 
+nlohmann::json parse_stored_json(std::string_view text, int max_depth) {
+  if (json_depth_exceeds(text, max_depth)) return nlohmann::json(nlohmann::json::value_t::discarded);
+  try {
+    return nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  } catch (const std::exception&) {  // bad_alloc
+    return nlohmann::json(nlohmann::json::value_t::discarded);
+  }
+}
+
 }  // namespace carapace

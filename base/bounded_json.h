@@ -34,4 +34,11 @@ bool json_depth_exceeds(std::string_view text, int max_depth = limits::kJsonDept
 Status parse_bounded_json(std::string_view text, std::string_view what, nlohmann::json* out,
                           int max_depth = limits::kJsonDepth);
 
+// For a reader of text already held (an event's JSON field, a stored body or
+// span, a value inside a parsed reply): the value, or a discarded value
+// (is_discarded()) when `text` is not JSON or nests deeper than `max_depth`,
+// so the caller shows it as text. What it returns can be copied, compared
+// and dumped without exhausting the stack. Never throws.
+nlohmann::json parse_stored_json(std::string_view text, int max_depth = limits::kJsonDepth);
+
 }  // namespace carapace

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
-#include <regex>
+
+#include "base/pattern.h"
 
 namespace carapace {
 namespace {
@@ -123,7 +124,7 @@ void find_pem(std::string_view text, std::vector<Span>* spans) {
 }  // namespace
 
 struct Redactor::Impl {
-  std::vector<std::regex> patterns;
+  std::vector<Pattern> patterns;
   std::vector<std::pair<std::string, std::string>> paths;
   bool hex_runs = true;
 
@@ -175,13 +176,10 @@ struct Redactor::Impl {
         i = value_end;
       }
     }
-    for (const std::regex& re : patterns) {
-      for (std::cregex_iterator it(text.data(), text.data() + n, re), end; it != end; ++it) {
-        const auto& m = *it;
-        size_t group = m.size() > 1 && m[1].matched ? 1 : 0;
-        size_t b = static_cast<size_t>(m.position(group));
-        size_t len = static_cast<size_t>(m.length(group));
-        if (len > 0) spans->push_back({b, b + len});
+    for (const Pattern& p : patterns) {
+      size_t b = 0, e = 0;
+      for (size_t from = 0; from <= n && p.find(text, from, &b, &e, &from);) {
+        if (e > b) spans->push_back({b, e});
       }
     }
   }
@@ -198,13 +196,12 @@ Redactor& Redactor::operator=(Redactor&&) noexcept = default;
 
 Status Redactor::make(Options options, std::unique_ptr<Redactor>* out) {
   auto r = std::make_unique<Redactor>();
-  for (const std::string& p : options.patterns) {
-    try {
-      r->impl_->patterns.emplace_back(p, std::regex::ECMAScript | std::regex::optimize);
-    } catch (const std::regex_error& e) {
-      return Status::invalid_argument("redaction pattern \"" + p + "\" is not a valid regular expression: " +
-                                      e.what());
-    }
+  for (size_t i = 0; i < options.patterns.size(); ++i) {
+    Pattern compiled;
+    Status s = Pattern::compile(options.patterns[i], &compiled);
+    if (!s.ok())
+      return Status::invalid_argument("redaction pattern " + std::to_string(i + 1) + ": " + s.message());
+    r->impl_->patterns.push_back(std::move(compiled));
   }
   for (auto& path : options.paths) {
     if (path.first.empty()) return Status::invalid_argument("a redaction path replacement has an empty path");

@@ -15,8 +15,9 @@
 //   - PEM private key blocks (GCP service-account keys among them), also
 //     with their line breaks escaped as \n in JSON
 //   - a word of 32 or more hexadecimal digits
-// plus the configured patterns (ECMAScript regular expressions; the first
-// capture group, if any, is what gets masked) and path replacements (the
+// plus the configured patterns (RE2 regular expressions, base/pattern.h:
+// linear in the text whatever the pattern; the first capture group, if any,
+// is what gets masked) and path replacements (the
 // home directory becomes "~").
 //
 // Masking is partial and graduated by the secret's length L: L >= 13 keeps

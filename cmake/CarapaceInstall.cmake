@@ -63,9 +63,9 @@ configure_package_config_file(cmake/carapaceConfig.cmake.in "${PROJECT_BINARY_DI
                               INSTALL_DESTINATION ${carapace_cmake_dir})
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/carapaceConfigVersion.cmake"
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
-# CAF 0.17 and libxxhash ship no CMake package: the find modules travel with ours.
+# CAF 0.17, libxxhash and Debian's RE2 ship no CMake package: the find modules travel with ours.
 install(FILES "${PROJECT_BINARY_DIR}/carapaceConfig.cmake" "${PROJECT_BINARY_DIR}/carapaceConfigVersion.cmake"
-              cmake/FindCAF.cmake cmake/FindxxHash.cmake
+              cmake/FindCAF.cmake cmake/FindxxHash.cmake cmake/Findre2.cmake
         DESTINATION ${carapace_cmake_dir})
 
 # pkg-config: relocatable (paths from the .pc file's own place).

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "base/bounded_json.h"
+
 namespace carapace {
 namespace {
 
@@ -40,7 +42,7 @@ json value_json(const M& v) {
     return v;
   } else if constexpr (std::is_same_v<M, JsonText>) {
     if (v.text.empty()) return nullptr;
-    json parsed = json::parse(v.text, nullptr, /*allow_exceptions=*/false);
+    json parsed = parse_stored_json(v.text);
     return parsed.is_discarded() ? json(v.text) : parsed;
   } else if constexpr (std::is_same_v<M, Digest128>) {
     return v.hex();

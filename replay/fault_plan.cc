@@ -1,12 +1,12 @@
 #include "replay/fault_plan.h"
 
+#include "base/bounded_file.h"
+#include "base/bounded_json.h"
 #include "events/event_type.h"
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 namespace carapace {
 namespace {
@@ -47,12 +47,9 @@ Status FaultPlan::make(std::vector<FaultRule> rules, uint64_t seed, std::shared_
       return Status::invalid_argument(where + ": probability must be between 0 and 1");
     }
     Armed a;
-    try {
-      a.name = std::regex(r.name_pattern.empty() ? ".*" : r.name_pattern);
-    } catch (const std::regex_error& e) {
-      return Status::invalid_argument(where + ": \"" + r.name_pattern +
-                                      "\" is not a valid regex: " + e.what());
-    }
+    Status compiled = Pattern::compile(r.name_pattern, &a.name);
+    if (!compiled.ok())
+      return Status::invalid_argument(where + ": the tool or hook name " + compiled.message());
     if (r.fault.rule.empty()) r.fault.rule = "rule " + std::to_string(i + 1);
     a.rule = std::move(r);
     a.rng.seed(seed * 1000003 + i);
@@ -64,12 +61,12 @@ Status FaultPlan::make(std::vector<FaultRule> rules, uint64_t seed, std::shared_
 
 Status FaultPlan::parse(std::string_view json_text, const std::string& source,
                         std::shared_ptr<FaultPlan>* out) {
-  json doc = json::parse(json_text, nullptr, false);
+  json doc;
+  CARAPACE_RETURN_IF_ERROR(parse_bounded_json(json_text, source, &doc));
   auto bad = [&](const std::string& where, const std::string& what) {
     return Status::invalid_argument(source + ": " + where + ": " + what);
   };
-  if (doc.is_discarded() || !doc.is_object())
-    return bad("the file", "must be a JSON object with a \"faults\" array");
+  if (!doc.is_object()) return bad("the file", "must be a JSON object with a \"faults\" array");
   for (const auto& [k, v] : doc.items()) {
     if (k != "seed" && k != "faults" && k != "description")
       return bad("the file", "unknown key \"" + k + "\"");
@@ -148,11 +145,9 @@ Status FaultPlan::parse(std::string_view json_text, const std::string& source,
 }
 
 Status FaultPlan::load(const std::string& path, std::shared_ptr<FaultPlan>* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::not_found("cannot read fault plan " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse(ss.str(), path, out);
+  std::string text;
+  CARAPACE_RETURN_IF_ERROR(read_bounded_file(path, limits::kFaultPlanBytes, "the fault plan", &text));
+  return parse(text, path, out);
 }
 
 Fault FaultPlan::check(const FaultSite& site) {
@@ -163,7 +158,7 @@ Fault FaultPlan::check(const FaultSite& site) {
     const FaultRule& r = a.rule;
     if (r.point != site.point) continue;
     if (!r.event_type.empty() && r.event_type != site.event_type) continue;
-    if (!r.name_pattern.empty() && !std::regex_search(site.name, a.name)) continue;
+    if (!r.name_pattern.empty() && !a.name.search(site.name)) continue;
     ++a.matches;
     bool fire;
     if (r.nth > 0) {

@@ -15,11 +15,11 @@
 #include <memory>
 #include <mutex>
 #include <random>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "base/fault_injection.h"
+#include "base/pattern.h"
 #include "base/status.h"
 
 namespace carapace {
@@ -48,7 +48,7 @@ class FaultPlan : public FaultInjector {
  private:
   struct Armed {
     FaultRule rule;
-    std::regex name;
+    Pattern name;  // RE2, searched for in the site's name
     uint64_t matches = 0;
     uint64_t fired = 0;
     std::mt19937_64 rng;

@@ -4,8 +4,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <array>
 #include <chrono>
 #include <filesystem>
@@ -14,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "actors/provider/scripted_provider.h"
 #include "base/child_process.h"
 #include "base/fault_injection.h"
 #include "events/fold.h"
@@ -112,14 +111,9 @@ Counts count_points(const std::vector<Event>& events) {
 }
 
 Status read_user_messages(const std::string& scenario, std::vector<std::string>* out) {
-  std::ifstream in(scenario);
-  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return Status::invalid_argument(scenario + " is not a JSON object");
-  if (!doc.contains("user_messages")) return Status();
-  for (const auto& m : doc["user_messages"]) {
-    if (!m.is_string()) return Status::invalid_argument(scenario + ": user_messages must be strings");
-    out->push_back(m.get<std::string>());
-  }
+  Scenario parsed;
+  CARAPACE_RETURN_IF_ERROR(load_scenario(scenario, &parsed));
+  *out = std::move(parsed.user_messages);
   return Status();
 }
 

@@ -1,5 +1,8 @@
 #include "runtime/config.h"
 
+#include "base/bounded_file.h"
+#include "base/bounded_json.h"
+#include "base/pattern.h"
 #include "base/redactor.h"
 
 #include "runtime/home.h"
@@ -9,7 +12,6 @@
 
 #include <fstream>
 #include <limits>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -235,9 +237,11 @@ Status read_redaction(const Reader& r, Config* c) {
     }
   }
   // A pattern that is not a regular expression is named now, not at the first output.
-  std::unique_ptr<Redactor> check;
-  Status valid = Redactor::make(Redactor::Options{.patterns = c->redaction_patterns}, &check);
-  if (!valid.ok()) return r.error(r.key("patterns"), valid.message());
+  for (size_t i = 0; i < c->redaction_patterns.size(); ++i) {
+    Pattern check;
+    Status compiled = Pattern::compile(c->redaction_patterns[i], &check);
+    if (!compiled.ok()) return r.error(r.key("patterns") + "[" + std::to_string(i) + "]", compiled.message());
+  }
   return Status();
 }
 
@@ -246,11 +250,6 @@ Status read_prompt(const Reader& r, PromptConfig* p) {
   r.warn_unknown({"identity", "identity_file", "custom_instructions_file", "workflows"});
   CARAPACE_RETURN_IF_ERROR(r.get("identity", &p->identity));
   CARAPACE_RETURN_IF_ERROR(r.get("identity_file", &p->identity_file));
-  if (!p->identity_file.empty() && !std::ifstream(p->identity_file)) {
-    r.warn("identity_file", "\"" + p->identity_file + "\" cannot be read; the identity is " +
-                                (p->identity.empty() ? "the built-in one" : "prompt.identity") +
-                                " until it can");
-  }
   CARAPACE_RETURN_IF_ERROR(r.get("custom_instructions_file", &p->custom_instructions_file));
   if (r.has("workflows")) {
     const json& v = r.raw("workflows");
@@ -378,11 +377,9 @@ Status read_hooks(const Reader& r, const json& v, std::vector<HookConfig>* hooks
     }
     hook.event = *parsed;
     CARAPACE_RETURN_IF_ERROR(str("matcher", &hook.matcher));
-    try {
-      std::regex check(hook.matcher.empty() ? ".*" : hook.matcher);
-    } catch (const std::regex_error& e) {
-      return r.error(where + ".matcher", "is not a valid regex: " + std::string(e.what()));
-    }
+    Pattern check;
+    Status compiled = Pattern::compile(hook.matcher, &check);
+    if (!compiled.ok()) return r.error(where + ".matcher", compiled.message());
     const json& cmd = v[i].contains("command") ? v[i]["command"] : json();
     if (cmd.is_string()) {
       hook.command = {"/bin/sh", "-c", cmd.get<std::string>()};
@@ -536,8 +533,8 @@ PriceTable Config::default_prices() {
 
 Status parse_config(std::string_view text, const std::string& source, Config* out,
                     std::vector<std::string>* warnings) {
-  json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded()) return Status::invalid_argument(source + ": is not valid JSON");
+  json doc;
+  CARAPACE_RETURN_IF_ERROR(parse_bounded_json(text, source, &doc));
   Config c;
   Reader r(doc, "", source, warnings);
   CARAPACE_RETURN_IF_ERROR(r.object());
@@ -559,11 +556,27 @@ Status parse_config(std::string_view text, const std::string& source, Config* ou
 
 Status load_config(const std::string& path, Config* out, std::vector<std::string>* warnings) {
   CARAPACE_RETURN_IF_ERROR(check_trusted_file(path, "config file"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::not_found("cannot read config file " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  CARAPACE_RETURN_IF_ERROR(parse_config(ss.str(), path, out, warnings));
+  std::string text;
+  CARAPACE_RETURN_IF_ERROR(read_bounded_file(path, limits::kConfigFileBytes, "the config file", &text));
+  CARAPACE_RETURN_IF_ERROR(parse_config(text, path, out, warnings));
+  // The prompt files this machine's own config names are looked at now, so a
+  // mistake shows at start-up; a stored configuration's never are.
+  const PromptConfig& p = out->prompt;
+  if (!p.identity_file.empty()) {
+    Status read = read_bounded_file(p.identity_file, limits::kPromptFileBytes, "the identity file", &text);
+    if (!read.ok() && warnings) {
+      warnings->push_back(path + ": prompt.identity_file: " + read.message() + "; the identity is " +
+                          (p.identity.empty() ? "the built-in one" : "prompt.identity") +
+                          " until it can be read");
+    }
+  }
+  if (!p.custom_instructions_file.empty()) {
+    Status read = read_bounded_file(p.custom_instructions_file, limits::kPromptFileBytes,
+                                    "the custom instructions file", &text);
+    if (!read.ok() && !read.is_not_found() && warnings) {
+      warnings->push_back(path + ": prompt.custom_instructions_file: " + read.message() + "; it is skipped");
+    }
+  }
   // A hook's program named by path must be as trustworthy as the config.
   for (const auto& hook : out->hooks) {
     if (hook.command.empty()) continue;

@@ -23,6 +23,7 @@ packages=(
   libcaf-dev            # the actor framework (CAF 0.17.6)
   librocksdb-dev        # the event log's storage engine
   libxxhash-dev         # XXH3-128 state hashes and digests
+  libre2-dev            # regular expressions users write (redaction, blocked commands, hook matchers), in linear time
   nlohmann-json3-dev    # JSON rendering and --json output
   libspdlog-dev         # structured logs
   libcli11-dev          # the command line

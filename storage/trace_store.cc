@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/bounded_json.h"
+
 namespace carapace {
 namespace {
 
@@ -64,7 +66,7 @@ std::string progress_to_text(const TraceProgress& p) {
 }
 
 Status progress_from_text(const std::string& text, TraceProgress* out) {
-  auto j = nlohmann::json::parse(text, nullptr, false);
+  auto j = parse_stored_json(text);
   if (!j.is_object()) return Status::corruption("trace store: a progress entry is not JSON");
   out->last_seq = j.value("last_seq", uint64_t{0});
   out->dropped = j.value("dropped", uint64_t{0});

@@ -9,11 +9,12 @@
 #include "actors/collector/trace_analyze.h"
 #include "actors/collector/trace_stats.h"
 #include "actors/collector/trace_view.h"
+#include "base/bounded_json.h"
+#include "events/event_json.h"
+#include "events/event_summary.h"
 #include "storage/body_store.h"
 #include "storage/keys.h"
 #include "storage/trace_store.h"
-#include "events/event_json.h"
-#include "events/event_summary.h"
 #include "tools/cli.h"
 #include "tools/stop_signals.h"
 #include "tools/trace_load.h"
@@ -72,7 +73,7 @@ struct SpanArgs {
 };
 
 std::string pretty(const std::string& body) {
-  auto j = nlohmann::json::parse(body, nullptr, false);
+  auto j = parse_stored_json(body);
   if (!j.is_discarded()) return dump(j, 2);
   // Server-sent events: each data line that is JSON, pretty on one line each.
   std::string out;
@@ -82,7 +83,7 @@ std::string pretty(const std::string& body) {
     if (end == std::string::npos) end = body.size();
     std::string line = body.substr(at, end - at);
     if (line.rfind("data: ", 0) == 0) {
-      auto d = nlohmann::json::parse(line.substr(6), nullptr, false);
+      auto d = parse_stored_json(line.substr(6));
       if (!d.is_discarded()) line = "data: " + dump(d);
     }
     out += line + "\n";
@@ -138,7 +139,7 @@ int run_span(Context& ctx, const SpanArgs& args) {
       if (!b.error.empty()) {
         data[b.which + "_body_error"] = b.error;
       } else {
-        auto parsed = nlohmann::json::parse(b.text, nullptr, false);
+        auto parsed = parse_stored_json(b.text);
         data[b.which + "_body_text"] = b.text;
         if (!parsed.is_discarded() && !args.raw) data[b.which + "_body_json"] = parsed;
       }

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "actors/collector/span_builder.h"
+#include "base/bounded_json.h"
 #include "storage/keys.h"
 
 namespace carapace::cli {
@@ -26,7 +27,7 @@ Status load_trace(const Context& ctx, const EventLog& log, const TraceStore* sto
       std::vector<Span> stored;
       for (const auto& v : values) {
         Span sp;
-        auto j = nlohmann::json::parse(v, nullptr, false);
+        auto j = parse_stored_json(v);
         if (!good || !span_from_json(j, &sp).ok()) {
           good = false;
           break;

@@ -1,5 +1,7 @@
 #include "actors/collector/export_content.h"
 
+#include "base/bounded_json.h"
+
 namespace carapace {
 namespace {
 
@@ -10,7 +12,7 @@ json text_part(std::string text) { return {{"type", "text"}, {"content", std::mo
 // A JSON string's value parsed when it is JSON, else the string itself.
 json arguments_of(const json& value) {
   if (!value.is_string()) return value;
-  json parsed = json::parse(value.get<std::string>(), nullptr, false);
+  json parsed = parse_stored_json(value.get<std::string>());
   return parsed.is_discarded() ? value : parsed;
 }
 
@@ -86,7 +88,7 @@ json anthropic_message(const json& m) {
 
 json input_messages_from_request(std::string_view body) {
   json out = json::array();
-  json j = json::parse(body, nullptr, false);
+  json j = parse_stored_json(body);
   if (!j.is_object() || !j.contains("messages") || !j["messages"].is_array()) return out;
   // Anthropic's system prompt is a field of its own; OpenAI's is a message.
   const bool anthropic = j.contains("system") || j.contains("anthropic_version");
@@ -104,7 +106,7 @@ json output_messages_from_answer(const LlmResponded& answer) {
   json parts = json::array();
   if (!answer.text.empty()) parts.push_back(text_part(answer.text));
   for (const auto& c : answer.tool_calls) {
-    json args = json::parse(c.args.text, nullptr, false);
+    json args = parse_stored_json(c.args.text);
     parts.push_back({{"type", "tool_call"}, {"id", c.id}, {"name", c.name},
                      {"arguments", args.is_discarded() ? json(c.args.text) : args}});
   }
@@ -119,7 +121,7 @@ ResponseIdentity response_identity(std::string_view body) {
     if (out.id.empty() && m.contains("id") && m["id"].is_string()) out.id = m["id"].get<std::string>();
     if (out.model.empty() && m.contains("model") && m["model"].is_string()) out.model = m["model"].get<std::string>();
   };
-  json whole = json::parse(body, nullptr, false);
+  json whole = parse_stored_json(body);
   if (!whole.is_discarded()) {
     take(whole);
     return out;
@@ -133,7 +135,7 @@ ResponseIdentity response_identity(std::string_view body) {
     if (line.starts_with("data:")) {
       line.remove_prefix(5);
       if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
-      take(json::parse(line, nullptr, false));
+      take(parse_stored_json(line));
     }
     at = end + 1;
   }

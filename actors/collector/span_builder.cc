@@ -1,5 +1,6 @@
 #include "actors/collector/span_builder.h"
 
+#include "base/bounded_json.h"
 #include "base/digest.h"
 #include "events/event_summary.h"
 
@@ -131,7 +132,7 @@ void SpanBuilder::add(const Event& e) {
   }
 
   if (const auto* ev_session_configured = get_if<SessionConfigured>(e)) {
-    auto tools = nlohmann::json::parse(ev_session_configured->tools.text, nullptr, false);
+    auto tools = parse_stored_json(ev_session_configured->tools.text);
     std::string names;
     if (tools.is_array()) {
       for (const auto& t : tools) {

@@ -1,16 +1,17 @@
 // HookRegistry: the hooks registered in a runtime, and running them
 // (actors/hook/hooks.h has what a hook is and how decisions combine).
-// Apart from hooks.h so that the embedding API does not include <regex>.
+// Apart from hooks.h so that the embedding API does not see how matchers
+// are compiled.
 #pragma once
 
 #include <memory>
 #include <mutex>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "actors/hook/hooks.h"
 #include "base/fault_injection.h"
+#include "base/pattern.h"
 #include "base/status.h"
 
 namespace carapace {
@@ -21,7 +22,7 @@ class HookRegistry {
  public:
   struct Entry {
     HookDefinition definition;
-    std::regex matcher;
+    Pattern matcher;  // RE2, searched for in the tool name
   };
 
   // invalid_argument naming the hook if it has no name, a bad matcher, or

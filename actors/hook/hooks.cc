@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "actors/tool/process.h"
+#include "base/bounded_json.h"
 
 namespace carapace {
 namespace {
@@ -24,7 +25,7 @@ json input_json(const HookInput& in) {
   if (is_tool_event(in.event)) {
     j["tool_name"] = in.tool_name;
     j["tool_call_id"] = in.tool_call_id;
-    json args = json::parse(in.args.text.empty() ? "{}" : in.args.text, nullptr, false);
+    json args = parse_stored_json(in.args.text.empty() ? "{}" : in.args.text);
     j["args"] = args.is_discarded() ? json(in.args.text) : args;
   }
   if (in.event == HookEvent::kPostToolUse || in.event == HookEvent::kPostToolUseFailure) {
@@ -43,6 +44,11 @@ Status parse_decision(const std::string& name, const std::string& stdout_text, H
   if (trimmed.empty()) {
     out->decision = event == HookEvent::kPreToolUse ? Decision::kAllow : Decision::kContinue;
     return Status();
+  }
+  if (json_depth_exceeds(trimmed)) {
+    return Status::invalid_argument("hook " + name + " printed JSON nested deeper than " +
+                                    std::to_string(limits::kJsonDepth) +
+                                    " levels (the limit on JSON depth, docs/config.md)");
   }
   json j = json::parse(trimmed, nullptr, false);
   if (j.is_discarded()) {
@@ -160,12 +166,9 @@ Status HookRegistry::add(HookDefinition hook) {
     return Status::invalid_argument("hook " + hook.name + " needs either a function or a command, not both");
   }
   auto entry = std::make_shared<Entry>();
-  try {
-    entry->matcher = std::regex(hook.matcher.empty() ? ".*" : hook.matcher, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    return Status::invalid_argument("hook " + hook.name + ": matcher '" + hook.matcher +
-                                    "' is not a valid regex: " + e.what());
-  }
+  Status compiled = Pattern::compile(hook.matcher, &entry->matcher);
+  if (!compiled.ok())
+    return Status::invalid_argument("hook " + hook.name + ": matcher " + compiled.message());
   entry->definition = std::move(hook);
   std::lock_guard lock(mu_);
   for (const auto& h : hooks_) {
@@ -192,7 +195,7 @@ std::vector<std::shared_ptr<const HookRegistry::Entry>> HookRegistry::matching(
   std::lock_guard lock(mu_);
   for (const auto& h : hooks_) {
     if (h->definition.event != event) continue;
-    if (is_tool_event(event) && !std::regex_search(tool_name, h->matcher)) continue;
+    if (is_tool_event(event) && !h->matcher.search(tool_name)) continue;
     out.push_back(h);
   }
   return out;

@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "base/bounded_json.h"
+
 namespace carapace {
 namespace {
 
@@ -39,7 +41,7 @@ class AnthropicDecoder : public StreamDecoder {
   explicit AnthropicDecoder(std::string request_body) : request_body_(std::move(request_body)) {}
 
   bool on_event(const SseEvent& e, const DeltaSink& on_delta, ProviderFailure* failure) override {
-    json j = json::parse(e.data, nullptr, false);
+    json j = parse_stored_json(e.data);
     if (j.is_discarded() || !j.is_object()) {
       failure->transport = true;
       failure->error = "malformed stream event (not JSON): " + e.raw.substr(0, 2000);
@@ -117,7 +119,7 @@ class AnthropicDecoder : public StreamDecoder {
   }
 
   bool parse_whole(std::string_view body, ProviderResponse* out, std::string* error) override {
-    json j = json::parse(body, nullptr, false);
+    json j = parse_stored_json(body);
     if (j.is_discarded() || !j.is_object() || !j.contains("content") || !j["content"].is_array()) {
       *error = "expected a message object: " + std::string(body.substr(0, 500));
       return false;
@@ -189,7 +191,7 @@ std::string AnthropicProvider::render_request(const ProviderRequest& request) co
         json content = json::array();
         if (!m.text.empty()) content.push_back({{"type", "text"}, {"text", m.text}});
         for (const ToolCall& c : m.tool_calls) {
-          json input = json::parse(c.args.text.empty() ? "{}" : c.args.text, nullptr, false);
+          json input = parse_stored_json(c.args.text.empty() ? "{}" : c.args.text);
           if (input.is_discarded() || !input.is_object()) input = json::object();
           content.push_back({{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", std::move(input)}});
         }
@@ -212,7 +214,7 @@ std::string AnthropicProvider::render_request(const ProviderRequest& request) co
   if (!request.tools.empty()) {
     json tools = json::array();
     for (const ToolSpec& t : request.tools) {
-      json schema = json::parse(t.schema.text.empty() ? "{}" : t.schema.text, nullptr, false);
+      json schema = parse_stored_json(t.schema.text.empty() ? "{}" : t.schema.text);
       if (schema.is_discarded() || !schema.is_object()) schema = json{{"type", "object"}};
       tools.push_back({{"name", t.name}, {"description", t.description}, {"input_schema", std::move(schema)}});
     }

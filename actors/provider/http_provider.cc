@@ -8,6 +8,7 @@
 #include <ctime>
 #include <mutex>
 
+#include "base/bounded_json.h"
 #include "base/digest.h"
 #include "storage/body_store.h"
 
@@ -94,6 +95,33 @@ ProviderFailure over_limit(const std::string& what, const std::string& key, uint
   return ProviderFailure{.error = what + " " + key + " (" + std::to_string(limit) +
                                   "); the attempt was stopped there. Raise " + key +
                                   " if the server is right to send that much"};
+}
+
+// A reply, or an event of its stream, nested past the JSON depth bound:
+// permanent, as the other bounds.
+ProviderFailure too_deep(const std::string& what) {
+  return ProviderFailure{.error = what + ": JSON nested deeper than " + std::to_string(limits::kJsonDepth) +
+                                  " levels (the limit on JSON depth, docs/config.md); the reply is refused"};
+}
+
+// A whole reply's tool calls against the bounds on them: their number, and
+// the nesting of each one's arguments (a value nested deeper would crash
+// whatever later copies or prints it). Permanent, as the other bounds.
+bool tool_calls_within_bounds(const ProviderResponse& response, const HttpProviderOptions& o,
+                              ProviderFailure* f) {
+  if (response.tool_calls.size() > o.max_tool_calls) {
+    *f = over_limit("the reply has more tool calls than", "provider.max_tool_calls", o.max_tool_calls);
+    return false;
+  }
+  for (size_t i = 0; i < response.tool_calls.size(); ++i) {
+    const ToolCall& c = response.tool_calls[i];
+    if (json_depth_exceeds(c.args.text)) {
+      *f =
+          too_deep("the arguments of tool call " + std::to_string(i + 1) + " (" + c.name.substr(0, 64) + ")");
+      return false;
+    }
+  }
+  return true;
 }
 
 // The key of the timeout that ended a request, for its message.
@@ -205,7 +233,10 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
     if (!o.stream || !is_2xx || !a->decoder) return true;
     a->parser.feed(bytes, [&a, &o](const SseEvent& e) {
       if (a->failed) return;
-      if (!a->decoder->on_event(e, a->on_delta, &a->failure)) {
+      if (json_depth_exceeds(e.data)) {
+        a->failed = true;
+        a->failure = too_deep("an event of the response stream");
+      } else if (!a->decoder->on_event(e, a->on_delta, &a->failure)) {
         a->failed = true;
       } else if (a->decoder->tool_call_count() > o.max_tool_calls) {
         a->failed = true;
@@ -250,13 +281,11 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
       f.http_status = static_cast<uint32_t>(r.status);
       f.error = describe_status(o, a->url, r.status, a->raw, a->request.model);
       read_retry_headers(r.headers, &f);
+    } else if (((o.stream && a->parser.events() == 0) || !o.stream) && json_depth_exceeds(a->raw)) {
+      f = too_deep("the response");
     } else if (o.stream && a->parser.events() == 0 &&
                a->decoder->parse_whole(a->raw, &reply.response, &f.error)) {
       reply.ok = true;  // a server that does not stream answered with a whole body
-      if (reply.response.tool_calls.size() > o.max_tool_calls) {
-        reply.ok = false;
-        f = over_limit("the reply has more tool calls than", "provider.max_tool_calls", o.max_tool_calls);
-      }
     } else if (o.stream) {
       f.error.clear();
       if (!a->decoder->complete()) {
@@ -271,14 +300,14 @@ uint64_t HttpProvider::start(const ProviderRequest& request, DeltaSink on_delta,
       std::string why;
       if (a->decoder->parse_whole(a->raw, &reply.response, &why)) {
         reply.ok = true;
-        if (reply.response.tool_calls.size() > o.max_tool_calls) {
-          reply.ok = false;
-          f = over_limit("the reply has more tool calls than", "provider.max_tool_calls", o.max_tool_calls);
-        }
       } else {
         f.transport = true;
         f.error = "malformed response: " + why;
       }
+    }
+    if (reply.ok && !tool_calls_within_bounds(reply.response, o, &f)) {
+      reply.ok = false;
+      reply.response.tool_calls.clear();  // nothing past a bound goes on
     }
     scrub(f.error, o.api_key);
     if (reply.ok) reply.failure = {};
@@ -324,7 +353,7 @@ std::string generated_call_id(const std::string& request_body, size_t index) {
 }
 
 std::string error_text(std::string_view body) {
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  nlohmann::json j = parse_stored_json(body);
   std::string text;
   if (j.is_object()) {
     if (j.contains("error") && j["error"].is_object()) {

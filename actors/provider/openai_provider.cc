@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "base/bounded_json.h"
+
 namespace carapace {
 namespace {
 
@@ -44,7 +46,7 @@ class OpenAiDecoder : public StreamDecoder {
       done_ = true;
       return true;
     }
-    json j = json::parse(e.data, nullptr, false);
+    json j = parse_stored_json(e.data);
     if (j.is_discarded() || !j.is_object()) {
       failure->transport = true;
       failure->error = "malformed stream event (not JSON): " + e.raw.substr(0, 2000);
@@ -112,7 +114,7 @@ class OpenAiDecoder : public StreamDecoder {
   }
 
   bool parse_whole(std::string_view body, ProviderResponse* out, std::string* error) override {
-    json j = json::parse(body, nullptr, false);
+    json j = parse_stored_json(body);
     if (j.is_discarded() || !j.is_object() || !j.contains("choices") || !j["choices"].is_array() ||
         j["choices"].empty()) {
       *error = "expected a chat completion object: " + std::string(body.substr(0, 500));
@@ -190,7 +192,7 @@ std::string OpenAiProvider::render_request(const ProviderRequest& request) const
   if (!request.tools.empty()) {
     json tools = json::array();
     for (const ToolSpec& t : request.tools) {
-      json params = json::parse(t.schema.text.empty() ? "{}" : t.schema.text, nullptr, false);
+      json params = parse_stored_json(t.schema.text.empty() ? "{}" : t.schema.text);
       if (params.is_discarded()) params = json::object();
       tools.push_back({{"type", "function"},
                        {"function", {{"name", t.name}, {"description", t.description}, {"parameters", params}}}});

@@ -2,11 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "actors/session/context_trim.h"
+#include "base/bounded_file.h"
+#include "base/bounded_json.h"
 
 namespace carapace {
 namespace {
@@ -131,8 +131,8 @@ Status parse_entry(const json& r, const std::string& where, ScenarioEntry* entry
 }  // namespace
 
 Status parse_scenario(std::string_view json_text, const std::string& source, Scenario* out) {
-  json doc = json::parse(json_text, nullptr, false);
-  if (doc.is_discarded()) return bad(source, "is not valid JSON");
+  json doc;
+  CARAPACE_RETURN_IF_ERROR(parse_bounded_json(json_text, source, &doc));
   if (!doc.is_object()) return bad(source, "must be a JSON object with a \"replies\" array");
   CARAPACE_RETURN_IF_ERROR(check_keys(doc, source, {"model", "replies", "description", "user_messages"}));
   if (!doc.contains("replies") || !doc["replies"].is_array()) return bad(source, "needs a \"replies\" array");
@@ -165,11 +165,10 @@ Status parse_scenario(std::string_view json_text, const std::string& source, Sce
 }
 
 Status load_scenario(const std::string& path, Scenario* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::not_found("cannot read scenario file " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_scenario(ss.str(), path, out);
+  std::string text;
+  Status read = read_bounded_file(path, limits::kScenarioFileBytes, "the scenario file", &text);
+  if (!read.ok()) return read;
+  return parse_scenario(text, path, out);
 }
 
 ScriptedProvider::ScriptedProvider(Scenario scenario) : scenario_(std::move(scenario)) {}

@@ -1,18 +1,15 @@
 #include "actors/session/prompt.h"
 
-#include <fstream>
-#include <sstream>
+#include "base/bounded_file.h"
+#include "base/limits.h"
 
 namespace carapace {
 namespace {
 
+// A prompt file is named by a configuration: a device, a FIFO or a file past
+// the cap is not read (the config loader warned about it).
 bool read_file(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return true;
+  return read_bounded_file(path, limits::kPromptFileBytes, "the prompt file", out).ok();
 }
 
 void add(AssembledPrompt& p, const std::string& layer, const std::string& contributor,

@@ -284,14 +284,15 @@ void McpClient::report_dropped_stderr() {
   spdlog::warn("{}", text);
 }
 
-void McpClient::handle_line(std::string_view line) {
-  if (line.empty() || line == "\r") return;
+std::string McpClient::handle_line(std::string_view line) {
+  if (line.empty() || line == "\r") return "";
   mcp::Message m = mcp::parse_message(line);
   switch (m.kind) {
     case mcp::Message::Kind::kInvalid:
+      if (m.too_deep) return "it wrote a message on stdout nested past the bound: " + m.problem;
       spdlog::warn("MCP server {} wrote a line on stdout that is not a JSON-RPC message ({}); ignored: {}",
                    options_.name, m.problem, shown(line));
-      return;
+      return "";
     case mcp::Message::Kind::kRequest:
       if (m.method == "ping") {
         send(mcp::result_line(m.id, json::object()));
@@ -300,7 +301,7 @@ void McpClient::handle_line(std::string_view line) {
                      options_.name, shown(m.method));
         send(mcp::error_line(m.id, mcp::kMethodNotFound, "method not supported by this client: " + m.method));
       }
-      return;
+      return "";
     case mcp::Message::Kind::kNotification:
       if (m.method == "notifications/tools/list_changed") {
         tools_changed_ = true;
@@ -308,7 +309,7 @@ void McpClient::handle_line(std::string_view line) {
       } else if (m.method == "notifications/message") {
         spdlog::info("MCP server {} (log): {}", options_.name, shown(m.params.dump()));
       }
-      return;
+      return "";
     case mcp::Message::Kind::kResponse: {
       std::shared_ptr<Pending> p;
       if (m.id.is_number_unsigned()) {
@@ -322,7 +323,7 @@ void McpClient::handle_line(std::string_view line) {
       if (!p) {
         spdlog::warn("MCP server {} answered request id {}, which is not waiting for an answer; ignored",
                      options_.name, shown(m.id.dump()));
-        return;
+        return "";
       }
       std::lock_guard l(p->mu);
       if (m.is_error) {
@@ -333,9 +334,10 @@ void McpClient::handle_line(std::string_view line) {
       }
       p->done = true;
       p->cv.notify_all();
-      return;
+      return "";
     }
   }
+  return "";
 }
 
 void McpClient::run_io(std::promise<Status>* started) {
@@ -451,9 +453,16 @@ void McpClient::run_io(std::promise<Status>* started) {
         for (;;) {
           size_t nl = in.find('\n', std::max(begin, scanned));
           if (nl == std::string::npos) break;
-          handle_line(std::string_view(in).substr(begin, nl - begin));
+          std::string over = handle_line(std::string_view(in).substr(begin, nl - begin));
           begin = nl + 1;
           scanned = begin;
+          if (!over.empty() && ended_why.empty()) {
+            ended_why = std::move(over);
+            spdlog::warn("MCP server {}: {}; stopping it", options_.name, ended_why);
+            begin = in.size();
+            proc->close_stdout();
+            break;
+          }
         }
         in.erase(0, begin);
         scanned = in.size();

@@ -110,7 +110,9 @@ class McpClient {
  private:
   explicit McpClient(McpClientOptions options);
   void run_io(std::promise<Status>* started);
-  void handle_line(std::string_view line);
+  // Acts on one stdout line. Returns why the connection must end (a message
+  // past a bound), or "".
+  std::string handle_line(std::string_view line);
   void handle_stderr(std::string_view data, bool flush);
   void log_stderr_line(const std::string& line);
   // Logs how many stderr lines were dropped since the last report, if any.

@@ -1,5 +1,7 @@
 #include "actors/tool/mcp_jsonrpc.h"
 
+#include "base/bounded_json.h"
+
 namespace carapace::mcp {
 namespace {
 
@@ -40,6 +42,12 @@ Message parse_message(std::string_view line) {
   Message m;
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
     line.remove_suffix(1);
+  if (json_depth_exceeds(line)) {
+    m.problem = "JSON nested deeper than " + std::to_string(limits::kJsonDepth) +
+                " levels (the limit on JSON depth, docs/config.md)";
+    m.too_deep = true;
+    return m;
+  }
   json doc = json::parse(line, nullptr, false);
   if (doc.is_discarded()) {
     m.problem = "not JSON";

@@ -44,6 +44,10 @@ struct Message {
   int error_code = 0;
   std::string error_message;
   std::string problem;  // kInvalid: why
+  // kInvalid because it nests past the JSON depth bound: a server that sends
+  // one is not spoken with further (its answer cannot be read, and a request
+  // waiting for it would wait out its timeout).
+  bool too_deep = false;
 };
 
 Message parse_message(std::string_view line);

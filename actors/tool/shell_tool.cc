@@ -6,11 +6,11 @@
 #include <unistd.h>
 
 #include <memory>
-#include <regex>
 #include <utility>
 
 #include "actors/tool/process.h"
 #include "actors/tool/workspace.h"
+#include "base/pattern.h"
 #include "base/unique_fd.h"
 
 extern char** environ;
@@ -18,31 +18,24 @@ extern char** environ;
 namespace carapace {
 namespace {
 
-struct BlockedPattern {
-  std::string text;
-  std::regex regex;
-};
-
 // What a call reads; built once by make_shell_tool and shared, never changed.
 struct ShellConfig {
   ShellToolOptions options;
-  std::vector<BlockedPattern> blocked;
+  std::vector<Pattern> blocked;
   std::vector<std::string> environment;  // what every command gets (TMPDIR is the call's scratch when sandboxed)
   SandboxPlan sandbox;
   Status invalid;  // not OK: every call fails with it
 };
 
-Status compile_patterns(const std::vector<std::string>& patterns, std::vector<BlockedPattern>* out) {
-  for (const std::string& pattern : patterns) {
-    if (pattern.empty()) {
-      return Status::invalid_argument("a blocked pattern is empty; it would refuse every command");
-    }
-    try {
-      out->push_back(BlockedPattern{pattern, std::regex(pattern, std::regex::ECMAScript)});
-    } catch (const std::regex_error& e) {
-      return Status::invalid_argument("blocked pattern '" + pattern +
-                                      "' is not a valid ECMAScript regex: " + e.what());
-    }
+Status compile_patterns(const std::vector<std::string>& patterns, std::vector<Pattern>* out) {
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    const std::string where = "blocked pattern " + std::to_string(i + 1);
+    if (patterns[i].empty())
+      return Status::invalid_argument(where + " is empty; it would refuse every command");
+    Pattern compiled;
+    Status s = Pattern::compile(patterns[i], &compiled);
+    if (!s.ok()) return Status::invalid_argument(where + ": " + s.message());
+    out->push_back(std::move(compiled));
   }
   return Status::ok_status();
 }
@@ -135,14 +128,9 @@ ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, cons
   }
   timeout_ms = std::min(timeout_ms, config.options.max_timeout_ms);
 
-  for (const BlockedPattern& pattern : config.blocked) {
-    bool match = true;  // a pattern that cannot be evaluated refuses
-    try {
-      match = std::regex_search(command, pattern.regex);
-    } catch (const std::regex_error&) {
-    }
-    if (match) {
-      return ToolResult::error("command refused: it matches the blocked pattern '" + pattern.text +
+  for (const Pattern& pattern : config.blocked) {
+    if (pattern.search(command)) {
+      return ToolResult::error("command refused: it matches the blocked pattern '" + pattern.text() +
                                "'; it was not run");
     }
   }
@@ -237,7 +225,7 @@ Status validate_shell_options(const ShellToolOptions& options) {
   if (Status env = validate_tool_env(options.env); !env.ok()) {
     return Status::invalid_argument("env: " + env.message());
   }
-  std::vector<BlockedPattern> compiled;
+  std::vector<Pattern> compiled;
   return compile_patterns(options.blocked_patterns, &compiled);
 }
 

@@ -8,6 +8,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/bounded_json.h"
+
 namespace carapace {
 namespace {
 
@@ -160,11 +162,15 @@ ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocatio
     if (before.action == FaultAction::kDelay)
       std::this_thread::sleep_for(std::chrono::milliseconds(before.delay_ms));
   }
-  nlohmann::json args = nlohmann::json::parse(
-      invocation.call.args.text.empty() ? "{}" : invocation.call.args.text, nullptr, false);
-  if (args.is_discarded() || !args.is_object()) {
-    outcome.output =
-        "the arguments of " + tool.spec.name + " are not a JSON object: " + invocation.call.args.text;
+  const std::string& text = invocation.call.args.text.empty() ? "{}" : invocation.call.args.text;
+  nlohmann::json args;
+  if (json_depth_exceeds(text)) {
+    outcome.output = "the arguments of " + tool.spec.name + " are JSON nested deeper than " +
+                     std::to_string(limits::kJsonDepth) + " levels (the limit on JSON depth); it was not run";
+    outcome.is_error = true;
+  } else if (!parse_bounded_json(text, "", &args).ok() || !args.is_object()) {
+    // Quoted in part: the whole text may be large, and it is in the log already.
+    outcome.output = "the arguments of " + tool.spec.name + " are not a JSON object: " + text.substr(0, 2000);
     outcome.is_error = true;
   } else {
     try {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "base/bounded_json.h"
+
 namespace carapace {
 
 Status ToolRegistry::add(ToolDefinition tool) {
@@ -15,10 +17,11 @@ Status ToolRegistry::add(ToolDefinition tool) {
   }
   if (!tool.run) return Status::invalid_argument("tool " + name + " has no function");
   if (!tool.spec.schema.text.empty()) {
-    auto schema = nlohmann::json::parse(tool.spec.schema.text, nullptr, false);
-    if (schema.is_discarded() || !schema.is_object()) {
+    nlohmann::json schema;
+    Status parsed = parse_bounded_json(tool.spec.schema.text, "tool " + name + ": its schema", &schema);
+    if (!parsed.ok()) return parsed;
+    if (!schema.is_object())
       return Status::invalid_argument("tool " + name + ": its schema is not a JSON object");
-    }
   }
   std::lock_guard lock(mu_);
   for (const auto& t : tools_) {

@@ -88,7 +88,7 @@ BOOST_AUTO_TEST_CASE(bad_plans_name_the_rule_and_the_key) {
       {R"({"faults": [{"point": "hook", "action": "error", "probability": 2}]})",
        "plan.json: fault rule 1: probability must be between 0 and 1"},
       {R"({"faults": [{"point": "hook", "action": "error", "tool": "("}]})",
-       "plan.json: fault rule 1: \"(\" is not a valid regex"},
+       "plan.json: fault rule 1: the tool or hook name \"(\" is not a valid regular expression: missing )"},
       {R"({"faults": [{"point": "hook", "action": "error", "color": "red"}]})",
        "plan.json: faults[0]: unknown key \"color\""},
       {R"({"faults": [{"point": "log.after_append", "action": "crash", "event": "nonsense"}]})",

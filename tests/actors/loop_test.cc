@@ -1,6 +1,7 @@
 // The agent loop's pure parts: retry policy, prompt layers, trimming, hook
 // resolution, scenarios, pricing and configuration.
 #define BOOST_TEST_MODULE loop_test
+#include <sys/stat.h>
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
@@ -411,7 +412,8 @@ BOOST_AUTO_TEST_CASE(malformed_scenarios_name_the_file_and_the_entry) {
     std::string message;
   };
   std::vector<Case> cases = {
-      {"not json", "s.json: is not valid JSON"},
+      {"not json", "s.json is not valid JSON: parse error at line 1, column 2"},
+      {std::string(200, '[') + std::string(200, ']'), "s.json: JSON nested deeper than 128 levels"},
       {"[]", "s.json: must be a JSON object"},
       {R"({"replies": []})", "s.json: \"replies\" is empty"},
       {R"({"replies": [{"text": "a"}, {"tool_calls": [{"name": "shell", "args": [1]}]}]})",
@@ -572,13 +574,48 @@ BOOST_AUTO_TEST_CASE(values_are_read_and_unknown_keys_warned) {
 }
 
 BOOST_AUTO_TEST_CASE(an_unreadable_identity_file_is_a_warning_that_names_it) {
-  Config c;
-  std::vector<std::string> warnings;
-  CHECK_OK(parse_config(R"({"prompt": {"identity_file": "/nonexistent/identity.md"}})", "c.json", &c, &warnings));
+  testing::TempDir dir;
+  auto load_with = [&](const std::string& prompt) {
+    std::ofstream(dir.sub("c.json")) << R"({"prompt": )" << prompt << "}";
+    Config c;
+    std::vector<std::string> warnings;
+    CHECK_OK(load_config(dir.sub("c.json"), &c, &warnings));
+    return warnings;
+  };
+  auto warnings = load_with(R"({"identity_file": "/nonexistent/identity.md"})");
   BOOST_REQUIRE(warnings.size() == 1u);
   BOOST_TEST(warnings[0] ==
-             "c.json: prompt.identity_file \"/nonexistent/identity.md\" cannot be read; the identity is the "
-             "built-in one until it can");
+             dir.sub("c.json") +
+                 ": prompt.identity_file: the identity file /nonexistent/identity.md does not exist; "
+                 "the identity is the built-in one until it can be read");
+  // Endless, blocking or too large: refused before a byte is read, and never
+  // read at a turn either.
+  BOOST_REQUIRE(::mkfifo(dir.sub("fifo").c_str(), 0600) == 0);
+  std::ofstream(dir.sub("big.md")) << std::string((1u << 20) + 1, 'x');
+  for (auto [file, why] : {std::pair{std::string("/dev/zero"), std::string("is a character device")},
+                           std::pair{dir.sub("fifo"), std::string("is a FIFO")},
+                           std::pair{dir.sub("big.md"), std::string("is larger than 1 MiB")}}) {
+    warnings =
+        load_with(R"({"identity_file": ")" + file + R"(", "custom_instructions_file": ")" + file + "\"}");
+    BOOST_REQUIRE(warnings.size() == 2u);
+    BOOST_TEST(
+        warnings[0].find("prompt.identity_file: the identity file " + file + " " + why) != std::string::npos,
+        warnings[0]);
+    BOOST_TEST(warnings[1].find("prompt.custom_instructions_file: the custom instructions file " + file +
+                                " " + why) != std::string::npos,
+               warnings[1]);
+    PromptConfig prompt{.identity_file = file, .custom_instructions_file = file};
+    PromptInputs in{.config = &prompt};
+    AssembledPrompt assembled = assemble_prompt(in);
+    BOOST_TEST(assembled.text.find(default_identity()) == 0u);
+    BOOST_TEST(assembled.segments.size() == 1u);
+  }
+  // A stored configuration (a bundle's) names files that are never looked at.
+  Config stored;
+  std::vector<std::string> none;
+  CHECK_OK(parse_config(R"({"prompt": {"identity_file": ")" + dir.sub("fifo") + R"("}})", "stored", &stored,
+                        &none));
+  BOOST_TEST(none.empty());
 }
 
 BOOST_AUTO_TEST_CASE(bad_values_are_rejected_with_their_key_path) {
@@ -604,21 +641,25 @@ BOOST_AUTO_TEST_CASE(bad_values_are_rejected_with_their_key_path) {
       {R"({"tools": {"env": {"inherit": "some"}}})",
        "c.json: tools.env: inherit \"some\" must be \"all\", \"core\" or \"none\""},
       {R"({"tools": {"env": {"include": ["GH_TOKEN", ""]}}})", "c.json: tools.env: include[1] is empty"},
-      {R"({"tools": {"env": {"exclude": ["A B"]}}})", "c.json: tools.env: exclude[0] \"A B\" is not a variable name"},
+      {R"({"tools": {"env": {"exclude": ["A B"]}}})",
+       "c.json: tools.env: exclude[0] \"A B\" is not a variable name"},
       {R"({"tools": {"env": {"include": ["X"], "exclude": ["X"]}}})",
        "c.json: tools.env: \"X\" is in both include and exclude"},
-      {R"({"tools": {"env": {"include": "GH_TOKEN"}}})", "c.json: tools.env.include: must be an array of strings"},
+      {R"({"tools": {"env": {"include": "GH_TOKEN"}}})",
+       "c.json: tools.env.include: must be an array of strings"},
       {R"({"tools": {"env": []}})", "c.json: tools.env: must be an object"},
       {R"({"tools": {"sandbox": "strict"}})",
-       "c.json: tools.sandbox: must be \"auto\", \"off\", \"workspace-write\" or \"read-only\", got \"strict\""},
+       "c.json: tools.sandbox: must be \"auto\", \"off\", \"workspace-write\" or \"read-only\", got "
+       "\"strict\""},
       {R"({"tools": {"network": false}})", "c.json: tools.network: must be a string"},
-      {R"({"tools": {"network": "offline"}})", "c.json: tools.network: must be \"on\" or \"off\", got \"offline\""},
+      {R"({"tools": {"network": "offline"}})",
+       "c.json: tools.network: must be \"on\" or \"off\", got \"offline\""},
       {R"({"tools": {"sandbox_writable": ["/ok", "rel"]}})",
        "c.json: tools.sandbox_writable[1]: must be an absolute path, got \"rel\""},
       {R"({"hooks": [{"name": "h", "event": "BeforeLunch", "command": "x"}]})",
        "c.json: hooks[0].event: \"BeforeLunch\" is not a hook event"},
       {R"({"hooks": [{"name": "h", "event": "TurnEnd", "matcher": "(", "command": "x"}]})",
-       "c.json: hooks[0].matcher: is not a valid regex"},
+       "c.json: hooks[0].matcher: \"(\" is not a valid regular expression: missing ) (at byte 1, the end)"},
       {R"({"hooks": [{"name": "h", "event": "TurnEnd"}]})",
        "c.json: hooks[0].command: must be a command line string"},
       {R"({"provider": {"name": "gpt"}})", "c.json: provider.name: \"gpt\" is not a provider of this build"},

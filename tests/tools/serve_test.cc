@@ -32,6 +32,8 @@
 #include <sstream>
 #include <thread>
 
+#include "replay/bundle.h"
+#include "tests/support/deep_json.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/ws_client.h"
 #include "tools/serve/web_access.h"
@@ -947,6 +949,39 @@ BOOST_AUTO_TEST_CASE(a_client_that_never_reads_is_dropped_and_idle_or_surplus_co
   BOOST_TEST(lines >= 1u, log);
   BOOST_TEST(lines <= 3u, log.substr(0, 2000));
   BOOST_TEST(contains(log, "connections in the last 10 s: 64 were open, the limit"), log.substr(0, 2000));
+}
+
+// A session holding JSON nested 400,000 deep (a forged bundle, imported):
+// one GET of its span used to kill the running server (recursion). Every
+// span is served, the deep text as text, and the server stays up.
+BOOST_AUTO_TEST_CASE(spans_holding_deep_json_are_served_as_text) {
+  BOOST_REQUIRE(
+      run("run go --scenario " + scenarios + "quickstart.json --workspace " + ws + " --session d0") == 0);
+  BOOST_REQUIRE(run("bundle d0 -o '" + dir.sub("d0.bundle") + "'") == 0);
+  Bundle b;
+  BOOST_REQUIRE(read_bundle(dir.sub("d0.bundle"), &b).ok());
+  const std::string deep = testing::nested_json(400000);
+  testing::plant_deep_json(b, deep);
+  BOOST_REQUIRE(write_bundle_file(b, dir.sub("deep.bundle")).ok());
+  std::string out;
+  BOOST_REQUIRE_MESSAGE(run("bundle import '" + dir.sub("deep.bundle") + "' --as d1", &out) == 0, out);
+  start_server();
+  Reply session = get("/api/sessions/d1");
+  BOOST_REQUIRE(session.status == 200);
+  size_t served = 0;
+  for (const auto& sp : session.j["data"]["spans"]) {
+    Reply one = get("/api/sessions/d1/spans/" + sp["span_id"].get<std::string>());
+    BOOST_TEST(one.status == 200, sp["name"] << ": " << one.status);
+    ++served;
+  }
+  BOOST_TEST(served > 3u);
+  const json* tool = span_named(session.j["data"]["spans"], "tool list_dir");
+  BOOST_REQUIRE(tool != nullptr);
+  Reply span = get("/api/sessions/d1/spans/" + (*tool)["span_id"].get<std::string>());
+  BOOST_TEST(span.j["data"]["content"]["arguments"].is_string());
+  BOOST_TEST(span.j["data"]["content"]["arguments"].get<std::string>().size() == deep.size());
+  BOOST_TEST(get("/api/status").status == 200);
+  BOOST_TEST(!gone(server));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

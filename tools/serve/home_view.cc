@@ -7,6 +7,7 @@
 #include "actors/collector/export_content.h"
 #include "actors/collector/span_builder.h"
 #include "actors/collector/trace_view.h"
+#include "base/bounded_json.h"
 #include "events/session_state.h"
 #include "storage/body_store.h"
 #include "storage/keys.h"
@@ -261,7 +262,7 @@ ApiReply HomeView::get_span(const std::string& session, const std::string& span_
       body["error"] = got.message();
     } else {
       body["bytes"] = text.size();
-      json parsed = json::parse(text, nullptr, false);
+      json parsed = parse_stored_json(text);
       if (!parsed.is_discarded()) body["json"] = parsed;
       body["text"] = text;
       texts[ref] = std::move(text);

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 
+#include "base/bounded_json.h"
 #include "tools/serve/log_notify.h"
 #include "tools/serve/web_assets.h"
 
@@ -188,7 +189,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   }
 
   void handle(const std::string& text) {
-    json msg = json::parse(text, nullptr, false);
+    json msg = parse_stored_json(text);
     if (msg.is_discarded() || !msg.is_object()) {
       return reply_error("not a JSON object: send {\"type\":\"watch\",\"session\":\"ID\"} or {\"type\":\"unwatch\",...}");
     }

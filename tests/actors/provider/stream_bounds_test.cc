@@ -246,6 +246,55 @@ BOOST_DATA_TEST_CASE_F(Fixture, more_tool_calls_than_max_tool_calls_fail_streame
   BOOST_TEST((category(over.reply.failure) == ErrorCategory::kPermanent));
 }
 
+// Tool-call arguments nested 400,000 deep were taken into the log, and every
+// reader of it then died of recursion: arguments, an event or a whole reply
+// nested past the JSON depth bound are refused with the attempt,
+// permanently; 100 deep passes.
+BOOST_DATA_TEST_CASE_F(Fixture, json_nested_past_the_depth_bound_is_refused_with_the_attempt,
+                       data::make(kFormats) * data::make({true, false}), format, stream) {
+  auto nested = [](size_t depth) {
+    std::string t;
+    for (size_t k = 0; k < depth; ++k) t += "{\"a\":";
+    return t + "1" + std::string(depth, '}');
+  };
+  auto body = [&](size_t depth) {
+    WireAnswer a;
+    a.calls.push_back(WireToolCall{.id = "call_1", .name = "list_dir", .arg_pieces = {nested(depth)}});
+    if (stream) return format == "openai" ? openai_stream(a) : anthropic_stream(a);
+    return format == "openai" ? openai_whole(a) : anthropic_whole(a);
+  };
+  server.push(MockReply{.body = body(100)});
+  server.push(MockReply{.body = body(200)});
+  HttpProviderOptions o = options(format);
+  o.stream = stream;
+  auto provider = make(format, o);
+  Outcome fine = attempt(*provider);
+  BOOST_REQUIRE_MESSAGE(fine.reply.ok, fine.reply.failure.error);
+  BOOST_TEST(fine.reply.response.tool_calls.at(0).args.text == nested(100));
+  Outcome deep = attempt(*provider);
+  BOOST_TEST(!deep.reply.ok);
+  BOOST_TEST(
+      contains(deep.reply.failure.error, "JSON nested deeper than 128 levels (the limit on JSON depth"),
+      deep.reply.failure.error);
+  BOOST_TEST((category(deep.reply.failure) == ErrorCategory::kPermanent));
+  BOOST_TEST(deep.reply.response.tool_calls.empty());
+}
+
+BOOST_DATA_TEST_CASE_F(Fixture, a_stream_event_nested_400000_deep_is_refused_without_building_it,
+                       data::make(kFormats), format) {
+  std::string deep = std::string(400000, '[') + std::string(400000, ']');
+  std::string event =
+      format == "openai" ? "data: " + deep + "\n\n" : "event: message_delta\ndata: " + deep + "\n\n";
+  server.push(MockReply{.body = stream_head(format) + event});
+  auto provider = make(format, options(format));
+  Outcome out = attempt(*provider);
+  BOOST_TEST(!out.reply.ok);
+  BOOST_TEST(contains(out.reply.failure.error,
+                      "an event of the response stream: JSON nested deeper than 128 levels"),
+             out.reply.failure.error);
+  BOOST_TEST((category(out.reply.failure) == ErrorCategory::kPermanent));
+}
+
 BOOST_AUTO_TEST_CASE(a_flood_of_keep_alive_comments_holds_no_more_than_the_store_keeps) {
   // No event ever: once a comment shows it is a stream (not a whole JSON
   // body to parse), only what the body store keeps (64 KiB) is held.

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -282,6 +283,46 @@ BOOST_AUTO_TEST_CASE(a_message_over_the_limit_ends_the_connection) {
   BOOST_CHECK(r.kind == McpClient::Reply::Kind::kGone);
   BOOST_CHECK_MESSAGE(r.error.find("longer than 1048576 bytes") != std::string::npos, r.error);
   BOOST_CHECK(!c->alive());
+}
+
+// A message nested deeper than the JSON depth bound (60,000 deep crashed
+// the client through recursion) ends the connection at once, as an
+// oversized one does: the request waiting for it fails now, not at its
+// timeout, and nothing deep is ever built.
+BOOST_AUTO_TEST_CASE(a_message_nested_past_the_depth_bound_ends_the_connection_at_once) {
+  testing::TempDir dir;
+  std::unique_ptr<McpClient> c;
+  BOOST_REQUIRE(McpClient::start(options(dir.path(), {"--deep-result"}), &c).ok());
+  std::string nested;
+  for (int k = 0; k < 100; ++k) nested += "{\"a\":";
+  nested += "1" + std::string(100, '}');
+  BOOST_CHECK_EQUAL(call_text(*c, "deep_result", {{"depth", 100}}), "deep\n[structured content]\n" + nested);
+  auto start = std::chrono::steady_clock::now();
+  auto r = c->request("tools/call", {{"name", "deep_result"}, {"arguments", {{"depth", 400000}}}}, 5000ms);
+  BOOST_CHECK(r.kind == McpClient::Reply::Kind::kGone);
+  BOOST_CHECK_MESSAGE(
+      r.error.find("nested past the bound: JSON nested deeper than 128 levels") != std::string::npos,
+      r.error);
+  BOOST_CHECK(std::chrono::steady_clock::now() - start < 3s);
+  BOOST_CHECK(!c->alive());
+
+  // A tools/list answer with a schema 60,000 deep: listing fails, and says why.
+  std::unique_ptr<McpClient> listed;
+  BOOST_REQUIRE(McpClient::start(options(dir.path(), {"--deep-schema", "60000"}), &listed).ok());
+  std::vector<mcp::ToolInfo> tools;
+  std::vector<std::string> skipped;
+  start = std::chrono::steady_clock::now();
+  Status s = listed->list_tools(&tools, &skipped);
+  BOOST_CHECK(!s.ok());
+  BOOST_CHECK_MESSAGE(s.message().find("JSON nested deeper than 128 levels") != std::string::npos,
+                      s.message());
+  BOOST_CHECK(std::chrono::steady_clock::now() - start < 3s);
+  // 100 deep is fine: the tool is listed with its schema.
+  std::unique_ptr<McpClient> shallow;
+  BOOST_REQUIRE(McpClient::start(options(dir.path(), {"--deep-schema", "100"}), &shallow).ok());
+  BOOST_REQUIRE(shallow->list_tools(&tools, &skipped).ok());
+  BOOST_CHECK(
+      std::any_of(tools.begin(), tools.end(), [](const mcp::ToolInfo& t) { return t.name == "deep"; }));
 }
 
 // McpServer: the supervision around a client.

@@ -23,7 +23,11 @@
 // thread, as fast as it can; 0: without end).
 //
 // Tool flood_stdout {bytes} answers with one line of that many bytes,
-// written 1 MiB at a time (never held whole).
+// written 1 MiB at a time (never held whole). Tool deep_result {depth}
+// (listed with --deep-result) answers with structuredContent nested that
+// deep, and --deep-schema N adds
+// a tool "deep" whose inputSchema nests N deep (both written as text: the
+// server itself never holds such a value).
 
 #include <nlohmann/json.hpp>
 
@@ -56,7 +60,19 @@ struct Flags {
   std::string calls_file;
   bool fast = false;
   bool list_changed_after_list = false;
+  size_t deep_schema = 0;
+  bool deep_result = false;
 };
+
+// {"a":{"a":...1...}}, `depth` objects deep.
+std::string nested_text(size_t depth) {
+  std::string out;
+  out.reserve(depth * 6 + 1);
+  for (size_t k = 0; k < depth; ++k) out += "{\"a\":";
+  out += "1";
+  out.append(depth, '}');
+  return out;
+}
 
 Flags flags;
 bool extra_tool = false;
@@ -103,6 +119,10 @@ std::vector<json> tools() {
     out.push_back({{"name", "bad name!"}, {"inputSchema", schema(json::object(), {})}});
   }
   if (extra_tool) out.push_back(tool("extra", "Appeared after a call", schema(json::object(), {})));
+  if (flags.deep_result) {
+    out.push_back(tool("deep_result", "Returns structured content nested depth deep",
+                       schema({{"depth", {{"type", "integer"}}}}, {"depth"}), {{"readOnlyHint", true}}));
+  }
   return out;
 }
 
@@ -211,6 +231,10 @@ int main(int argc, char** argv) {
       flags.fast = true;
     else if (a == "--list-changed-after-list")
       flags.list_changed_after_list = true;
+    else if (a == "--deep-schema")
+      flags.deep_schema = std::stoul(next());
+    else if (a == "--deep-result")
+      flags.deep_result = true;
     else if (a == "--stderr-flood") {
       long n = std::atol(next().c_str());
       std::thread([n] {
@@ -255,6 +279,15 @@ int main(int argc, char** argv) {
       result = {{"tools", json(std::vector<json>(all.begin() + static_cast<long>(start),
                                                  all.begin() + static_cast<long>(end)))}};
       if (end < all.size()) result["nextCursor"] = std::to_string(end);
+      if (flags.deep_schema > 0) {
+        std::string text = json{{"jsonrpc", "2.0"}, {"id", id}, {"result", result}}.dump();
+        size_t at = text.find("\"tools\":[") + 9;
+        text.insert(at,
+                    R"({"name":"deep","description":"Deep","inputSchema":{"type":"object","properties":)" +
+                        nested_text(flags.deep_schema) + "}},");
+        std::cout << text << "\n" << std::flush;
+        continue;
+      }
       if (flags.list_changed_after_list && !extra_tool) {
         // The answer first, then (between calls) the news that the list changed.
         write_line({{"jsonrpc", "2.0"}, {"id", id}, {"result", result}});
@@ -272,6 +305,13 @@ int main(int argc, char** argv) {
       }
       std::cout << R"("}]}})"
                 << "\n"
+                << std::flush;
+      continue;
+    } else if (method == "tools/call" && params.value("name", "") == "deep_result") {
+      size_t depth = params.contains("arguments") ? params["arguments"].value("depth", size_t{0}) : 0;
+      std::cout << R"({"jsonrpc":"2.0","id":)" << id.dump()
+                << R"(,"result":{"content":[{"type":"text","text":"deep"}],"structuredContent":)"
+                << nested_text(depth) << "}}\n"
                 << std::flush;
       continue;
     } else if (method == "tools/call") {
