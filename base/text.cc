@@ -25,4 +25,71 @@ size_t leading_utf8_continuations(std::string_view s) {
   return n;
 }
 
+namespace {
+
+bool is_c1_lead(const std::string_view text, size_t i) {
+  return static_cast<unsigned char>(text[i]) == 0xC2 && i + 1 < text.size() &&
+         static_cast<unsigned char>(text[i + 1]) >= 0x80 && static_cast<unsigned char>(text[i + 1]) <= 0x9F;
+}
+
+bool needs_escape(unsigned char c) { return (c < 0x20 && c != '\n' && c != '\t') || c == 0x7F; }
+
+constexpr char kHex[] = "0123456789abcdef";
+
+}  // namespace
+
+bool escape_terminal_controls(std::string_view text, std::string* out) {
+  size_t i = 0;
+  for (; i < text.size(); ++i) {
+    if (needs_escape(static_cast<unsigned char>(text[i])) || is_c1_lead(text, i)) break;
+  }
+  if (i == text.size()) return false;
+  std::string result;
+  result.reserve(text.size() + 16);
+  result.append(text.substr(0, i));
+  for (; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (needs_escape(c)) {
+      result += "\\x";
+      result += kHex[c >> 4];
+      result += kHex[c & 0xF];
+    } else if (is_c1_lead(text, i)) {
+      auto code = static_cast<unsigned char>(text[++i]);
+      result += "\\u00";
+      result += kHex[code >> 4];
+      result += kHex[code & 0xF];
+    } else {
+      result += static_cast<char>(c);
+    }
+  }
+  *out = std::move(result);
+  return true;
+}
+
+std::string terminal_safe(std::string_view text) {
+  std::string out;
+  return escape_terminal_controls(text, &out) ? out : std::string(text);
+}
+
+std::string json_terminal_safe(std::string json_text) {
+  std::string_view text = json_text;
+  size_t i = 0;
+  while (i < text.size() && text[i] != 0x7F && !is_c1_lead(text, i)) ++i;
+  if (i == text.size()) return json_text;
+  std::string out(text.substr(0, i));
+  for (; i < text.size(); ++i) {
+    if (text[i] == 0x7F) {
+      out += "\\u007f";
+    } else if (is_c1_lead(text, i)) {
+      auto code = static_cast<unsigned char>(text[++i]);
+      out += "\\u00";
+      out += kHex[code >> 4];
+      out += kHex[code & 0xF];
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 }  // namespace carapace

@@ -18,6 +18,7 @@
 #include <mutex>
 
 #include "base/redactor.h"
+#include "base/text.h"
 #include "events/event_summary.h"
 
 namespace carapace {
@@ -162,7 +163,9 @@ class RedactingStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
   void sink_it_(const spdlog::details::log_msg& msg) override {
     spdlog::memory_buf_t buf;
     formatter_->format(msg, buf);
-    std::string line = (*redactor_)(std::string(buf.data(), buf.size()));
+    // What a server or a tool wrote can be in a log line: its terminal
+    // controls are shown, never obeyed.
+    std::string line = terminal_safe((*redactor_)(std::string(buf.data(), buf.size())));
     std::fwrite(line.data(), 1, line.size(), stderr);
   }
   void flush_() override { std::fflush(stderr); }

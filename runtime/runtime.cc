@@ -18,16 +18,15 @@
 #include <unistd.h>
 
 #include "actors/caf_types.h"
-#include "actors/tool/file_tools.h"
-#include "actors/tool/mcp_hub.h"
 #include "actors/hook/hook_actor.h"
 #include "actors/hook/hook_registry.h"
 #include "actors/provider/provider_actor.h"
 #include "actors/provider/scripted_provider.h"
-#include "runtime/provider_factory.h"
-#include "storage/body_store.h"
 #include "actors/session/session_actor.h"
 #include "actors/session/session_keeper.h"
+#include "actors/tool/file_tools.h"
+#include "actors/tool/mcp_hub.h"
+#include "actors/tool/scratch_dir.h"
 #include "actors/tool/shell_tool.h"
 #include "actors/tool/tool_actor.h"
 #include "actors/tool/workspace.h"
@@ -36,6 +35,8 @@
 #include "replay/recovery.h"
 #include "replay/replayer.h"
 #include "replay/resume_journal.h"
+#include "runtime/provider_factory.h"
+#include "storage/body_store.h"
 #include "storage/event_log.h"
 #include "storage/keys.h"
 #include "storage/session_journal.h"
@@ -305,6 +306,12 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
   if (options.child_subreaper) {
     std::string error;
     if (!become_child_subreaper(&error)) spdlog::warn("{}; orphans of a tool's killed guard go to init", error);
+  }
+  // What a runtime killed mid-call (SIGKILL, the OOM killer) left in the
+  // temporary directory goes now, not never.
+  if (size_t stale = reclaim_scratch_dirs(scratch_base()); stale > 0) {
+    spdlog::info("removed {} scratch director{} of tool calls whose runtime was killed", stale,
+                 stale == 1 ? "y" : "ies");
   }
   impl->bodies = options.bodies;
   bool http = !impl->provider && is_http_provider(options.config.provider.name);

@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
       ctx.use_redactor(shared);
       logs.redactor = shared;
     } else {
-      std::cerr << "carapace: warning: " << ctx.redactor()(loaded.message())
+      std::cerr << "carapace: warning: " << ctx.shown(loaded.message())
                 << "; only the built-in redaction rules apply\n";
     }
   }

@@ -1,5 +1,7 @@
 #include "tools/cli.h"
 
+#include "base/text.h"
+
 #include "runtime/home.h"
 
 #include <cstdlib>
@@ -49,8 +51,8 @@ int Context::fail(const Status& status, const std::string& given_hint) const {
     if (!hint.empty()) j["error"]["hint"] = hint;
     print_redacted(*this, j);
   } else {
-    std::cerr << redactor()("carapace: " + status.to_string()) << "\n";
-    if (!hint.empty()) std::cerr << "  " << redactor()(hint) << "\n";
+    std::cerr << shown("carapace: " + status.to_string()) << "\n";
+    if (!hint.empty()) std::cerr << "  " << shown(hint) << "\n";
   }
   return kExitFailed;
 }
@@ -62,6 +64,10 @@ void Context::print_success(const nlohmann::json& data, const std::string& summa
 
 void add_json_flag(CLI::App* cmd, Context& ctx) {
   cmd->add_flag("--json", ctx.json, "Print JSON: {\"success\", \"data\", \"summary\"}");
+}
+
+std::string Context::shown(std::string_view text) const {
+  return terminal_safe(redactor()(std::string(text)));
 }
 
 const Redactor& Context::redactor() const {
@@ -90,7 +96,7 @@ void redact_json(nlohmann::json& j, const Redactor& redactor) {
 
 void print_redacted(const Context& ctx, nlohmann::json j) {
   redact_json(j, ctx.redactor());
-  std::cout << dump(j) << "\n";
+  std::cout << json_terminal_safe(dump(j)) << "\n";
 }
 
 CLI::Validator whole_number_from(uint64_t min) {

@@ -49,6 +49,10 @@ struct Context {
   // What every output that shows recorded content passes through
   // (base/redactor.h): the known secret patterns, the home directory as ~.
   const Redactor& redactor() const;
+  // Recorded or outside text as a human line shows it: redacted, with every
+  // terminal control made visible (base/text.h terminal_safe), so that what
+  // a model, a tool or a server wrote cannot drive the terminal.
+  std::string shown(std::string_view text) const;
   // Replaces the default (the home config's `redaction` rules added).
   void use_redactor(std::shared_ptr<const Redactor> redactor) { redactor_ = std::move(redactor); }
 
@@ -65,8 +69,8 @@ bool our_reference(const std::string& key);
 // *_ref, ref).
 void redact_json(nlohmann::json& j, const Redactor& redactor);
 
-// Prints `j` as one line of JSON on stdout, redacted: how every --json answer
-// is printed.
+// Prints `j` as one line of JSON on stdout, redacted, with the controls
+// JSON leaves raw (C1, DEL) escaped: how every --json answer is printed.
 void print_redacted(const Context& ctx, nlohmann::json j);
 
 // Adds --json to a subcommand.

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/text.h"
 #include "events/event_summary.h"
 #include "runtime/runtime.h"
 #include "tools/cli.h"
@@ -66,9 +67,11 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
 class StatusLine {
  public:
   // `tty`: stderr is a terminal (a live line). `stream`: stdout is one
-  // (answers are printed as they arrive, each line after `prefix`).
-  explicit StatusLine(bool tty, bool stream = false, std::string prefix = "")
-      : tty_(tty), stream_(stream), prefix_(std::move(prefix)) {}
+  // (answers are printed as they arrive, each line after `prefix`). What
+  // the session's events say is shown through ctx.shown(): redacted before
+  // it is cut to fit, its terminal controls made visible.
+  StatusLine(const Context& ctx, bool tty, bool stream = false, std::string prefix = "")
+      : ctx_(ctx), tty_(tty), stream_(stream), prefix_(std::move(prefix)) {}
 
   void on_delta(const StreamDelta& d) {
     if (!stream_ || d.text.empty()) return;
@@ -80,7 +83,16 @@ class StatusLine {
       streaming_ = true;
       streamed_.clear();
     }
-    std::fwrite(d.text.data(), 1, d.text.size(), stdout);
+    // A C1 control's two bytes may arrive in two deltas: a trailing lead
+    // byte waits for the next one.
+    std::string piece = pending_lead_ + d.text;
+    pending_lead_.clear();
+    if (!piece.empty() && static_cast<unsigned char>(piece.back()) == 0xC2) {
+      pending_lead_ = piece.substr(piece.size() - 1);
+      piece.pop_back();
+    }
+    std::string safe = terminal_safe(piece);
+    std::fwrite(safe.data(), 1, safe.size(), stdout);
     std::fflush(stdout);
     streamed_ += d.text;
   }
@@ -94,14 +106,15 @@ class StatusLine {
   void on_event(const Event& e) {
     std::lock_guard lock(mu_);
     if (streaming_ && (get_if<LlmResponded>(e) || get_if<LlmFailed>(e))) {
-      std::fputs("\n", stdout);
+      std::fputs((terminal_safe(pending_lead_) + "\n").c_str(), stdout);
+      pending_lead_.clear();
       std::fflush(stdout);
       streaming_ = false;
     }
     if (const auto* r = get_if<LlmResponded>(e)) last_streamed_ = r->text == streamed_ ? streamed_ : "";
     retry_until_ = {};
     if (const auto* f = get_if<LlmFailed>(e)) {
-      std::string what = f->http_status ? std::to_string(f->http_status) : f->error;
+      std::string what = f->http_status ? std::to_string(f->http_status) : ctx_.shown(f->error);
       if (f->will_retry) {
         retry_until_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(f->retry_delay_ms);
         retry_what_ = "(" + what + ", attempt " + std::to_string(f->attempt + 1) + ")";
@@ -114,14 +127,15 @@ class StatusLine {
     } else if (const auto* r = get_if<LlmRequested>(e)) {
       status_ = "turn " + std::to_string(r->turn) + ": waiting for the model";
     } else if (const auto* q = get_if<ToolRequested>(e)) {
-      status_ = "running " + q->tool + " " + quote_preview(q->args.text, 50);
+      status_ = "running " + ctx_.shown(q->tool) + " " + quote_preview(ctx_.shown(q->args.text), 50);
       if (!tty_) line(status_);
     } else if (const auto* c = get_if<ToolCompleted>(e)) {
-      if (c->is_error && !tty_) line(c->tool + " failed: " + quote_preview(c->output, 60));
+      if (c->is_error && !tty_)
+        line(ctx_.shown(c->tool) + " failed: " + quote_preview(ctx_.shown(c->output), 60));
     } else if (const auto* h = get_if<HookDecided>(e)) {
       if (h->decision != "allow" && h->decision != "continue") {
-        line("hook " + h->hook_name + " (" + h->hook_event + "): " + h->decision +
-             (h->reason.empty() ? "" : " - " + h->reason));
+        line(ctx_.shown("hook " + h->hook_name + " (" + h->hook_event + "): " + h->decision +
+                        (h->reason.empty() ? "" : " - " + h->reason)));
       }
     }
   }
@@ -158,11 +172,13 @@ class StatusLine {
     std::fprintf(stderr, "  %s\n", text.c_str());
   }
 
+  const Context& ctx_;
   bool tty_;
   bool stream_;
   std::string prefix_;
   bool streaming_ = false;     // an answer's line is open on stdout
   std::string streamed_;       // the text streamed since it opened
+  std::string pending_lead_;   // a last byte that may begin a C1 control
   std::string last_streamed_;  // the last answer, if it was streamed in full
   std::mutex mu_;
   std::string status_ = "starting";

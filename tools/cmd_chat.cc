@@ -32,7 +32,7 @@ int run_chat(Context& ctx, const ChatArgs& args) {
   std::unique_ptr<Runtime> rt;
   if (int rc = open_runtime(ctx, args.runtime, &rt); rc != kExitOk) return rc;
   const bool tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
-  StatusLine status(isatty(STDERR_FILENO), tty, "agent> ");
+  StatusLine status(ctx, isatty(STDERR_FILENO), tty, "agent> ");
   auto on_event = [&status](const Event& e) { status.on_event(e); };
   auto on_delta = delta_printer(status);
   std::string current;
@@ -64,11 +64,11 @@ int run_chat(Context& ctx, const ChatArgs& args) {
     if (int sig = stop_signal(); sig != 0) return sig;  // it came as the turn ended
     status.clear();
     if (!s.ok()) {
-      std::printf("! %s\n", s.to_string().c_str());
+      std::printf("! %s\n", ctx.shown(s.to_string()).c_str());
     } else if (o.status == SessionStatus::kCompleted) {
-      if (!status.streamed(o.final_answer)) std::printf("agent> %s\n", o.final_answer.c_str());
+      if (!status.streamed(o.final_answer)) std::printf("agent> %s\n", ctx.shown(o.final_answer).c_str());
     } else {
-      std::printf("! the turn failed: %s (send another message to try again)\n", o.error.c_str());
+      std::printf("! the turn failed: %s (send another message to try again)\n", ctx.shown(o.error).c_str());
     }
     std::fflush(stdout);
     return 0;
@@ -86,8 +86,9 @@ int run_chat(Context& ctx, const ChatArgs& args) {
       std::vector<SessionMeta> sessions;
       std::vector<std::string> unreadable;
       Status s = runtime_log(*rt).list_sessions(&sessions, &unreadable);
-      if (!s.ok()) std::printf("! %s\n", s.to_string().c_str());
-      for (const auto& entry : unreadable) std::printf("! skipped the session index entry %s\n", entry.c_str());
+      if (!s.ok()) std::printf("! %s\n", ctx.shown(s.to_string()).c_str());
+      for (const auto& entry : unreadable)
+        std::printf("! skipped the session index entry %s\n", ctx.shown(entry).c_str());
       for (const auto& m : sessions) {
         std::printf("  %s%s  %s, %llu turns\n", m.id == current ? "* " : "  ", m.id.c_str(),
                     std::string(status_name(m.status)).c_str(),
@@ -104,7 +105,7 @@ int run_chat(Context& ctx, const ChatArgs& args) {
       Status s = rt->resume_session(
           id, Runtime::ResumeOptions{.allow_finished = true, .on_event = on_event, .on_delta = on_delta});
       if (!s.ok()) {
-        std::printf("! %s\n", s.to_string().c_str());
+        std::printf("! %s\n", ctx.shown(s.to_string()).c_str());
         continue;
       }
       current = id;
@@ -128,7 +129,7 @@ int run_chat(Context& ctx, const ChatArgs& args) {
       Status s = rt->fork_session(current, turn,
                                   Runtime::ForkOptions{.on_event = on_event, .on_delta = on_delta}, &id);
       if (!s.ok()) {
-        std::printf("! %s\n", s.to_string().c_str());
+        std::printf("! %s\n", ctx.shown(s.to_string()).c_str());
         continue;
       }
       std::printf("forked %s at turn %llu as %s\n", current.c_str(), static_cast<unsigned long long>(turn),
@@ -138,7 +139,7 @@ int run_chat(Context& ctx, const ChatArgs& args) {
       continue;
     }
     if (line[0] == '/') {
-      std::printf("! unknown command %s (/help lists them)\n", line.c_str());
+      std::printf("! unknown command %s (/help lists them)\n", ctx.shown(line).c_str());
       continue;
     }
     Status s;
@@ -154,7 +155,7 @@ int run_chat(Context& ctx, const ChatArgs& args) {
       s = rt->send_message(current, line);
     }
     if (!s.ok()) {
-      std::printf("! %s\n", s.to_string().c_str());
+      std::printf("! %s\n", ctx.shown(s.to_string()).c_str());
       continue;
     }
     if (int sig = answer(current)) return 128 + sig;

@@ -57,7 +57,8 @@ struct OtlpStream {
       return;
     }
     failed += n;
-    std::fprintf(stderr, "%s\n", redactor("collector: " + count(n, "span") + " not sent: " + s.message()).c_str());
+    std::fprintf(stderr, "%s\n",
+                 ctx.shown("collector: " + count(n, "span") + " not sent: " + s.message()).c_str());
   }
 };
 

@@ -113,15 +113,16 @@ class BodyReader {
 };
 
 // A body under its event line, each of its lines indented.
-void print_body(const std::string& ref, BodyReader& reader, const Redactor& redactor) {
+void print_body(const std::string& ref, BodyReader& reader, const Context& ctx) {
   bool found = false;
   std::string body = reader.get(ref, &found);
-  if (found) body = redactor(std::move(body));
+  const size_t bytes = body.size();
+  body = ctx.shown(body);
   if (!found) {
     std::printf("        (body %s: %s)\n", ref.c_str(), body.c_str());
     return;
   }
-  std::printf("        body %s, %zu bytes:\n", ref.c_str(), body.size());
+  std::printf("        body %s, %zu bytes:\n", ref.c_str(), bytes);
   size_t at = 0;
   while (at < body.size()) {
     size_t end = body.find('\n', at);
@@ -153,6 +154,15 @@ int run_show(Context& ctx, const ShowArgs& args) {
                     "`carapace sessions` lists the sessions there");
   }
   if (!s.ok()) return ctx.fail(s);
+  if (args.from > last || args.to < args.from) {
+    ctx.fail(Status::invalid_argument(
+                 args.from > last
+                     ? "--from " + std::to_string(args.from) + " is past the last event of session " +
+                           args.session + ", seq " + std::to_string(last)
+                     : "--to " + std::to_string(args.to) + " is before --from " + std::to_string(args.from)),
+             "seqs of " + args.session + " run from 1 to " + std::to_string(last));
+    return kExitUsage;
+  }
 
   nlohmann::json events = nlohmann::json::array();
   BodyReader bodies(ctx.home() + "/bodies");
@@ -196,8 +206,8 @@ int run_show(Context& ctx, const ShowArgs& args) {
     } else {
       std::printf("%6llu  %10s  %-18s %s\n", static_cast<unsigned long long>(e.seq),
                   offset(e.ts_us, base_us).c_str(), std::string(e.type_name()).c_str(),
-                  ctx.redactor()(event_summary(e)).c_str());
-      if (!ref.empty()) print_body(ref, bodies, ctx.redactor());
+                  ctx.shown(event_summary(e)).c_str());
+      if (!ref.empty()) print_body(ref, bodies, ctx);
     }
   }
   if (problem.ok()) problem = cursor->status();
@@ -266,8 +276,10 @@ void register_log_commands(CLI::App& app, Context& ctx) {
   auto show_args = std::make_shared<ShowArgs>();
   auto* show = log->add_subcommand("show", "Print a session's events in order, one line each");
   show->add_option("session", show_args->session, "Session id")->required();
-  show->add_option("--from", show_args->from, "First seq to show")->capture_default_str();
-  show->add_option("--to", show_args->to, "Last seq to show");
+  show->add_option("--from", show_args->from, "First seq to show")
+      ->capture_default_str()
+      ->check(whole_number_from(1));
+  show->add_option("--to", show_args->to, "Last seq to show")->check(whole_number_from(1));
   show->add_option("--type", show_args->type, "Only events of this type (e.g. tool.completed)");
   show->add_flag("--bodies", show_args->bodies,
                  "Print the verbatim provider request and response bodies the events reference");

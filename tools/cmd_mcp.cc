@@ -46,7 +46,6 @@ int run_mcp_list(Context& ctx, const McpListArgs& args) {
   env.secret_names = provider_key_env_names(config.provider);
   nlohmann::json servers = nlohmann::json::array();
   size_t failed = 0, tools_total = 0;
-  const Redactor& redactor = ctx.redactor();
   for (const auto& server_config : config.mcp_servers) {
     McpServer server(McpServerOptions{.config = server_config,
                                       .workspace = canonical,
@@ -59,7 +58,8 @@ int run_mcp_list(Context& ctx, const McpListArgs& args) {
       ++failed;
       entry["error"] = s.message();
       if (!ctx.json)
-        std::printf("%s: failed to start: %s\n", server_config.name.c_str(), redactor(s.message()).c_str());
+        std::printf("%s: failed to start: %s\n", ctx.shown(server_config.name).c_str(),
+                    ctx.shown(s.message()).c_str());
     } else {
       std::vector<mcp::ToolInfo> tools = server.tools();
       tools_total += tools.size();
@@ -76,16 +76,17 @@ int run_mcp_list(Context& ctx, const McpListArgs& args) {
       }
       entry["tools"] = list;
       if (!ctx.json) {
-        std::printf("%s: %s (protocol %s)\n", server_config.name.c_str(), count(tools.size(), "tool").c_str(),
-                    server.protocol_version().c_str());
+        std::printf("%s: %s (protocol %s)\n", ctx.shown(server_config.name).c_str(),
+                    count(tools.size(), "tool").c_str(), ctx.shown(server.protocol_version()).c_str());
         for (const auto& t : tools) {
           std::string hints = t.read_only ? " [read-only]" : t.idempotent ? " [idempotent]" : "";
           std::string first_line = t.description.substr(0, t.description.find('\n'));
           if (first_line.size() > 100) first_line = first_line.substr(0, 97) + "...";
-          std::printf("  %-40s%s %s\n", mcp::qualified_tool_name(server_config.name, t.name).c_str(),
-                      hints.c_str(), redactor(first_line).c_str());
+          std::printf("  %-40s%s %s\n",
+                      ctx.shown(mcp::qualified_tool_name(server_config.name, t.name)).c_str(), hints.c_str(),
+                      ctx.shown(first_line).c_str());
         }
-        for (const auto& why : server.skipped()) std::printf("  skipped: %s\n", redactor(why).c_str());
+        for (const auto& why : server.skipped()) std::printf("  skipped: %s\n", ctx.shown(why).c_str());
       }
     }
     server.stop();

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "base/text.h"
 #include "replay/verify.h"
 #include "storage/db_salvage.h"
 #include "tools/cli.h"
@@ -72,7 +73,7 @@ int run_repair(Context& ctx) {
                        {"summary", summary}});
     return verified.ok() ? kExitOk : kExitFailed;
   }
-  std::cout << "was damaged: " << r.damage << "\n";
+  std::cout << "was damaged: " << terminal_safe(r.damage) << "\n";
   std::printf("read %llu table files and %llu WAL files (%llu unreadable); skipped %llu damaged WAL records and "
               "%llu damaged event records\n",
               static_cast<unsigned long long>(r.table_files), static_cast<unsigned long long>(r.wal_files),
@@ -80,7 +81,8 @@ int run_repair(Context& ctx) {
               static_cast<unsigned long long>(r.damaged_wal_records),
               static_cast<unsigned long long>(r.damaged_event_records));
   for (const auto& f : r.sessions) {
-    std::printf("%-9s %s: %s\n", f.closed || f.kept_to == 0 ? "LOST" : "whole", f.id.c_str(), fate_line(f).c_str());
+    std::printf("%-9s %s: %s\n", f.closed || f.kept_to == 0 ? "LOST" : "whole", terminal_safe(f.id).c_str(),
+                terminal_safe(fate_line(f)).c_str());
   }
   if (r.damaged_wal_records > 0) {
     std::cout << "note: steps a session wrote after its last checkpoint that were only in a damaged WAL record "

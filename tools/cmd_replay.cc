@@ -105,7 +105,7 @@ int go_live(Context& ctx, const ReplayArgs& args, const std::string& id) {
   live.config = args.config;
   std::unique_ptr<Runtime> rt;
   if (int rc = open_runtime(ctx, live, &rt, id); rc != kExitOk) return rc;
-  StatusLine status(!ctx.json && isatty(STDERR_FILENO));
+  StatusLine status(ctx, !ctx.json && isatty(STDERR_FILENO));
   std::string fork;
   Status s = rt->fork_session(
       id, args.live_after,
@@ -161,15 +161,18 @@ std::string divergence_brief(const ReplayDivergence& d) {
   return what + std::string(d.expected->type_name()) + " differs in " + names;
 }
 
+// Terminal controls made visible, not redacted: the lines are made of
+// digests and ids, which the redactor would take for secrets.
 void print_divergence(const ReplayDivergence& d) {
-  std::printf("DIVERGED at %s\n", divergence_brief(d).c_str());
-  for (const auto& e : d.before) std::printf("    %s\n", describe_event(e).c_str());
-  std::printf("  recorded: %s\n", d.expected ? describe_event(*d.expected).c_str() : "(nothing: the recording ends)");
-  std::printf("  replayed: %s\n", d.actual ? describe_event(*d.actual).c_str() : "(nothing: the replay stopped)");
+  auto line = [](const std::string& text) { std::printf("%s\n", terminal_safe(text).c_str()); };
+  line("DIVERGED at " + divergence_brief(d));
+  for (const auto& e : d.before) line("    " + describe_event(e));
+  line("  recorded: " + (d.expected ? describe_event(*d.expected) : "(nothing: the recording ends)"));
+  line("  replayed: " + (d.actual ? describe_event(*d.actual) : "(nothing: the replay stopped)"));
   if (d.expected && d.actual && !(d.fields.size() == 1 && d.fields[0].field == "type")) {
     for (const auto& f : d.fields) {
-      std::printf("  field %s\n    recorded: %s\n    replayed: %s\n", f.field.c_str(),
-                  f.expected.empty() ? "(absent)" : f.expected.c_str(), f.actual.empty() ? "(absent)" : f.actual.c_str());
+      line("  field " + f.field + "\n    recorded: " + (f.expected.empty() ? "(absent)" : f.expected) +
+           "\n    replayed: " + (f.actual.empty() ? "(absent)" : f.actual));
     }
   }
 }
@@ -298,7 +301,7 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
       std::printf("%s\n", summary.c_str());
     } else {
       print_divergence(*report.divergence);
-      for (const std::string& note : notes) std::printf("  note: %s\n", note.c_str());
+      for (const std::string& note : notes) std::printf("  note: %s\n", ctx.shown(note).c_str());
     }
     return report.identical() ? kExitOk : kExitFailed;
   }
@@ -315,7 +318,7 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
       if (ctx.json) {
         rows.push_back({{"session", meta.id}, {"identical", false}, {"error", s.to_string()}});
       } else {
-        std::printf("ERROR      %s: %s\n", meta.id.c_str(), s.to_string().c_str());
+        std::printf("ERROR      %s: %s\n", meta.id.c_str(), ctx.shown(s.to_string()).c_str());
       }
       continue;
     }
@@ -325,7 +328,8 @@ int run_replay(Context& ctx, const ReplayArgs& args) {
     } else if (report.identical()) {
       std::printf("identical  %s: %s\n", meta.id.c_str(), identical_line(report).substr(11).c_str());
     } else {
-      std::printf("DIVERGED   %s: at %s\n", meta.id.c_str(), divergence_brief(*report.divergence).c_str());
+      std::printf("DIVERGED   %s: at %s\n", meta.id.c_str(),
+                  terminal_safe(divergence_brief(*report.divergence)).c_str());
     }
   }
   std::string summary = count(sessions.size(), "session") + ": " + std::to_string(identical) + " identical, " +

@@ -90,7 +90,7 @@ int load_cli_config(Context& ctx, const std::string& config_flag, Config* config
     if (!s.ok())
       return ctx.fail(s, "fix the config file, or run without --config to use the defaults (docs/config.md)");
   }
-  for (const auto& w : warnings) std::fprintf(stderr, "carapace: warning: %s\n", w.c_str());
+  for (const auto& w : warnings) std::fprintf(stderr, "carapace: warning: %s\n", ctx.shown(w).c_str());
   return kExitOk;
 }
 
@@ -99,8 +99,8 @@ namespace {
 // What a session imported from a bundle recorded, against the home's (with
 // the flags given): the notice a resume, fork or live replay of it prints
 // on stderr.
-void report_bundle_configuration(const std::string& id, const StoredRun& run, const Config& home,
-                                 bool trusted) {
+void report_bundle_configuration(const Context& ctx, const std::string& id, const StoredRun& run,
+                                 const Config& home, bool trusted) {
   std::vector<ConfigDifference> differences = configuration_differences(run.config, run.scenario, home);
   if (trusted) {
     std::fprintf(stderr,
@@ -119,7 +119,8 @@ void report_bundle_configuration(const std::string& id, const StoredRun& run, co
                        "in:");
   }
   for (const auto& d : differences) {
-    std::fprintf(stderr, "  %s: bundle %s, home %s\n", d.key.c_str(), d.recorded.c_str(), d.home.c_str());
+    std::fprintf(stderr, "  %s: bundle %s, home %s\n", ctx.shown(d.key).c_str(),
+                 ctx.shown(d.recorded).c_str(), ctx.shown(d.home).c_str());
   }
 }
 
@@ -155,9 +156,9 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
     loaded = true;
     if (args.trust_bundle_config) {
       for (const std::string& note : drop_prompt_files(&run.config)) {
-        std::fprintf(stderr, "carapace: %s\n", note.c_str());
+        std::fprintf(stderr, "carapace: %s\n", ctx.shown(note).c_str());
       }
-      report_bundle_configuration(stored_session, run, config, true);
+      report_bundle_configuration(ctx, stored_session, run, config, true);
     } else {
       stored = false;  // neither its configuration nor its scenario
     }
@@ -208,7 +209,7 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
   }
   // Against what it runs with instead: the home's, with the flags given.
   if (from_bundle && !args.trust_bundle_config)
-    report_bundle_configuration(stored_session, run, config, false);
+    report_bundle_configuration(ctx, stored_session, run, config, false);
   std::shared_ptr<FaultPlan> faults;
   if (!args.faults.empty()) {
     Status s = FaultPlan::load(args.faults, &faults);
@@ -300,12 +301,12 @@ int report_outcome(Context& ctx, const RuntimeArgs& args, Runtime& rt, const std
                          {"last_seq", outcome.last_seq}}},
                        {"summary", summary}});
   } else if (completed) {
-    if (!status.streamed(outcome.final_answer)) std::cout << outcome.final_answer << "\n";
+    if (!status.streamed(outcome.final_answer)) std::cout << ctx.shown(outcome.final_answer) << "\n";
     std::fprintf(stderr, "%s (%s)\n  its events: carapace log show %s\n", summary.c_str(),
-                 outcome.stop_reason.c_str(), id.c_str());
+                 ctx.shown(outcome.stop_reason).c_str(), id.c_str());
   } else {
     std::fprintf(stderr, "carapace: %s: %s\n  its events: carapace log show %s\n", summary.c_str(),
-                 outcome.error.c_str(), id.c_str());
+                 ctx.shown(outcome.error).c_str(), id.c_str());
   }
   return completed ? kExitOk : kExitFailed;
 }
@@ -318,7 +319,7 @@ int resume(Context& ctx, const RunArgs& args, Runtime& rt) {
   if (mode != "step" && mode != "turn") {
     return ctx.fail(Status::invalid_argument("--mode " + mode + " is not step or turn"));
   }
-  StatusLine status(!ctx.json && isatty(STDERR_FILENO), !ctx.json && isatty(STDOUT_FILENO));
+  StatusLine status(ctx, !ctx.json && isatty(STDERR_FILENO), !ctx.json && isatty(STDOUT_FILENO));
   Status s = rt.resume_session(id, Runtime::ResumeOptions{.mode = mode == "turn" ? Runtime::ResumeMode::kTurn
                                                                                  : Runtime::ResumeMode::kStep,
                                                           .allow_finished = !args.then.empty(),
@@ -338,7 +339,7 @@ int run_run(Context& ctx, RunArgs& args) {
     return ctx.fail(Status::invalid_argument("run needs a task (or --resume ID)"),
                     "carapace run \"<task>\" --scenario FILE");
   }
-  StatusLine status(!ctx.json && isatty(STDERR_FILENO), !ctx.json && isatty(STDOUT_FILENO));
+  StatusLine status(ctx, !ctx.json && isatty(STDERR_FILENO), !ctx.json && isatty(STDOUT_FILENO));
   std::string id;
   Status s = rt->start_session(SessionOptions{.id = args.session,
                                               .task = args.task,
@@ -362,7 +363,7 @@ struct ForkArgs {
 int run_fork(Context& ctx, const ForkArgs& args) {
   std::unique_ptr<Runtime> rt;
   if (int rc = open_runtime(ctx, args.runtime, &rt, args.source); rc != kExitOk) return rc;
-  StatusLine status(!ctx.json && isatty(STDERR_FILENO), !ctx.json && isatty(STDOUT_FILENO));
+  StatusLine status(ctx, !ctx.json && isatty(STDERR_FILENO), !ctx.json && isatty(STDOUT_FILENO));
   std::string id;
   Status s = rt->fork_session(args.source, args.at_turn,
                               Runtime::ForkOptions{.id = args.session,

@@ -36,7 +36,7 @@ int run_sessions(Context& ctx) {
   }
   // Damage in the index is reported, and the readable entries still listed.
   for (const auto& entry : unreadable) {
-    std::fprintf(stderr, "carapace: skipped the session index entry %s\n", entry.c_str());
+    std::fprintf(stderr, "carapace: skipped the session index entry %s\n", ctx.shown(entry).c_str());
   }
   if (ctx.json) {
     nlohmann::json data = nlohmann::json::array();

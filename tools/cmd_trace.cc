@@ -10,6 +10,7 @@
 #include "actors/collector/trace_stats.h"
 #include "actors/collector/trace_view.h"
 #include "base/bounded_json.h"
+#include "base/text.h"
 #include "events/event_json.h"
 #include "events/event_summary.h"
 #include "storage/body_store.h"
@@ -56,9 +57,9 @@ int run_show(Context& ctx, const ShowArgs& args) {
     if (!info.warning.empty()) data["warning"] = info.warning;
     ctx.print_success(data, summary);
   } else {
-    text = ctx.redactor()(std::move(text));
+    text = ctx.shown(text);
     std::fputs(text.c_str(), stdout);
-    if (!info.warning.empty()) std::fprintf(stderr, "carapace: %s\n", info.warning.c_str());
+    if (!info.warning.empty()) std::fprintf(stderr, "carapace: %s\n", ctx.shown(info.warning).c_str());
   }
   return kExitOk;
 }
@@ -152,21 +153,21 @@ int run_span(Context& ctx, const SpanArgs& args) {
     std::fwrite(found[0].text.data(), 1, found[0].text.size(), stdout);
     return kExitOk;
   }
-  std::printf("%s  (%s, span %s, trace %s)\n", sp.name.c_str(), sp.kind.c_str(), sp.span_id.c_str(),
-              sp.trace_id.c_str());
-  std::printf("  status    %s\n  seqs      %llu-%s\n  started   %s\n", sp.status.c_str(),
+  std::printf("%s  (%s, span %s, trace %s)\n", ctx.shown(sp.name).c_str(), sp.kind.c_str(),
+              sp.span_id.c_str(), sp.trace_id.c_str());
+  std::printf("  status    %s\n  seqs      %llu-%s\n  started   %s\n", ctx.shown(sp.status).c_str(),
               static_cast<unsigned long long>(sp.open_seq),
               sp.open() ? "(open)" : std::to_string(sp.close_seq).c_str(), local_time(sp.start_us).c_str());
   if (!sp.open()) std::printf("  duration  %s\n", format_duration_us(sp.end_us - sp.start_us).c_str());
   if (!sp.parent_id.empty()) std::printf("  parent    %s\n", sp.parent_id.c_str());
   for (const auto& [key, value] : sp.attrs.items()) {
     std::string text = value.is_string() ? value.get<std::string>() : dump(value);
-    if (!our_reference(key)) text = ctx.redactor()(std::move(text));
-    std::printf("  %-18s %s\n", key.c_str(), text.c_str());
+    if (!our_reference(key)) text = ctx.shown(text);
+    std::printf("  %-18s %s\n", ctx.shown(key).c_str(), text.c_str());
   }
   for (const auto& e : sp.events) {
-    std::printf("  event #%llu %s %s\n", static_cast<unsigned long long>(e.seq), e.name.c_str(),
-                ctx.redactor()(dump(e.attrs)).c_str());
+    std::printf("  event #%llu %s %s\n", static_cast<unsigned long long>(e.seq), ctx.shown(e.name).c_str(),
+                ctx.shown(dump(e.attrs)).c_str());
   }
   for (const auto& l : sp.links) {
     std::printf("  link (%s) session %s span %s (opened at seq %llu)\n", l.reason.c_str(), l.session.c_str(),
@@ -178,7 +179,7 @@ int run_span(Context& ctx, const SpanArgs& args) {
       continue;
     }
     std::printf("\n%s body %s, %zu bytes:\n", b.which.c_str(), b.ref.c_str(), b.text.size());
-    std::string shown = ctx.redactor()(args.raw ? b.text : pretty(b.text));
+    std::string shown = ctx.shown(args.raw ? b.text : pretty(b.text));
     std::fwrite(shown.data(), 1, shown.size(), stdout);
     if (shown.empty() || shown.back() != '\n') std::fputs("\n", stdout);
   }
@@ -227,8 +228,8 @@ int run_stats(Context& ctx, const StatsArgs& args) {
     ctx.print_success(stats, summary);
     return kExitOk;
   }
-  auto print = [](const std::string& title, const nlohmann::json& a) {
-    std::printf("%s\n", title.c_str());
+  auto print = [&ctx](const std::string& title, const nlohmann::json& a) {
+    std::printf("%s\n", ctx.shown(title).c_str());
     std::printf("  sessions %llu, turns %llu, model calls %llu (%llu retried)\n",
                 a["sessions"].get<unsigned long long>(), a["turns"].get<unsigned long long>(),
                 a["model_calls"].get<unsigned long long>(), a["retries"].get<unsigned long long>());
@@ -243,10 +244,10 @@ int run_stats(Context& ctx, const StatsArgs& args) {
     std::printf("  tool calls %llu, %llu failed (%.0f%%)\n", a["tool_calls"].get<unsigned long long>(),
                 a["tool_errors"].get<unsigned long long>(), 100.0 * a["tool_error_rate"].get<double>());
     for (const auto& [name, tool] : a["tools"].items()) {
-      std::printf("    %-16s %5llu calls  %4llu failed (%3.0f%%)  p50 %llu ms  p95 %llu ms\n", name.c_str(),
-                  tool["calls"].get<unsigned long long>(), tool["errors"].get<unsigned long long>(),
-                  100.0 * tool["error_rate"].get<double>(), tool["p50_ms"].get<unsigned long long>(),
-                  tool["p95_ms"].get<unsigned long long>());
+      std::printf("    %-16s %5llu calls  %4llu failed (%3.0f%%)  p50 %llu ms  p95 %llu ms\n",
+                  ctx.shown(name).c_str(), tool["calls"].get<unsigned long long>(),
+                  tool["errors"].get<unsigned long long>(), 100.0 * tool["error_rate"].get<double>(),
+                  tool["p50_ms"].get<unsigned long long>(), tool["p95_ms"].get<unsigned long long>());
     }
   };
   print("all" + (args.since.empty() ? std::string() : " (last " + args.since + ")"), tot);
@@ -290,7 +291,7 @@ int run_analyze(Context& ctx, const AnalyzeArgs& args) {
         std::string seqs;
         for (size_t q = 0; q < f.seqs.size() && q < 12; ++q) seqs += (seqs.empty() ? "" : ",") + std::to_string(f.seqs[q]);
         if (f.seqs.size() > 12) seqs += ",… (--json lists all)";
-        std::printf("%s  %-24s %s  (seq %s)\n", id.c_str(), f.pattern.c_str(), ctx.redactor()(f.message).c_str(),
+        std::printf("%s  %-24s %s  (seq %s)\n", id.c_str(), f.pattern.c_str(), ctx.shown(f.message).c_str(),
                     seqs.c_str());
       }
     }
@@ -407,7 +408,7 @@ int run_diff(Context& ctx, const DiffArgs& args) {
   if (ctx.json) {
     ctx.print_success({{"a", args.a}, {"b", args.b}, {"turns", rows}, {"first_difference", first}}, summary);
   } else {
-    text = ctx.redactor()(std::move(text));
+    text = ctx.shown(text);
     std::fputs(text.c_str(), stdout);
     std::printf("%s\n", summary.c_str());
   }
@@ -483,11 +484,11 @@ int run_tail(Context& ctx, const TailArgs& args) {
           nlohmann::json j = event_to_json(e);
           j["session"] = id;
           redact_json(j, ctx.redactor());
-          std::printf("%s\n", dump(j).c_str());
+          std::printf("%s\n", json_terminal_safe(dump(j)).c_str());
         } else {
           std::printf("%s  %6llu  %s  %-18s %s\n", id.c_str(), static_cast<unsigned long long>(e.seq),
                       local_time(e.ts_us).c_str(), std::string(e.type_name()).c_str(),
-                      ctx.redactor()(event_summary(e)).c_str());
+                      ctx.shown(event_summary(e)).c_str());
         }
         from = e.seq;
         if (get_if<SessionCompleted>(e) || get_if<SessionFailed>(e)) done = true;

@@ -128,7 +128,7 @@ int run_export(Context& ctx, const ExportArgs& args) {
   std::string text;
   s = export_trace(args.format, input, &text);
   if (!s.ok()) return ctx.fail(s);
-  for (const auto& w : warnings) std::fprintf(stderr, "%s\n", redactor("carapace: " + w).c_str());
+  for (const auto& w : warnings) std::fprintf(stderr, "%s\n", ctx.shown("carapace: " + w).c_str());
 
   const std::string what = count(span_count, "span") + " of " + count(input.traces.size(), "session") + " as " + args.format;
   nlohmann::json data{{"format", args.format}, {"sessions", sessions.size()}, {"spans", span_count},
@@ -142,11 +142,12 @@ int run_export(Context& ctx, const ExportArgs& args) {
   }
   if (!args.endpoint.empty()) {
     OtlpSendOptions options{.endpoint = args.endpoint, .max_attempts = args.attempts};
-    options.on_retry = [&ctx, &redactor](int attempt, uint64_t delay_ms, const std::string& why) {
+    options.on_retry = [&ctx](int attempt, uint64_t delay_ms, const std::string& why) {
       if (!ctx.json) {
-        std::fprintf(stderr, "%s\n", redactor("carapace: the OTLP receiver answered " + why + "; attempt " +
-                                              std::to_string(attempt) + " in " + std::to_string(delay_ms) + " ms")
-                                         .c_str());
+        std::fprintf(stderr, "%s\n",
+                     ctx.shown("carapace: the OTLP receiver answered " + why + "; attempt " +
+                               std::to_string(attempt) + " in " + std::to_string(delay_ms) + " ms")
+                         .c_str());
       }
     };
     OtlpSendReport report;
@@ -164,7 +165,7 @@ int run_export(Context& ctx, const ExportArgs& args) {
   } else if (args.output.empty() && args.endpoint.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);
   } else {
-    std::printf("%s\n", redactor(summary).c_str());
+    std::printf("%s\n", ctx.shown(summary).c_str());
   }
   return kExitOk;
 }

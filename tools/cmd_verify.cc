@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "base/text.h"
 #include "replay/verify.h"
 #include "storage/keys.h"
 #include "tools/cli.h"
@@ -68,9 +69,9 @@ int run_verify(Context& ctx, const VerifyArgs& args) {
         if (i.session != v.session) continue;
         if (i.seq != 0) {
           std::printf("        seq %llu  %s: %s\n", static_cast<unsigned long long>(i.seq), i.kind.c_str(),
-                      i.detail.c_str());
+                      terminal_safe(i.detail).c_str());
         } else {
-          std::printf("        %s: %s\n", i.kind.c_str(), i.detail.c_str());
+          std::printf("        %s: %s\n", i.kind.c_str(), terminal_safe(i.detail).c_str());
         }
       }
     }

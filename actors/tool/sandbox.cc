@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "actors/tool/scratch_dir.h"
 #include "actors/tool/workspace.h"
 #include "base/text.h"
 
@@ -287,14 +288,7 @@ std::string describe_sandbox(const SandboxPlan& plan) {
 Status CallSandbox::create(const SandboxPlan& plan, const SandboxOptions& options, const WorkspaceRoot& workspace,
                            std::unique_ptr<CallSandbox>* out) {
   std::unique_ptr<CallSandbox> sandbox(new CallSandbox());
-  const char* tmp = std::getenv("TMPDIR");
-  std::string base = tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp";
-  std::string pattern = base + "/carapace-call-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    return Status::io_error("cannot make the call's scratch directory in " + base + ": " + errno_text(errno) +
-                            " (give carapace a writable TMPDIR)");
-  }
-  sandbox->scratch_ = pattern;
+  CARAPACE_RETURN_IF_ERROR(make_scratch_dir(scratch_base(), &sandbox->scratch_));
   sandbox->network_namespace_ = plan.network_off && plan.network_namespace;
   sandbox->drop_capabilities_ = plan.mode != "off";
   sandbox->uid_map_ = id_map(::geteuid());

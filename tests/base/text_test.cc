@@ -31,3 +31,22 @@ BOOST_AUTO_TEST_CASE(leading_continuations_are_counted_up_to_three) {
 BOOST_AUTO_TEST_CASE(errno_text_names_the_error) {
   BOOST_TEST(errno_text(ENOENT) == "No such file or directory");
 }
+
+BOOST_AUTO_TEST_CASE(terminal_controls_are_made_visible) {
+  // An OSC title change, a CSI clear-screen, a carriage return that would
+  // overwrite the line, a BEL; the 8-bit CSI (U+009B) too.
+  BOOST_TEST(terminal_safe("name\x1b]0;pwned\x07 x") == "name\\x1b]0;pwned\\x07 x");
+  BOOST_TEST(terminal_safe("\x1b[2J\rok\x7f") == "\\x1b[2J\\x0dok\\x7f");
+  BOOST_TEST(terminal_safe("a\xC2\x9B"
+                           "31mred") == "a\\u009b31mred");
+  // Lines, tabs and other text stay as they are; é (C3 A9) and a no-break
+  // space (C2 A0) are not controls.
+  BOOST_TEST(terminal_safe("line 1\n\tline 2 \xC3\xA9\xC2\xA0!") == "line 1\n\tline 2 \xC3\xA9\xC2\xA0!");
+  std::string out = "untouched";
+  BOOST_TEST(!escape_terminal_controls("plain", &out));
+  BOOST_TEST(out == "untouched");
+  BOOST_TEST(terminal_safe("\xC2") == "\xC2");  // a cut lead byte at the end is not read past
+  // JSON output: C0 is escaped by JSON itself; C1 and DEL are escaped here.
+  BOOST_TEST(json_terminal_safe("{\"a\":\"x\xC2\x9By\x7f\"}") == "{\"a\":\"x\\u009by\\u007f\"}");
+  BOOST_TEST(json_terminal_safe("{\"a\":1}") == "{\"a\":1}");
+}

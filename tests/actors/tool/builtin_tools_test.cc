@@ -29,6 +29,7 @@
 #include "actors/tool/file_tools.h"
 #include "actors/tool/process.h"
 #include "actors/tool/sandbox.h"
+#include "actors/tool/scratch_dir.h"
 #include "actors/tool/shell_tool.h"
 #include "actors/tool/tool_env.h"
 #include "actors/tool/workspace.h"
@@ -1401,3 +1402,55 @@ BOOST_AUTO_TEST_CASE(list_dir_is_confined) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// A runtime SIGKILLed mid-call leaves its call's scratch directory behind
+// (56 were found in /tmp): the next runtime to start removes those whose
+// maker is gone, and nothing else.
+BOOST_AUTO_TEST_CASE(scratch_dirs_a_killed_process_left_are_reclaimed_and_only_those) {
+  testing::TempDir base;
+  int pipe_fds[2];
+  BOOST_REQUIRE(::pipe(pipe_fds) == 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    std::string path;
+    if (!make_scratch_dir(base.path(), &path).ok()) ::_exit(1);
+    path += "\n";
+    if (::write(pipe_fds[1], path.data(), path.size()) < 0) ::_exit(1);
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  std::string killed;
+  char c;
+  while (::read(pipe_fds[0], &c, 1) == 1 && c != '\n') killed += c;
+  ::close(pipe_fds[0]);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  BOOST_REQUIRE(fs::is_directory(killed));
+  std::ofstream(killed + "/left.txt") << "what the command wrote";
+
+  std::string live;  // this process's own, for a call still running
+  CHECK_OK(make_scratch_dir(base.path(), &live));
+  // This pid, another start time: a process before this one with the same pid.
+  std::string reused = base.sub("carapace-call-" + std::to_string(::getpid()) + "-1-abcdef");
+  fs::create_directory(reused);
+  std::string old_form = base.sub("carapace-call-Xy12Ab");  // made before names carried a pid
+  fs::create_directory(old_form);
+  std::string other_user = base.sub("carapace-call-999999999-5-abcdef");  // no such pid, but not ours
+  fs::create_directory(other_user);
+  BOOST_REQUIRE(::chown(other_user.c_str(), 65534, 65534) == 0 || ::geteuid() != 0);
+  std::string a_file = base.sub("carapace-call-999999998-5-abcdef");  // not a directory
+  std::ofstream(a_file) << "x";
+
+  size_t removed = reclaim_scratch_dirs(base.path());
+  BOOST_TEST(!fs::exists(killed));
+  BOOST_TEST(!fs::exists(reused));
+  BOOST_TEST(fs::is_directory(live));
+  BOOST_TEST(fs::is_directory(old_form));
+  BOOST_TEST(fs::exists(a_file));
+  if (::geteuid() == 0) {
+    BOOST_TEST(fs::is_directory(other_user));
+    BOOST_TEST(removed == 2u);
+  }
+  BOOST_TEST(reclaim_scratch_dirs(base.path()) == 0u);
+}

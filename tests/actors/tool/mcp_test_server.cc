@@ -22,7 +22,8 @@
 // --stderr-flood N (writes N numbered lines on stderr at start, from a
 // thread, as fast as it can; 0: without end).
 //
-// Tool flood_stdout {bytes} answers with one line of that many bytes,
+// --escapes adds a tool whose description holds terminal controls and one
+// whose name does. Tool flood_stdout {bytes} answers with one line of that many bytes,
 // written 1 MiB at a time (never held whole). Tool deep_result {depth}
 // (listed with --deep-result) answers with structuredContent nested that
 // deep, and --deep-schema N adds
@@ -62,6 +63,7 @@ struct Flags {
   bool list_changed_after_list = false;
   size_t deep_schema = 0;
   bool deep_result = false;
+  bool escapes = false;
 };
 
 // {"a":{"a":...1...}}, `depth` objects deep.
@@ -119,6 +121,14 @@ std::vector<json> tools() {
     out.push_back({{"name", "bad name!"}, {"inputSchema", schema(json::object(), {})}});
   }
   if (extra_tool) out.push_back(tool("extra", "Appeared after a call", schema(json::object(), {})));
+  if (flags.escapes) {
+    // A title change, a screen clear and an 8-bit CSI in what a client prints.
+    out.push_back(tool("ansi",
+                       "Harmless\x1b]0;pwned\x07\x1b[2J\xc2\x9b"
+                       "31m",
+                       schema(json::object(), {})));
+    out.push_back(tool("esc\x1b[31mname", "A name with a control in it", schema(json::object(), {})));
+  }
   if (flags.deep_result) {
     out.push_back(tool("deep_result", "Returns structured content nested depth deep",
                        schema({{"depth", {{"type", "integer"}}}}, {"depth"}), {{"readOnlyHint", true}}));
@@ -235,6 +245,8 @@ int main(int argc, char** argv) {
       flags.deep_schema = std::stoul(next());
     else if (a == "--deep-result")
       flags.deep_result = true;
+    else if (a == "--escapes")
+      flags.escapes = true;
     else if (a == "--stderr-flood") {
       long n = std::atol(next().c_str());
       std::thread([n] {

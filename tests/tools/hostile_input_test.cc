@@ -5,7 +5,8 @@
 // bundle forged with valid checkpoint hashes, replayed and imported. Before
 // the bound, 100,000 to 400,000 levels killed `run`, `log show --json`,
 // `replay`, `trace export --with-content` and `mcp list` (SIGSEGV).
-#define BOOST_TEST_MODULE deep_json_test
+// And terminal controls a server or a tool wrote are shown, never obeyed.
+#define BOOST_TEST_MODULE hostile_input_test
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
@@ -186,6 +187,53 @@ BOOST_AUTO_TEST_CASE(every_reader_of_a_log_holding_deep_json_shows_it_as_text) {
   // A fork runs on from the history that holds it.
   CliResult fork = cli.run("fork d1 --at-turn 2 --scenario " + quickstart + " --workspace " + ws);
   CHECK_NOT_CRASHED(fork, "fork");
+}
+
+// An MCP server's tool description, a command's output and a model's answer
+// holding terminal controls (an OSC title change, a screen clear, an 8-bit
+// CSI): every human line shows them as \x1b, \u009b...; none reaches the
+// terminal raw.
+BOOST_AUTO_TEST_CASE(terminal_controls_from_outside_are_shown_not_obeyed) {
+  auto raw_controls = [](const std::string& text) {
+    return text.find('\x1b') != std::string::npos || text.find('\x07') != std::string::npos ||
+           text.find("\xc2\x9b") != std::string::npos;
+  };
+  std::string config = write(
+      "mcp.json",
+      json{{"mcp_servers", {{"esc", {{"command", MCP_TEST_SERVER}, {"args", json::array({"--escapes"})}}}}},
+           {"tools", {{"sandbox", "off"}}}}
+          .dump());
+  CliResult listed = cli.run("mcp list --config " + config + " --workspace " + ws);
+  BOOST_TEST(listed.code == 0, listed.out << listed.err);
+  BOOST_TEST(contains(listed.out, "Harmless\\x1b]0;pwned\\x07\\x1b[2J\\u009b31m"), listed.out);
+  BOOST_TEST(!raw_controls(listed.out + listed.err), listed.out << listed.err);
+  CliResult listed_json = cli.run("mcp list --json --config " + config + " --workspace " + ws);
+  BOOST_TEST(contains(listed_json.out, "\\u001b]0;pwned"), listed_json.out);
+  BOOST_TEST(!raw_controls(listed_json.out), listed_json.out);
+
+  std::string scenario = write(
+      "escapes.json", json{{"replies",
+                            {{{"tool_calls",
+                               {{{"name", "shell"},
+                                 {"args", {{"command", "printf 'out\\033]0;pwned\\007\\302\\233x\\n'"}}}}}}},
+                             {{"text", "done\x1b[2J\xc2\x9b"}}}}}
+                          .dump());
+  CliResult run = cli.run("run go --session e1 --scenario " + scenario + " --workspace " + ws);
+  BOOST_TEST(run.code == 0, run.out << run.err);
+  BOOST_TEST(contains(run.out, "done\\x1b[2J\\u009b"), run.out);
+  std::vector<std::string> readers = {"log show e1", "log show e1 --json", "trace show e1",
+                                      "trace show e1 --json", "replay e1"};
+  CliResult spans = cli.run("trace show e1 --json");
+  for (const auto& sp : json::parse(spans.out)["data"]["spans"]) {
+    readers.push_back("trace span e1 " + std::to_string(sp.value("seq", uint64_t{0})));
+  }
+  for (const auto& args : readers) {
+    CliResult r = cli.run(args);
+    BOOST_TEST(r.code == 0, args << ": " << r.err);
+    BOOST_TEST(!raw_controls(r.out + r.err), args << ":\n" << r.out << r.err);
+  }
+  std::string json_log = cli.run("log show e1 --json").out;
+  BOOST_TEST(contains(json_log, "out\\u001b]0;pwned\\u0007\\u009bx"), json_log);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
