@@ -43,6 +43,7 @@ std::optional<FaultAction> fault_action_from_name(std::string_view name) {
 }
 
 std::string Fault::describe() const {
+  if (!recorded.empty()) return recorded;
   std::string s(fault_action_name(action));
   if (action == FaultAction::kError) {
     if (http_status) s += " HTTP " + std::to_string(http_status);

@@ -59,6 +59,9 @@ struct Fault {
   uint64_t delay_ms = 0;  // delay
   std::string message;    // error text
   std::string rule;       // which rule fired, for the log
+  // A replay's fault: what the recording says was done, said again by
+  // describe(); the replay waits for nothing.
+  std::string recorded;
 
   explicit operator bool() const { return action != FaultAction::kNone; }
   // "error HTTP 503 (rule 2)", "delay 200 ms (rule 1)".

@@ -20,25 +20,39 @@
 namespace carapace {
 namespace {
 
-// Refuses the replay's writes once its log reaches a limit: where the
-// recorded run stopped (crashed), or where the replay must end.
+// The storage faults of a replay: it refuses the replay's writes once its
+// log reaches a limit (where the recorded run stopped, or where the replay
+// must end), and says again the delays a fault plan put before a recorded
+// step or checkpoint (a fault.injected the journal wrote), waiting for none.
 class Halt : public FaultInjector {
  public:
-  // `last` gives the session's last seq (its journal's).
-  explicit Halt(std::function<uint64_t()> last) : last_(std::move(last)) {}
+  // `last` gives the session's last seq (its journal's); `recorded[i]` holds seq i + 1.
+  Halt(std::function<uint64_t()> last, const std::vector<Event>* recorded)
+      : last_(std::move(last)), recorded_(recorded) {}
   // Appends are refused while the session's last seq is >= limit (0: never).
   void limit(uint64_t seq) { limit_ = seq; }
 
   Fault check(const FaultSite& site) override {
-    if (limit_ == 0 || (site.point != FaultPoint::kLogBeforeAppend && site.point != FaultPoint::kCommitBefore)) {
-      return Fault{};
+    if (site.point != FaultPoint::kLogBeforeAppend && site.point != FaultPoint::kCommitBefore) return Fault{};
+    const uint64_t last = last_();
+    if (limit_ != 0 && last >= limit_) {
+      return Fault{
+          .action = FaultAction::kError, .message = "the recorded run stopped here", .rule = "replay"};
     }
-    if (last_() < limit_) return Fault{};
-    return Fault{.action = FaultAction::kError, .message = "the recorded run stopped here", .rule = "replay"};
+    // The next recorded event, or the one after a session.started that opens the step.
+    for (uint64_t i = last; i < recorded_->size() && i <= last + 1; ++i) {
+      const auto* f = get_if<FaultInjected>((*recorded_)[i]);
+      if (f != nullptr && f->action == "delay" && f->point == fault_point_name(site.point)) {
+        return Fault{.action = FaultAction::kDelay, .recorded = f->detail};
+      }
+      if (!std::holds_alternative<SessionStarted>((*recorded_)[i].body)) break;
+    }
+    return Fault{};
   }
 
  private:
   std::function<uint64_t()> last_;
+  const std::vector<Event>* recorded_;
   std::atomic<uint64_t> limit_{0};
 };
 
@@ -97,7 +111,7 @@ class Replay {
     written_ = history_;
     compared_ = history_;
     tape_ = std::make_shared<ReplayTape>(recorded_, [this] { return written_.load(); });
-    halt_ = std::make_shared<Halt>([this] { return journal_ ? journal_->last_seq() : 0; });
+    halt_ = std::make_shared<Halt>([this] { return journal_ ? journal_->last_seq() : 0; }, &recorded_);
 
     config_.set("scheduler.policy", caf::atom("testing"));
     system_ = std::make_unique<caf::actor_system>(config_);

@@ -142,10 +142,14 @@ Status SessionJournal::inject_before(FaultPoint point, std::vector<EventBody>& s
   }
   if (f.action == FaultAction::kDelay) {
     std::this_thread::sleep_for(std::chrono::milliseconds(f.delay_ms));
-    step.insert(step.begin(), FaultInjected{.point = std::string(fault_point_name(point)),
-                                            .action = "delay",
-                                            .detail = f.describe(),
-                                            .turn = state_.turn});
+    // Recorded with the step it delayed, after the session.started that
+    // opens a session (nothing of a session comes before it).
+    auto at = step.begin();
+    if (std::holds_alternative<SessionStarted>(step.front())) ++at;
+    step.insert(at, FaultInjected{.point = std::string(fault_point_name(point)),
+                                  .action = "delay",
+                                  .detail = f.describe(),
+                                  .turn = state_.turn});
   }
   return Status();
 }

@@ -44,6 +44,12 @@ class Provider {
 
   virtual ProviderReply call(const ProviderRequest& request, const DeltaSink& on_delta) = 0;
 
+  // Whether the replies of call() say themselves whether the provider
+  // answered (ProviderReply::answered): a replay does, as the recording says
+  // (an attempt an injected fault stopped was never answered). Otherwise
+  // every reply call() returns counts as the provider's own.
+  virtual bool reports_answered() const { return false; }
+
   // Whether start() is implemented (then the provider actor uses it).
   virtual bool asynchronous() const { return false; }
 

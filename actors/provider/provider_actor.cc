@@ -84,8 +84,9 @@ bool apply_fault(const Fault& f, FaultPoint point, ProviderReply* reply) {
 // Carries out the faults around an answer: `before` (a delay, which let the
 // call go ahead) and whatever provider.after_response says. True if the
 // reply must never be sent (hang).
-bool faults_around_answer(const Fault& before, FaultSite site, FaultInjector* faults, ProviderReply* reply) {
-  reply->answered = true;
+bool faults_around_answer(const Fault& before, FaultSite site, FaultInjector* faults, ProviderReply* reply,
+                          bool provider_answered = true) {
+  if (provider_answered) reply->answered = true;
   apply_fault(before, FaultPoint::kProviderBeforeRequest, reply);
   site.point = FaultPoint::kProviderAfterResponse;
   return apply_fault(check_fault(faults, site), FaultPoint::kProviderAfterResponse, reply);
@@ -161,7 +162,7 @@ ProviderWorkerActor::behavior_type provider_worker(ProviderWorkerActor::stateful
         DeltaSink on_delta;
         if (sink) on_delta = [self, sink](const StreamDelta& d) { self->send(sink, d); };
         ProviderReply reply = provider->call(request, on_delta);
-        bool hang = faults_around_answer(before, site, faults.get(), &reply);
+        bool hang = faults_around_answer(before, site, faults.get(), &reply, !provider->reports_answered());
         uint64_t latency = reply.latency_ms;
         respond(self, promise, std::move(reply), hang, latency);
         return promise;

@@ -17,6 +17,7 @@ class ReplayProvider : public Provider {
 
   std::string name() const override { return "replay"; }
   bool blocking() const override { return false; }
+  bool reports_answered() const override { return true; }
   ProviderReply call(const ProviderRequest& request, const DeltaSink& on_delta) override;
 
  private:
