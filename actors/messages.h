@@ -151,6 +151,9 @@ struct SessionOutcome {
   TokenUsage tokens;
   double cost_usd = 0;
   uint64_t last_seq = 0;
+  // The session goes on at once with another run: a message sent meanwhile,
+  // or the next follow-up. A waiter that wants the very end waits again.
+  bool continues = false;
 
   static constexpr auto fields() {
     using O = SessionOutcome;
@@ -162,7 +165,8 @@ struct SessionOutcome {
                       Field{6, "turns", &O::turns},
                       Field{7, "tokens", &O::tokens},
                       Field{8, "cost_usd", &O::cost_usd},
-                      Field{9, "last_seq", &O::last_seq}};
+                      Field{9, "last_seq", &O::last_seq},
+                      Field{10, "continues", &O::continues}};
   }
   friend bool operator==(const SessionOutcome&, const SessionOutcome&) = default;
 };

@@ -93,8 +93,10 @@ struct Summarizer {
   }
   std::string operator()(const ToolCompleted& x) const {
     std::string s = x.tool + " " + x.call_id + " ";
-    if (x.interrupted)
-      s += "interrupted by a crash";
+    if (x.interrupted && !x.stop_reason.empty())
+      s += "interrupted by a stop (" + x.stop_reason + "), outcome unknown";
+    else if (x.interrupted)
+      s += "interrupted by a crash, outcome unknown";
     else if (x.timed_out)
       s += "timed out";
     else

@@ -104,9 +104,18 @@ struct UserMessage {
   // Sent while the session's loop was running: it joins the conversation when
   // the next turn starts, not in the middle of the running one.
   bool queued = false;
+  // A follow-up (`run --then`): recorded with the task (or by a resume), it
+  // waits in the state until the session has nothing left to do, then is
+  // sent as the next message; so a crash at any point loses none.
+  bool follow_up = false;
+  // This is the first waiting follow-up, sent now: it leaves the wait and
+  // starts a run as any message does.
+  bool from_follow_ups = false;
 
   static constexpr auto fields() {
-    return std::tuple{Field{1, "text", &UserMessage::text}, Field{2, "queued", &UserMessage::queued}};
+    return std::tuple{Field{1, "text", &UserMessage::text}, Field{2, "queued", &UserMessage::queued},
+                      Field{3, "follow_up", &UserMessage::follow_up},
+                      Field{4, "from_follow_ups", &UserMessage::from_follow_ups}};
   }
   friend bool operator==(const UserMessage&, const UserMessage&) = default;
 };
@@ -264,7 +273,8 @@ struct ToolCompleted {
   bool truncated = false;
   uint64_t original_bytes = 0;  // output size before truncation
   uint64_t kept_bytes = 0;
-  bool interrupted = false;  // the call's outcome was lost to a crash
+  bool interrupted = false;  // the call's outcome was lost: the run ended while it ran
+  std::string stop_reason;   // interrupted by a stop (session.stopped): its reason; "": by a crash
 
   static constexpr auto fields() {
     return std::tuple{Field{1, "call_id", &ToolCompleted::call_id},
@@ -276,7 +286,8 @@ struct ToolCompleted {
                       Field{7, "truncated", &ToolCompleted::truncated},
                       Field{8, "original_bytes", &ToolCompleted::original_bytes},
                       Field{9, "kept_bytes", &ToolCompleted::kept_bytes},
-                      Field{10, "interrupted", &ToolCompleted::interrupted}};
+                      Field{10, "interrupted", &ToolCompleted::interrupted},
+                      Field{11, "stop_reason", &ToolCompleted::stop_reason}};
   }
   friend bool operator==(const ToolCompleted&, const ToolCompleted&) = default;
 };

@@ -55,6 +55,16 @@ struct Applier {
   }
 
   Status operator()(const UserMessage& x) {
+    if (x.follow_up) {
+      s.follow_ups.push_back(take(x.text));
+      return Status();
+    }
+    if (x.from_follow_ups) {
+      if (s.follow_ups.empty() || s.follow_ups.front() != x.text) {
+        return violation(e, "no waiting follow-up comes first with this text");
+      }
+      s.follow_ups.erase(s.follow_ups.begin());
+    }
     if (x.queued) {
       s.queued_inputs.push_back(take(x.text));
       return Status();

@@ -119,6 +119,7 @@ struct SessionState {
   bool last_failure_transient = false;  // of the last failed model call
   // User messages sent while the loop ran; they join `messages` when the next turn starts.
   std::vector<std::string> queued_inputs;
+  std::vector<std::string> follow_ups;  // waiting for the session to have nothing left to do, in order
 
   // XXH3-128 chain over `messages` (see state_hash); kept up to date by apply().
   Digest128 messages_digest;
@@ -183,6 +184,7 @@ struct SessionState {
         Field{52, "queued_inputs", &S::queued_inputs},
         Field{53, "turn_system_messages", &S::turn_system_messages},
         Field{54, "turn_failures", &S::turn_failures},
+        Field{55, "follow_ups", &S::follow_ups},
         Field{40, "messages_digest", &S::messages_digest},
     };
   }

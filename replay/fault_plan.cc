@@ -174,6 +174,20 @@ Fault FaultPlan::check(const FaultSite& site) {
   return winner->rule.fault;
 }
 
+std::vector<uint64_t> FaultPlan::matched() const {
+  std::lock_guard lock(mu_);
+  std::vector<uint64_t> out;
+  for (const auto& a : rules_) out.push_back(a.matches);
+  return out;
+}
+
+std::vector<FaultPoint> FaultPlan::points() const {
+  std::lock_guard lock(mu_);
+  std::vector<FaultPoint> out;
+  for (const auto& a : rules_) out.push_back(a.rule.point);
+  return out;
+}
+
 std::vector<uint64_t> FaultPlan::fired() const {
   std::lock_guard lock(mu_);
   std::vector<uint64_t> out;

@@ -44,6 +44,11 @@ class FaultPlan : public FaultInjector {
 
   // How often each rule fired so far.
   std::vector<uint64_t> fired() const;
+  // How often each rule's point was reached where the rule matched, whether
+  // it fired or not (a rule with probability 0 only counts).
+  std::vector<uint64_t> matched() const;
+  // The point of each rule, in order.
+  std::vector<FaultPoint> points() const;
 
  private:
   struct Armed {

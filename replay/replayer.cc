@@ -362,9 +362,22 @@ class Replay {
     CARAPACE_RETURN_IF_ERROR(reopen_journal(log_.get(), id_, std::move(r), how, journal_options(), &journal));
     bool reconfigured = false;
     CARAPACE_RETURN_IF_ERROR(reenact_configuration(journal.get(), &reconfigured));
+    CARAPACE_RETURN_IF_ERROR(reenact_follow_ups(journal.get()));
     ++resumes_;
     launch(std::move(journal), false);
     return Status();
+  }
+
+  // The follow-up messages a resume recorded (`resume --then`) came from
+  // outside the loop: they are written as they were, before it goes on.
+  Status reenact_follow_ups(SessionJournal* journal) {
+    std::vector<EventBody> step;
+    for (uint64_t i = journal->last_seq(); i < recorded_.size(); ++i) {
+      const auto* m = get_if<UserMessage>(recorded_[i]);
+      if (m == nullptr || !m->follow_up) break;
+      step.emplace_back(*m);
+    }
+    return journal->append_synced(std::move(step));
   }
 
   const ReplayOptions& options_;

@@ -4,7 +4,12 @@ namespace carapace {
 
 bool recovered_finished(const RecoveredSession& r) {
   const SessionState& s = r.committed;
-  return (s.status == SessionStatus::kCompleted || s.status == SessionStatus::kFailed) && r.uncommitted.empty();
+  // A message that came while it ran, or a follow-up, would have started the
+  // next run had the process lived: such a session is not finished.
+  const bool waiting = (!s.queued_inputs.empty() || !s.follow_ups.empty()) &&
+                       (s.max_turns == 0 || s.committed_turn < s.max_turns);
+  return (s.status == SessionStatus::kCompleted || s.status == SessionStatus::kFailed) &&
+         r.uncommitted.empty() && !waiting;
 }
 
 Status reopen_journal(EventLog* log, const std::string& id, RecoveredSession r, const ResumeRecord& how,

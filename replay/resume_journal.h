@@ -22,7 +22,8 @@ struct ResumeRecord {
   uint64_t verified_seq = 0;  // records 1..verified_seq were checked (0: not noted)
 };
 
-// Whether `r` had completed or failed with no turn left open.
+// Whether `r` had completed or failed with no turn left open and nothing
+// waiting to start the next run (a queued message, a follow-up).
 bool recovered_finished(const RecoveredSession& r);
 
 Status reopen_journal(EventLog* log, const std::string& id, RecoveredSession r, const ResumeRecord& how,

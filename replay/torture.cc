@@ -145,8 +145,19 @@ class Runner {
   Status reference() {
     std::string home = o_.work_dir + "/reference";
     prepare_home(home);
+    // A rule at every point that never fires: the run counts how often it
+    // reaches each, so that a crash drawn at the nth occurrence happens.
+    std::string counting = "{\"faults\": [";
+    for (int p = 0; p < kFaultPointCount; ++p) {
+      counting += std::string(p ? ", " : "") + "{\"point\": \"" +
+                  std::string(fault_point_name(static_cast<FaultPoint>(p))) +
+                  "\", \"action\": \"crash\", \"probability\": 0}";
+    }
+    std::ofstream(home + "/counting.json") << counting << "]}";
+    std::vector<std::string> args = child_args(home, "run", "", messages_);
+    args.insert(args.end(), {"--faults", home + "/counting.json", "--fault-counts", home + "/counts.txt"});
     auto start = std::chrono::steady_clock::now();
-    int status = run_child_process(o_.carapace, child_args(home, "run", "", messages_), home + "/child.log");
+    int status = run_child_process(o_.carapace, args, home + "/child.log");
     reference_ms_ = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -157,6 +168,13 @@ class Runner {
     std::vector<Event> events;
     CARAPACE_RETURN_IF_ERROR(log->read(kSession, 1, UINT64_MAX, &events));
     counts_ = count_points(events);
+    std::ifstream counted(home + "/counts.txt");
+    std::string point;
+    uint64_t times = 0;
+    while (counted >> point >> times) {
+      if (auto p = fault_point_from_name(point))
+        counts_.at[static_cast<size_t>(*p)] = std::max<uint64_t>(times, 1);
+    }
     SessionState state;
     CARAPACE_RETURN_IF_ERROR(fold(events, &state));
     reference_ = outcome_digest(state);
@@ -277,17 +295,28 @@ class Runner {
     if (!log->read(kSession, 1, UINT64_MAX, &events).ok() || events.empty()) return p;
     p.last_seq = events.back().seq;
     uint64_t last_message = 0, last_completion = 0;
+    size_t waiting = 0;  // follow-ups recorded and not sent yet
     for (const auto& e : events) {
       if (const auto* m = get_if<UserMessage>(e)) {
-        p.user_texts.insert(m->text);
+        // A follow-up counts once, when it is recorded; its sending starts a run.
+        if (m->follow_up) {
+          p.user_texts.insert(m->text);
+          ++waiting;
+          continue;
+        }
+        if (m->from_follow_ups) {
+          --waiting;
+        } else {
+          p.user_texts.insert(m->text);
+        }
         last_message = e.seq;
       }
       if (get_if<SessionCompleted>(e) != nullptr || get_if<SessionFailed>(e) != nullptr) last_completion = e.seq;
     }
     SessionMeta meta;
     bool all_sent = p.user_texts.size() == messages_.size() + 1;  // the task, then every message
-    p.done = all_sent && last_completion > last_message && log->get_meta(kSession, &meta).ok() &&
-             meta.committed_seq == p.last_seq;
+    p.done = all_sent && waiting == 0 && last_completion > last_message &&
+             log->get_meta(kSession, &meta).ok() && meta.committed_seq == p.last_seq;
     return p;
   }
 

@@ -519,6 +519,10 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
                                       .instructions = options.instructions});
   opening.emplace_back(session_configured(config, impl_->scenario_text, impl_->tools->specs()));
   opening.emplace_back(UserMessage{options.task});
+  for (const auto& text : options.follow_ups) {
+    if (text.empty()) return Status::invalid_argument("a follow-up message is empty");
+    opening.emplace_back(UserMessage{.text = text, .follow_up = true});
+  }
   std::unique_ptr<SessionJournal> journal;
   Status created =
       SessionJournal::create(impl_->log.get(), id, opening, impl_->journal_options(), &journal);
@@ -586,6 +590,14 @@ Status Runtime::resume(const std::string& id, const ResumeOptions& options, cons
                                                        .verified_seq = checked},
                                           impl_->journal_options(), &journal));
   CARAPACE_RETURN_IF_ERROR(impl_->record_configuration(journal.get(), "resume", workspace));
+  if (!options.follow_ups.empty()) {
+    std::vector<EventBody> step;
+    for (const auto& text : options.follow_ups) {
+      if (text.empty()) return Status::invalid_argument("a follow-up message is empty");
+      step.emplace_back(UserMessage{.text = text, .follow_up = true});
+    }
+    CARAPACE_RETURN_IF_ERROR(journal->append_synced(std::move(step)));
+  }
   spdlog::info("session {}: resumed in {} mode at seq {}", id, options.mode == ResumeMode::kStep ? "step" : "turn",
                journal->last_seq());
   return launch(id, std::move(journal), std::move(settings), options.on_event, options.on_delta, first_input);

@@ -136,6 +136,9 @@ class Runtime {
     // Attach a session that has finished (completed, or failed), to send it
     // more messages, instead of refusing it.
     bool allow_finished = false;
+    // Follow-up messages (SessionOptions::follow_ups), recorded durably
+    // before the session goes on; they are sent after what it was doing.
+    std::vector<std::string> follow_ups;
     std::function<void(const Event&)> on_event;
     std::function<void(const StreamDelta&)> on_delta;
   };

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "actors/messages.h"
 #include "events/events.h"
@@ -17,6 +18,10 @@ struct SessionOptions {
   uint64_t max_turns = 0;    // 0: the configured value
   std::string workspace;     // empty: the configured one, else the current directory
   std::string instructions;  // appended to the configured session instructions
+  // Messages sent one after the other, each once the session has nothing
+  // left to do (`run --then`). They are recorded with the task, durably,
+  // before the first turn: a crash at any point loses none.
+  std::vector<std::string> follow_ups;
   // The model, turn budget, workspace and instructions are recorded in
   // session.started: resumes and forks of the session keep them.
   // Called for every event the session appends, and for every streamed

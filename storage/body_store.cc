@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "base/digest.h"
+#include "storage/db_options.h"
 
 namespace carapace {
 namespace {
@@ -144,6 +145,7 @@ Status BodyStore::open(const std::string& path, Mode mode, std::unique_ptr<BodyS
   options.compression = body_compression();
   options.bottommost_compression = options.compression;
   options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  options.info_log = process_rocksdb_logger();  // no LOG file: a full disk must not abort (db_options.h)
   options.keep_log_file_num = 2;
   options.max_background_jobs = 1;
   options.write_buffer_size = 8 << 20;

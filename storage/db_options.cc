@@ -13,10 +13,7 @@
 namespace carapace {
 namespace {
 
-// RocksDB's diagnostics go to the process's log (spdlog, debug level), not to
-// a LOG file in the database directory: on a full disk that file's writer
-// fails, and RocksDB's next message to it trips an assertion (abort) in the
-// build Debian ships.
+// RocksDB's diagnostics, to the process's log (spdlog, debug level).
 class ProcessLogger : public rocksdb::Logger {
  public:
   ProcessLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
@@ -40,6 +37,11 @@ rocksdb::CompressionType pick_compression() {
 
 }  // namespace
 
+std::shared_ptr<rocksdb::Logger> process_rocksdb_logger() {
+  static const std::shared_ptr<rocksdb::Logger> logger = std::make_shared<ProcessLogger>();
+  return logger;
+}
+
 LogDbOptions log_db_options(bool writer, size_t block_cache_bytes) {
   LogDbOptions o;
   o.db.create_if_missing = false;  // the log creates its database atomically
@@ -47,7 +49,7 @@ LogDbOptions log_db_options(bool writer, size_t block_cache_bytes) {
   o.db.max_background_jobs = 2;
   o.db.keep_log_file_num = 3;
   o.db.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
-  o.db.info_log = std::make_shared<ProcessLogger>();
+  o.db.info_log = process_rocksdb_logger();
   if (!writer) o.db.max_open_files = -1;  // required of secondaries
   // The WAL recovery rule, the same for every open, writer or reader: a
   // record cut short at the very end of the newest WAL (a crash or power loss

@@ -19,6 +19,13 @@ struct LogDbOptions {
   std::shared_ptr<rocksdb::Cache> block_cache;
 };
 
+// The logger every RocksDB database of a home uses (the log, the body store,
+// the trace store): RocksDB's diagnostics go to the process's log instead of
+// a LOG file in the database directory, whose writer fails on a full disk
+// and then aborts the process (an assertion in the build Debian ships) at
+// RocksDB's next message, often while the database closes.
+std::shared_ptr<rocksdb::Logger> process_rocksdb_logger();
+
 // `writer`: a primary (read-write) instance; else a secondary reader.
 LogDbOptions log_db_options(bool writer, size_t block_cache_bytes);
 

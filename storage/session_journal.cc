@@ -178,6 +178,17 @@ Status SessionJournal::append(std::vector<EventBody> step, std::vector<Event>* w
   return s;
 }
 
+Status SessionJournal::append_synced(std::vector<EventBody> step) {
+  CARAPACE_RETURN_IF_ERROR(check_writable());
+  if (step.empty()) return Status();
+  CARAPACE_RETURN_IF_ERROR(inject_before(FaultPoint::kLogBeforeAppend, step));
+  std::vector<Event> events;
+  CARAPACE_RETURN_IF_ERROR(stage(std::move(step), &events));
+  Status s = log_->append(AppendRequest{.session = id_, .events = events, .durability = Durability::kSynced});
+  if (!s.ok()) mark_broken(s);
+  return s;
+}
+
 Status SessionJournal::prepare_commit(std::vector<EventBody>&& step, PreparedCommit* out) {
   CARAPACE_RETURN_IF_ERROR(check_writable());
   CARAPACE_RETURN_IF_ERROR(inject_before(FaultPoint::kCommitBefore, step));
@@ -389,8 +400,30 @@ Status SessionJournal::adopt_uncommitted() {
       return s.with_context("session " + id_);
     }
   }
+  // A call still without a result ended with the run it ran in: by a stop if
+  // the first end of a run after its request is a session.stopped; else the
+  // run crashed (a session.resumed, or nothing, follows it).
+  for (size_t i = 0; i < uncommitted_.size(); ++i) {
+    const auto* requested = get_if<ToolRequested>(uncommitted_[i]);
+    if (requested == nullptr) continue;
+    for (size_t j = i + 1; j < uncommitted_.size(); ++j) {
+      if (const auto* done = get_if<ToolCompleted>(uncommitted_[j]);
+          done && done->call_id == requested->call_id)
+        break;
+      if (const auto* stopped = get_if<SessionStopped>(uncommitted_[j])) {
+        stopped_calls_[requested->call_id] = stopped->reason;
+        break;
+      }
+      if (get_if<SessionResumed>(uncommitted_[j]) || get_if<TurnRolledBack>(uncommitted_[j])) break;
+    }
+  }
   uncommitted_.clear();
   return Status();
+}
+
+std::string SessionJournal::stop_reason_of_call(const std::string& call_id) const {
+  auto it = stopped_calls_.find(call_id);
+  return it == stopped_calls_.end() ? "" : it->second;
 }
 
 }  // namespace carapace

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -71,6 +72,10 @@ class SessionJournal {
   // are no uncommitted events.
   Status roll_back_uncommitted(std::string reason);
 
+  // Of a call adopted_uncommitted() found requested and not completed: the
+  // reason of the stop (session.stopped) that ended the run it was running
+  // in, or "" if that run crashed.
+  std::string stop_reason_of_call(const std::string& call_id) const;
   // Folds the uncommitted events into the state, keeping the interrupted
   // turn's completed steps.
   Status adopt_uncommitted();
@@ -79,6 +84,10 @@ class SessionJournal {
   // given, receives the events as written.
   Status append(std::vector<EventBody> step, std::vector<Event>* written = nullptr);
 
+  // Appends one step as an atomic batch, synced before it returns: for what
+  // is written before a session's loop runs and must survive a power loss
+  // (a resume's follow-up messages).
+  Status append_synced(std::vector<EventBody> step);
   // Appends `step` and a turn.committed in one synced batch, then a snapshot
   // when one is due.
   Status commit(std::vector<EventBody> step = {});
@@ -158,6 +167,7 @@ class SessionJournal {
   SessionState state_;
   uint64_t last_seq_ = 0;
   std::vector<Event> uncommitted_;
+  std::map<std::string, std::string> stopped_calls_;  // call id -> stop reason, from adopt_uncommitted()
   SessionMeta meta_;
   uint64_t last_snapshot_turn_ = 0;
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();

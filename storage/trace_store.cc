@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "base/bounded_json.h"
+#include "storage/db_options.h"
 
 namespace carapace {
 namespace {
@@ -108,6 +109,7 @@ const std::string& TraceStore::path() const { return impl_->path; }
 Status TraceStore::open(const std::string& path, Mode mode, std::unique_ptr<TraceStore>* out) {
   rocksdb::DBOptions options;
   options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  options.info_log = process_rocksdb_logger();  // no LOG file: a full disk must not abort (db_options.h)
   options.keep_log_file_num = 2;
   options.max_background_jobs = 1;
   rocksdb::ColumnFamilyOptions family;

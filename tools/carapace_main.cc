@@ -1,5 +1,6 @@
 // carapace: the command-line front end. Each subcommand is a thin layer over
 // the library (tools/cmd_*.cc); this file only wires them up.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,10 @@ int main(int argc, char** argv) {
   using carapace::configure_logging;
   using carapace::LogOptions;
   install_stop_signals();  // before any thread starts
+  // A reader that goes away (`carapace run ... | head`) must not kill a
+  // session: a write to the closed pipe fails (EPIPE) instead. Tool
+  // processes start with every signal at its default (process_guard.cc).
+  ::signal(SIGPIPE, SIG_IGN);
   // Logs go to stderr (and the home's logs/); stdout carries answers and --json output only.
   (void)configure_logging(LogOptions{});
   CLI::App app{"carapace: a durable, observable runtime for LLM agents"};
@@ -111,10 +116,23 @@ int main(int argc, char** argv) {
     logs.dir.clear();
     (void)configure_logging(logs);
   }
+  // A command that creates the home logs into it from then on.
+  if (logs.dir.empty()) {
+    ctx.home_ready = [&logs, home] {
+      logs.dir = home + "/logs";
+      if (carapace::Status s = configure_logging(logs); !s.ok()) {
+        std::cerr << "carapace: warning: " << s.message() << "; logging to stderr only\n";
+        logs.dir.clear();
+        (void)configure_logging(logs);
+      }
+    };
+  }
   // No exception escapes a command: whatever a library throws becomes an
   // error message and exit status 1.
   try {
-    return ctx.run();
+    int code = ctx.run();
+    for (auto& f : ctx.at_end) f();
+    return code;
   } catch (const std::exception& e) {
     std::cerr << "carapace: internal error: " << e.what() << "\n";
   } catch (...) {

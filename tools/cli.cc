@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 
 namespace carapace::cli {
@@ -17,9 +18,22 @@ std::string Context::home() const {
   return std::string(user_home != nullptr ? user_home : ".") + "/.carapace";
 }
 
+Status Context::prepare_home(bool create) const {
+  Status s = carapace::prepare_home(home(), create);
+  if (s.ok() && home_ready) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(home(), ec)) {
+      auto ready = std::move(home_ready);
+      home_ready = nullptr;
+      ready();
+    }
+  }
+  return s;
+}
+
 std::unique_ptr<EventLog> Context::open_log(EventLog::Mode mode) const {
   std::unique_ptr<EventLog> log;
-  Status s = prepare_home(home(), /*create=*/mode == EventLog::Mode::kWriter);
+  Status s = prepare_home(/*create=*/mode == EventLog::Mode::kWriter);
   if (!s.ok()) {
     fail(s);
     return nullptr;

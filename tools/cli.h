@@ -37,6 +37,14 @@ struct Context {
   std::string home() const;
   std::string log_path() const { return home() + "/log"; }
 
+  // Checks the home, creating it (owner-only) when `create` is set and it is
+  // missing (runtime/home.h); then, the first time, tells home_ready, so
+  // that the command that creates a home logs into it too.
+  Status prepare_home(bool create) const;
+  mutable std::function<void()> home_ready;
+  // Run after the command, whatever its outcome (not after a crash).
+  std::vector<std::function<void()>> at_end;
+
   // Opens the log; prints the error (with a hint) and returns nullptr on failure.
   std::unique_ptr<EventLog> open_log(EventLog::Mode mode) const;
 

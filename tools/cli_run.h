@@ -35,6 +35,7 @@ struct RuntimeArgs {
   std::string sync_ledger;    // run the log over a SyncLedgerFileSystem writing this ledger
   bool ignore_wal_syncs = false;  // mutation: the ledger does not honour WAL syncs
   std::string test_mutation;  // a deliberate defect in the session loop (LoopMutation)
+  std::string fault_counts;   // at the end, "<point> <times reached>" per rule of --faults, one a line
 };
 
 // Appends one line to `path` (O_APPEND, no sync: it survives the process's
@@ -186,11 +187,10 @@ class StatusLine {
   std::string retry_what_;
 };
 
-// Waits for the session's loop to stop with a live status line, sends each of
-// `then` as a further user message once it has (waiting again after each),
-// then prints the outcome: the final answer (or JSON). Exit 0 if it completed.
-int report_outcome(Context& ctx, const RuntimeArgs& args, Runtime& rt, const std::string& id, StatusLine& status,
-                   const std::vector<std::string>& then = {});
+// Waits for the session's loop to stop with a live status line (through the
+// runs its follow-ups start), then prints the outcome: the final answer (or
+// JSON). Exit 0 if it completed.
+int report_outcome(Context& ctx, Runtime& rt, const std::string& id, StatusLine& status);
 
 // What the run and resume commands print for each event: the status line,
 // and the acknowledgement log.

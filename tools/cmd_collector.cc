@@ -69,20 +69,36 @@ int run_collector(Context& ctx, const CollectorArgs& args) {
   // holds the store; its spans are streamed from here all the same, and the
   // store taken over when it ends.
   const bool stream_beside = !args.otlp_endpoint.empty();
-  Status s = LogFollower::open(ctx.home(), &follower, stream_beside);
+  // The home is checked as every command checks it (runtime/home.h), each
+  // time: one that appears later must be as trustworthy.
+  auto open = [&]() -> Status {
+    CARAPACE_RETURN_IF_ERROR(ctx.prepare_home(/*create=*/false));
+    return LogFollower::open(ctx.home(), &follower, stream_beside);
+  };
+  Status s = open();
   if (s.ok() && !follower->writes_store() && !ctx.json) {
     std::fprintf(stderr, "collector: the trace store is held by another process (a running carapace's own "
                          "collector); streaming its spans, and writing the store once it is free\n");
   }
-  // Otherwise wait for it to end (or die), then take over from where it got.
-  for (bool said = false; s.is_busy() && !args.once && stop_signal() == 0;) {
-    if (!said && !ctx.json) {
+  // Otherwise wait for it to end (or die), then take over from where it got;
+  // and a collector started before the first session (as a daemon is)
+  // waits for the home and its log to appear.
+  for (bool said_busy = false, said_missing = false;
+       (s.is_busy() || s.is_not_found()) && !args.once && stop_signal() == 0;) {
+    if (s.is_busy() && !said_busy && !ctx.json) {
       std::fprintf(stderr, "collector: the trace store is held by another process (a running carapace's own "
                            "collector); waiting for it to end\n");
+      said_busy = true;
     }
-    said = true;
+    if (s.is_not_found() && !said_missing && !ctx.json) {
+      std::fprintf(stderr,
+                   "collector: no event log in %s yet; waiting for the first session (SIGINT or SIGTERM "
+                   "stops it)\n",
+                   ctx.home().c_str());
+      said_missing = true;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(args.interval_ms));
-    s = LogFollower::open(ctx.home(), &follower, stream_beside);
+    s = open();
   }
   if (!s.ok()) {
     if (s.is_busy()) return ctx.fail(s, "another collector (or a running `carapace run`) writes the trace store");

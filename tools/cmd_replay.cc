@@ -75,7 +75,7 @@ bool same_events(const std::vector<Event>& a, const std::vector<Event>& b) {
 // is imported there first (as `bundle import` does, without its bodies),
 // unless the home holds the very same recording (the home that wrote it).
 int import_for_live(Context& ctx, const Bundle& bundle) {
-  if (Status home = prepare_home(ctx.home(), /*create=*/true); !home.ok()) return ctx.fail(home);
+  if (Status home = ctx.prepare_home(/*create=*/true); !home.ok()) return ctx.fail(home);
   auto log = ctx.open_log(EventLog::Mode::kWriter);
   if (!log) return kExitFailed;
   uint64_t last = 0;
@@ -115,7 +115,7 @@ int go_live(Context& ctx, const ReplayArgs& args, const std::string& id) {
     std::fprintf(stderr, "live from turn %llu of %s as %s\n", static_cast<unsigned long long>(args.live_after),
                  id.c_str(), fork.c_str());
   }
-  return report_outcome(ctx, live, *rt, fork, status);
+  return report_outcome(ctx, *rt, fork, status);
 }
 
 nlohmann::json divergence_json(const ReplayDivergence& d) {

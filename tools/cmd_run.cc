@@ -81,7 +81,7 @@ int load_cli_config(Context& ctx, const std::string& config_flag, Config* config
   std::vector<std::string> warnings;
   std::string config_path = config_flag;
   // The home is checked before anything in it is trusted (runtime/home.h).
-  if (Status home = prepare_home(ctx.home(), /*create=*/false); !home.ok()) return ctx.fail(home);
+  if (Status home = ctx.prepare_home(/*create=*/false); !home.ok()) return ctx.fail(home);
   std::error_code ec;
   if (config_path.empty() && std::filesystem::exists(ctx.home() + "/config.json", ec))
     config_path = ctx.home() + "/config.json";
@@ -136,7 +136,7 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
   if (!stored_session.empty()) {
     // The session says how it runs; flags given again override it, and
     // --config replaces its configuration (not its scenario).
-    if (Status home = prepare_home(ctx.home(), /*create=*/false); !home.ok()) return ctx.fail(home);
+    if (Status home = ctx.prepare_home(/*create=*/false); !home.ok()) return ctx.fail(home);
     auto log = ctx.open_log(EventLog::Mode::kReader);
     if (!log) return kExitFailed;
     Status s = stored_run(*log, stored_session, RecordedAt::kLatest, &run);
@@ -214,6 +214,17 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
   if (!args.faults.empty()) {
     Status s = FaultPlan::load(args.faults, &faults);
     if (!s.ok()) return ctx.fail(s, "docs/fault-plans.md describes fault plans");
+    if (!args.fault_counts.empty()) {
+      ctx.at_end.push_back([faults, path = args.fault_counts] {
+        std::vector<FaultPoint> points = faults->points();
+        std::vector<uint64_t> matched = faults->matched();
+        std::string text;
+        for (size_t i = 0; i < points.size(); ++i) {
+          text += std::string(fault_point_name(points[i])) + " " + std::to_string(matched[i]) + "\n";
+        }
+        append_line(path, text.empty() ? "" : text.substr(0, text.size() - 1));
+      });
+    }
   }
   Runtime::Options options{.home = ctx.home(), .config = config, .faults = faults};
   options.provider = stored_provider;
@@ -236,7 +247,7 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
   if (!ctx.collector) {
     // Observability never fails a run: without the trace store (another
     // collector holds it), `carapace trace` builds the spans from the log.
-    Status c = prepare_home(ctx.home(), /*create=*/true);
+    Status c = ctx.prepare_home(/*create=*/true);
     if (c.ok()) c = Collector::start(CollectorOptions{.home = ctx.home()}, &ctx.collector);
     if (!c.ok()) spdlog::info("no in-process collector: {}", c.to_string());
   }
@@ -246,12 +257,13 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
   return kExitOk;
 }
 
-int report_outcome(Context& ctx, const RuntimeArgs& args, Runtime& rt, const std::string& id, StatusLine& status,
-                   const std::vector<std::string>& then) {
+int report_outcome(Context& ctx, Runtime& rt, const std::string& id, StatusLine& status) {
   SessionOutcome outcome;
   Status s;
   arm_stop_signals();
-  for (size_t sent = 0;; ++sent) {
+  // The follow-ups (--then) were recorded with the session: it sends each
+  // itself once it has nothing left to do; this waits for the last run.
+  do {
     for (;;) {
       s = rt.wait(id, std::chrono::milliseconds(100), &outcome);
       if (!s.is_busy()) break;
@@ -269,11 +281,7 @@ int report_outcome(Context& ctx, const RuntimeArgs& args, Runtime& rt, const std
       }
       status.render();
     }
-    if (!s.ok() || sent == then.size()) break;
-    s = rt.send_message(id, then[sent]);
-    if (!s.ok()) break;
-    append_line(args.ack_log, "message " + then[sent]);
-  }
+  } while (s.ok() && outcome.continues);
   status.clear();
   if (!s.ok()) return ctx.fail(s, "the session's events are in the log: carapace log show " + id);
 
@@ -323,11 +331,13 @@ int resume(Context& ctx, const RunArgs& args, Runtime& rt) {
   Status s = rt.resume_session(id, Runtime::ResumeOptions{.mode = mode == "turn" ? Runtime::ResumeMode::kTurn
                                                                                  : Runtime::ResumeMode::kStep,
                                                           .allow_finished = !args.then.empty(),
+                                                          .follow_ups = args.then,
                                                           .on_event = event_printer(args.runtime, status),
                                                           .on_delta = delta_printer(status)});
   if (s.is_not_found()) return ctx.fail(s, "`carapace sessions` lists the sessions there");
   if (!s.ok()) return ctx.fail(s);
-  return report_outcome(ctx, args.runtime, rt, id, status, args.then);
+  for (const auto& m : args.then) append_line(args.runtime.ack_log, "message " + m);  // durable now
+  return report_outcome(ctx, rt, id, status);
 }
 
 int run_run(Context& ctx, RunArgs& args) {
@@ -345,11 +355,13 @@ int run_run(Context& ctx, RunArgs& args) {
                                               .task = args.task,
                                               .max_turns = args.max_turns,
                                               .workspace = args.workspace,
+                                              .follow_ups = args.then,
                                               .on_event = event_printer(args.runtime, status),
                                               .on_delta = delta_printer(status)},
                                &id);
   if (!s.ok()) return ctx.fail(s);
-  return report_outcome(ctx, args.runtime, *rt, id, status, args.then);
+  for (const auto& m : args.then) append_line(args.runtime.ack_log, "message " + m);  // durable with the task
+  return report_outcome(ctx, *rt, id, status);
 }
 
 struct ForkArgs {
@@ -376,7 +388,7 @@ int run_fork(Context& ctx, const ForkArgs& args) {
   if (!ctx.json)
     std::fprintf(stderr, "forked %s at turn %llu as %s\n", args.source.c_str(),
                  static_cast<unsigned long long>(args.at_turn), id.c_str());
-  return report_outcome(ctx, args.runtime, *rt, id, status);
+  return report_outcome(ctx, *rt, id, status);
 }
 
 }  // namespace
@@ -398,6 +410,8 @@ void add_runtime_options(CLI::App* cmd, RuntimeArgs& args) {
   cmd->add_option("--sync-ledger", args.sync_ledger, "Simulate a disk that loses unsynced writes")->group("");
   cmd->add_flag("--ignore-wal-syncs", args.ignore_wal_syncs, "Mutation: do not honour WAL syncs")->group("");
   cmd->add_option("--test-mutation", args.test_mutation, "A deliberate defect, for tests")->group("");
+  cmd->add_option("--fault-counts", args.fault_counts, "Write how often each fault rule's point was reached")
+      ->group("");
 }
 
 CLI::Option* add_trust_bundle_option(CLI::App* cmd, RuntimeArgs& args) {
@@ -425,8 +439,8 @@ void register_run_command(CLI::App& app, Context& ctx) {
       ->capture_default_str()
       ->check(CLI::IsMember({"step", "turn"}));
   cmd->add_option("--then", args->then,
-                  "A further user message, sent once the session stops (repeat for more; each is "
-                  "durable before the next run starts)");
+                  "A follow-up message, sent once the session has nothing left to do (repeat for more, "
+                  "each after the last's run); recorded with the task, so a crash loses none");
   add_json_flag(cmd, ctx);
   cmd->callback([&ctx, args] { ctx.run = [&ctx, args] { return run_run(ctx, *args); }; });
 
@@ -440,7 +454,8 @@ void register_run_command(CLI::App& app, Context& ctx) {
       ->capture_default_str()
       ->check(CLI::IsMember({"step", "turn"}));
   res->add_option("--then", resume_args->then,
-                  "A further user message, sent once the session stops (repeat for more)");
+                  "A follow-up message, sent once the session has nothing left to do (repeat for more); "
+                  "recorded before it goes on");
   add_runtime_options(res, resume_args->runtime);
   add_trust_bundle_option(res, resume_args->runtime);
   add_json_flag(res, ctx);

@@ -38,7 +38,7 @@ int run_serve(Context& ctx, const ServeArgs& args) {
                     "choose one: unset CARAPACE_SERVE_TOKEN, or drop --no-token");
   }
   // The home is checked (and made, owner-only) as every other command does.
-  if (Status home_ok = prepare_home(ctx.home(), /*create=*/true); !home_ok.ok()) return ctx.fail(home_ok);
+  if (Status home_ok = ctx.prepare_home(/*create=*/true); !home_ok.ok()) return ctx.fail(home_ok);
   web::ServeToken token;
   if (!args.no_token) {
     Status s = web::serve_token(ctx.home(), env_token, &token);

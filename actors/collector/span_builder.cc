@@ -103,6 +103,7 @@ void SpanBuilder::span_event(size_t index, const Event& e, std::string name, nlo
 void SpanBuilder::add(const Event& e) {
   if (e.seq <= last_seq_) return;  // already folded (a collector may see an event twice)
   const uint64_t previous_seq = last_seq_;
+  const int64_t previous_us = last_ts_;
   last_seq_ = e.seq;
   last_ts_ = e.ts_us;
 
@@ -280,12 +281,28 @@ void SpanBuilder::add(const Event& e) {
       a["kept_bytes"] = ev_tool_completed->kept_bytes;
     }
     if (ev_tool_completed->is_error) a["error"] = preview(ev_tool_completed->output, 120);
-    const std::string status = ev_tool_completed->interrupted ? "interrupted"
-                               : ev_tool_completed->timed_out ? "timed_out"
-                               : a.contains("denied_by") ? "denied"
-                               : ev_tool_completed->is_error  ? "error"
-                                              : "ok";
+    // An interrupted call was cut short by a stop or a crash: it says which,
+    // and ends there (the time the session was down is not the call's).
+    auto cut = cut_.find(i);
+    std::string stop_reason = ev_tool_completed->stop_reason;
+    if (stop_reason.empty() && cut != cut_.end())
+      stop_reason = cut->second.stop_reason;  // a log before the field
+    const bool stopped = ev_tool_completed->interrupted && !stop_reason.empty();
+    if (ev_tool_completed->interrupted) {
+      a["interrupted_by"] = stopped ? "stop" : "crash";
+      if (stopped) a["stop_reason"] = stop_reason;
+    }
+    const std::string status = stopped                          ? "stopped"
+                               : ev_tool_completed->interrupted ? "interrupted"
+                               : ev_tool_completed->timed_out   ? "timed_out"
+                               : a.contains("denied_by")        ? "denied"
+                               : ev_tool_completed->is_error    ? "error"
+                                                                : "ok";
     close_span(i, e, status);
+    if (ev_tool_completed->interrupted && cut != cut_.end() && cut->second.at_us >= s.start_us) {
+      s.end_us = cut->second.at_us;
+    }
+    if (cut != cut_.end()) cut_.erase(cut);
     if (ev_tool_completed->is_error || ev_tool_completed->interrupted) {
       if (turn_ != kNone) add_to(spans_[turn_].attrs, "tool_errors", 1);
       add_to_root("tool_errors", 1);
@@ -317,6 +334,7 @@ void SpanBuilder::add(const Event& e) {
     // is before this event, in the span the rollback is about to close.
     rollback_seq_ = e.seq;
     before_rollback_seq_ = previous_seq;
+    before_rollback_us_ = previous_us;
     rollback_cut_ = innermost_open();
     for (size_t i = 0; i < spans_.size(); ++i) {
       Span& s = spans_[i];
@@ -340,6 +358,9 @@ void SpanBuilder::add(const Event& e) {
     span_event(innermost_open(), e, "stopped", {{"reason", ev_session_stopped->reason}, {"pid", ev_session_stopped->pid}});
     for (auto& [key, i] : llm_) close_span(i, e, "stopped");
     llm_.clear();
+    for (const auto& [call, i] : tools_) {
+      if (spans_[i].open()) cut_[i] = Cut{.at_us = e.ts_us, .stop_reason = ev_session_stopped->reason};
+    }
     spans_[root_].attrs["stop_reason"] = ev_session_stopped->reason;
     close_span(root_, e, "stopped");
     add_to_root("stops", 1);
@@ -348,9 +369,16 @@ void SpanBuilder::add(const Event& e) {
     const bool stopped = spans_[root_].status == "stopped";
     size_t cut = innermost_open();
     uint64_t crashed_after = previous_seq;
+    int64_t crashed_after_us = previous_us;
     if (rollback_seq_ != 0 && rollback_seq_ == previous_seq) {
       cut = rollback_cut_;
       crashed_after = before_rollback_seq_;
+      crashed_after_us = before_rollback_us_;
+    }
+    if (crashed) {
+      for (const auto& [call, i] : tools_) {
+        if (spans_[i].open() && !cut_.count(i)) cut_[i] = Cut{.at_us = crashed_after_us};
+      }
     }
     if (!crashed) {  // a stopped session resumed, or a finished one opened again for another message
       if (stopped) spans_[root_].attrs.erase("stop_reason");

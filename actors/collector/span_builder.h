@@ -73,7 +73,16 @@ class SpanBuilder {
   // The last turn.rolled_back, and where the log stood before it.
   uint64_t rollback_seq_ = 0;
   uint64_t before_rollback_seq_ = 0;
+  int64_t before_rollback_us_ = 0;
   size_t rollback_cut_ = kNone;
+  // Tool calls a stop or a crash cut short, by span: when (the stop, or the
+  // last event before the crash) and by what. The resume settles them as
+  // interrupted; their span ends there, not when the session came back.
+  struct Cut {
+    int64_t at_us = 0;
+    std::string stop_reason;  // "" for a crash
+  };
+  std::map<size_t, Cut> cut_;
 };
 
 // Every span of `events` (one session's, in seq order).

@@ -107,7 +107,12 @@ std::string describe(const Tree& tree, const Span& sp) {
     } else if (sp.open()) {
       d += "  NO RESULT";
     } else {
-      d += "  " + std::string(sp.status == "interrupted" ? "INTERRUPTED by a crash" : sp.status == "denied" ? "DENIED by " + s(a, "denied_by") : sp.status == "timed_out" ? "TIMED OUT" : "ERROR");
+      d += "  " + std::string(sp.status == "interrupted" ? "INTERRUPTED by a crash"
+                              : sp.status == "stopped"
+                                  ? "STOPPED (" + s(a, "stop_reason") + "), outcome unknown"
+                              : sp.status == "denied"    ? "DENIED by " + s(a, "denied_by")
+                              : sp.status == "timed_out" ? "TIMED OUT"
+                                                         : "ERROR");
     }
     if (b(a, "truncated")) d += "  TRUNCATED from " + format_count(u(a, "original_bytes")) + " B";
     if (!s(a, "args").empty()) d += "  " + cut(s(a, "args"), 50);

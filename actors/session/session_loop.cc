@@ -196,13 +196,24 @@ void SessionLoop::finish(bool completed, std::string reason, std::string text, s
 
 void SessionLoop::settle() {
   running_ = false;
+  // Messages that came while the run went on start the next one; then the
+  // follow-ups, one run each, in order.
+  const bool budget = !broken_ && state().committed_turn < settings().max_turns;
+  const bool queued = budget && !state().queued_inputs.empty();
+  const bool follow_up = budget && !queued && !state().follow_ups.empty();
   SessionOutcome o = outcome();
+  o.continues = queued || follow_up;
   for (auto& w : waiters_) w.deliver(o);
   waiters_.clear();
-  // Messages that came while the run went on start the next one.
-  if (!broken_ && !state().queued_inputs.empty() && state().committed_turn < settings().max_turns) {
+  if (queued) {
     running_ = true;
     begin_turn();
+    return;
+  }
+  if (follow_up) {
+    running_ = true;
+    write_durable({UserMessage{.text = state().follow_ups.front(), .from_follow_ups = true}},
+                  /*checkpoint=*/true, [this] { begin_turn(); });
     return;
   }
   if (ctx_->on_settled) {

@@ -91,7 +91,8 @@ class SessionLoop {
   void stop_remaining_calls();
   void resume_interrupted_call(ToolCall call);
   void run_tool(ToolCall call);
-  void tool_done(const ToolCall& call, ToolOutcome outcome);
+  // `stop_reason`: an interrupted call's, when a stop ended its run.
+  void tool_done(const ToolCall& call, ToolOutcome outcome, std::string stop_reason = "");
   void post_tool_hooks(const ToolCall& call, std::string result, bool is_error);
   const PendingToolCall* pending_call(const std::string& id);
 

@@ -78,12 +78,17 @@ void SessionLoop::stop_remaining_calls() {
 void SessionLoop::resume_interrupted_call(ToolCall call) {
   auto tool = ctx_->tools->find(call.name);
   if (tool && tool->spec.idempotent) return run_tool(std::move(call));
-  tool_done(call, ToolOutcome{.call_id = call.id,
-                              .output = "This call was interrupted: the process running it stopped before its "
-                                        "result was recorded, so whether it took effect is unknown. Check "
-                                        "before repeating it.",
-                              .is_error = true,
-                              .interrupted = true});
+  const std::string stop_reason = journal().stop_reason_of_call(call.id);
+  std::string why = stop_reason.empty() ? "the process running it stopped before its result was recorded"
+                                        : "the session was stopped (" + stop_reason +
+                                              ") while it ran, and what it started was killed";
+  tool_done(call,
+            ToolOutcome{.call_id = call.id,
+                        .output = "This call was interrupted: " + why +
+                                  ", so whether it took effect is unknown. Check before repeating it.",
+                        .is_error = true,
+                        .interrupted = true},
+            stop_reason);
 }
 
 void SessionLoop::run_tool(ToolCall call) {
@@ -102,7 +107,7 @@ void SessionLoop::run_tool(ToolCall call) {
             });
 }
 
-void SessionLoop::tool_done(const ToolCall& call, ToolOutcome o) {
+void SessionLoop::tool_done(const ToolCall& call, ToolOutcome o, std::string stop_reason) {
   if (!running_ || broken_) return;
   if (!append(fault_events(o.faults, state().turn))) return;
   ToolCompleted done{.call_id = call.id,
@@ -114,7 +119,8 @@ void SessionLoop::tool_done(const ToolCall& call, ToolOutcome o) {
                      .truncated = o.truncated,
                      .original_bytes = o.original_bytes ? o.original_bytes : o.output.size(),
                      .kept_bytes = o.output.size(),
-                     .interrupted = o.interrupted};
+                     .interrupted = o.interrupted,
+                     .stop_reason = std::move(stop_reason)};
   if (!append({std::move(done)})) return;
   post_tool_hooks(call, std::move(o.output), o.is_error);
 }

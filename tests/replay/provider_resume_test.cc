@@ -71,10 +71,11 @@ struct Agent {
   std::vector<std::string> args(std::vector<std::string> command, bool bare = false) const {
     std::vector<std::string> a = {"--home", home()};
     a.insert(a.end(), command.begin(), command.end());
-    std::vector<std::string> common = {"--provider", format,     "--model", "test-model", "--base-url",
-                                       base_url(),   "--exec-log", exec_log(), "--then",     "remember pears"};
+    std::vector<std::string> common = {"--provider", format,     "--model",    "test-model",
+                                       "--base-url", base_url(), "--exec-log", exec_log()};
     a.insert(a.end(), common.begin() + (bare ? 6 : 0), common.end());
-    if (a[2] == "run") a.insert(a.end(), {"--workspace", dir.sub("ws")});  // a resume keeps the recorded one
+    // The follow-up is recorded with the task; a resume sends it when its turn comes.
+    if (a[2] == "run") a.insert(a.end(), {"--workspace", dir.sub("ws"), "--then", "remember pears"});
     return a;
   }
 

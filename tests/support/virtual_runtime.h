@@ -89,12 +89,15 @@ class VirtualRuntime {
   }
 
   // Creates a session and runs until nothing more can happen without time passing.
-  SessionActor start(const std::string& id, const std::string& task, SessionSettings settings = {}) {
+  // `follow_ups` are recorded with the task, as `run --then` records them.
+  SessionActor start(const std::string& id, const std::string& task, SessionSettings settings = {},
+                     const std::vector<std::string>& follow_ups = {}) {
     std::unique_ptr<SessionJournal> journal;
-    CHECK_OK(SessionJournal::create(
-        log_.get(), id,
-        {SessionStarted{.provider = "scripted", .model = "scripted-1", .rng_seed = 4242}, UserMessage{task}},
-        JournalOptions{.snapshot_every_turns = 0, .faults = faults}, &journal));
+    std::vector<EventBody> opening = {
+        SessionStarted{.provider = "scripted", .model = "scripted-1", .rng_seed = 4242}, UserMessage{task}};
+    for (const auto& f : follow_ups) opening.emplace_back(UserMessage{.text = f, .follow_up = true});
+    CHECK_OK(SessionJournal::create(log_.get(), id, std::move(opening),
+                                    JournalOptions{.snapshot_every_turns = 0, .faults = faults}, &journal));
     if (settings.workspace.empty()) settings.workspace = dir_.path();
     auto context = std::make_shared<SessionContext>(
         SessionContext{.id = id,

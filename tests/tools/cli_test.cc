@@ -297,6 +297,46 @@ BOOST_AUTO_TEST_CASE(a_full_disk_is_a_clean_error_and_writing_goes_on_once_there
   BOOST_TEST(after.code == 0, after.err);
 }
 
+// A session that fills the disk: a clean error (it used to abort, exit 134,
+// on an assertion RocksDB's info log tripped as the trace store closed),
+// nothing committed lost, and a resume goes on once there is room.
+BOOST_AUTO_TEST_CASE(a_session_that_fills_the_disk_stops_cleanly_and_resumes_later) {
+  std::string home = dir.sub("home");
+  std::filesystem::create_directories(home);
+  if (::mount("tmpfs", home.c_str(), "tmpfs", 0, "size=2m,mode=0700") != 0) {
+    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here (needs CAP_SYS_ADMIN)");
+    return;
+  }
+  struct Unmount {
+    std::string at;
+    ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+  } unmount{home};
+  json replies = json::array();
+  // Small replies (the scenario is stored with the session), large results.
+  for (int i = 0; i < 600; ++i) {
+    replies.push_back(
+        {{"text", "step " + std::to_string(i)},
+         {"tool_calls",
+          {{{"name", "shell"}, {"args", {{"command", "head -c 6000 /dev/zero | tr '\\0' x"}}}}}}});
+  }
+  replies.push_back({{"text", "done"}});
+  std::ofstream(dir.sub("long.json")) << json{{"replies", replies}}.dump();
+  std::string ws = dir.sub("ws-full");
+  std::filesystem::create_directories(ws);
+  Result full =
+      run("run go --session big --max-turns 1000 --scenario " + dir.sub("long.json") + " --workspace " + ws);
+  BOOST_TEST(full.code == 1,
+             full.code << ": " << full.err.substr(full.err.size() > 3000 ? full.err.size() - 3000 : 0));
+  BOOST_TEST(contains(full.err, "No space left on device"), full.err.substr(0, 2000));
+  BOOST_REQUIRE(::mount(nullptr, home.c_str(), nullptr, MS_REMOUNT, "size=256m,mode=0700") == 0);
+  Result verify = run("verify big");
+  BOOST_TEST(verify.code == 0, verify.out << verify.err);
+  Result resumed = run("resume big");
+  BOOST_TEST(resumed.code == 0, resumed.err.substr(0, 2000));
+  BOOST_TEST(contains(resumed.out, "done"), resumed.out.substr(0, 500));
+  BOOST_TEST(run("trace show big").code == 0);
+}
+
 BOOST_AUTO_TEST_CASE(a_home_is_created_owner_only_whatever_the_umask) {
   std::string home = dir.sub("home");
   std::string cmd = "umask 000; " + std::string(CARAPACE_BIN) + " --home '" + home +
@@ -694,8 +734,16 @@ BOOST_AUTO_TEST_CASE(redaction_rules_from_the_home_config_apply_everywhere) {
   std::vector<std::string> outputs = {run("log show o1").out, run("log show o1 --json").out,
                                       run("trace show o1 --full").out, run("trace analyze o1").out,
                                       run("run 'again' --session o1 --json").out, run("sessions --json").out};
+  // The log lines written since the rules were configured (the warm-up run,
+  // which made the home, logged before them).
   std::string logs;
-  for (const auto& e : std::filesystem::directory_iterator(dir.sub("home") + "/logs")) logs += slurp(e.path().string());
+  for (const auto& e : std::filesystem::directory_iterator(dir.sub("home") + "/logs")) {
+    std::istringstream lines(slurp(e.path().string()));
+    for (std::string line; std::getline(lines, line);) {
+      if (!contains(line, "session w0")) logs += line + "\n";
+    }
+  }
+  BOOST_TEST(contains(logs, "session o1: session.completed"), logs);
   outputs.push_back(logs);
   for (const auto& out : outputs) {
     BOOST_TEST(!contains(out, "ORDER-482913"), out);
@@ -735,6 +783,98 @@ BOOST_AUTO_TEST_CASE(log_lines_go_to_the_home_and_with_v_to_stderr_masked) {
   BOOST_TEST(contains(files, "session q2: session.completed"), files);
   BOOST_TEST(!contains(files, key));
   BOOST_TEST(run("--log-level loud sessions").code == 2);
+}
+
+// The first command on a new home creates it: it logs into it too (its
+// session was never logged before).
+BOOST_AUTO_TEST_CASE(the_command_that_creates_the_home_logs_into_it) {
+  std::string ws = dir.sub("ws-first");
+  std::filesystem::create_directories(ws);
+  const std::string home = dir.sub("new-home");
+  BOOST_REQUIRE(!std::filesystem::exists(home));
+  Result r = run_in(home, "run go --session first1 --scenario " + std::string(PROJECT_DIR) +
+                              "/examples/scenarios/quickstart.json --workspace " + ws);
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  std::string files;
+  BOOST_REQUIRE(std::filesystem::is_directory(home + "/logs"));
+  for (const auto& f : std::filesystem::directory_iterator(home + "/logs")) files += slurp(f.path());
+  BOOST_TEST(contains(files, "session first1: session.started"), files);
+  BOOST_TEST(contains(files, "session first1: session.completed"), files);
+}
+
+// `run --then`: the follow-up is recorded with the task, before the first
+// turn, so a crash before it is sent loses nothing (it used to be sent only
+// once the first run had completed: a crash before that lost it). The
+// resume sends it when its turn comes, and the whole replays.
+BOOST_AUTO_TEST_CASE(a_follow_up_survives_a_crash_before_it_is_sent) {
+  std::string ws = dir.sub("ws-then");
+  std::filesystem::create_directories(ws);
+  std::ofstream(dir.sub("then.json")) << R"({"replies": [
+      {"text": "Looking.", "tool_calls": [{"name": "list_dir", "args": {"path": "."}}]},
+      {"text": "First answer."},
+      {"text": "Verbose is on."},
+      {"text": "One more done."}]})";
+  std::ofstream(dir.sub("crash.json"))
+      << R"({"faults": [{"point": "tool.after_exec", "action": "crash", "nth": 1}]})";
+  Result crashed = run("run go --session then1 --scenario " + dir.sub("then.json") + " --workspace " + ws +
+                       " --then 'Now turn verbose on too.' --faults " + dir.sub("crash.json"));
+  BOOST_TEST(crashed.code != 0, crashed.err);
+  auto follow_ups = [&](const char* flag) {
+    size_t n = 0;
+    const json shown = run_json("log show then1 --type user.message");
+    for (const auto& e : shown["data"]["events"]) {
+      if (e["data"].value(flag, false) && e["data"]["text"] == "Now turn verbose on too.") ++n;
+    }
+    return n;
+  };
+  BOOST_TEST(follow_ups("follow_up") == 1u);
+  BOOST_TEST(follow_ups("from_follow_ups") == 0u);
+  Result resumed = run("resume then1");
+  BOOST_TEST(resumed.code == 0, resumed.err);
+  BOOST_TEST(contains(resumed.out, "Verbose is on."), resumed.out);
+  BOOST_TEST(follow_ups("follow_up") == 1u);
+  BOOST_TEST(follow_ups("from_follow_ups") == 1u);
+  const json listed = run_json("sessions");
+  for (const auto& row : listed["data"]) {
+    if (row["id"] == "then1") BOOST_TEST(row["status"] == "completed", row.dump());
+  }
+  Result replayed = run("replay then1");
+  BOOST_TEST(replayed.code == 0, replayed.out << replayed.err);
+  // A resume's own --then is recorded before it goes on, and sent after.
+  Result more = run("resume then1 --then 'And one more.'");
+  BOOST_TEST(more.code == 0, more.err);
+  BOOST_TEST(contains(more.out, "One more done."), more.out);
+  // The task, the follow-up recorded and sent, the resume's recorded and sent.
+  BOOST_TEST(run_json("log show then1 --type user.message")["data"]["events"].size() == 5u);
+}
+
+// A reader that goes away early (`carapace run ... 2>&1 | head -2`) used to
+// kill the session with SIGPIPE (exit 141, then listed as crashed): it runs
+// to its end.
+BOOST_AUTO_TEST_CASE(a_closed_pipe_does_not_kill_the_session) {
+  std::string ws = dir.sub("ws-pipe");
+  std::filesystem::create_directories(ws);
+  std::ofstream(dir.sub("slow.json")) << R"({"replies": [
+      {"text": "Looking.", "tool_calls": [{"name": "list_dir", "args": {"path": "."}}], "latency_ms": 300},
+      {"text": "Still looking.", "tool_calls": [{"name": "list_dir", "args": {"path": "."}}], "latency_ms": 300},
+      {"text": "Done.", "latency_ms": 300}]})";
+  for (const std::string verbosity : {"", "-vv "}) {
+    const std::string id = verbosity.empty() ? "pipe1" : "pipe2";
+    std::string cmd = "bash -c \"'" + std::string(CARAPACE_BIN) + "' --home '" + dir.sub("home") + "' " +
+                      verbosity + "run go --session " + id + " --scenario '" + dir.sub("slow.json") +
+                      "' --workspace '" + ws + "' 2>&1 | head -2 >/dev/null; echo \\${PIPESTATUS[0]} >'" +
+                      dir.sub("rc") + "'\"";
+    BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
+    BOOST_TEST(slurp(dir.sub("rc")) == "0\n", id << ": exit " << slurp(dir.sub("rc")));
+    json events = run_json("log show " + id)["data"]["events"];
+    bool completed = false;
+    for (const auto& e : events) completed = completed || e["type"] == "session.completed";
+    BOOST_TEST(completed, id << ": " << events.dump());
+    const json listed = run_json("sessions");
+    for (const auto& row : listed["data"]) {
+      if (row["id"] == id) BOOST_TEST(row["status"] == "completed", row.dump());
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_bundle_replays_and_imports_on_a_fresh_home_and_refuses_damage) {
@@ -936,6 +1076,30 @@ BOOST_AUTO_TEST_CASE(sigint_stops_a_run_and_kills_its_tools) {
   const json last = run_json("log show stop-032")["data"]["events"].back();
   BOOST_TEST(last["type"] == "session.stopped", last.dump());
   BOOST_TEST(last["data"]["reason"] == "SIGINT", last.dump());
+  // Down for a while, then resumed: the call the stop cut short is shown as
+  // stopped, never as a crash, and ends at the stop, not at the resume.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  Result resumed = run("resume stop-032 --scenario " + dir.sub("stop-032.json"));
+  BOOST_TEST(resumed.code == 0, resumed.err);
+  Result shown = run("trace show stop-032");
+  BOOST_TEST(contains(shown.out, "STOPPED (SIGINT), outcome unknown"), shown.out);
+  BOOST_TEST(!contains(shown.out, "crash"), shown.out);
+  BOOST_TEST(!contains(shown.out, "CRASH"), shown.out);
+  Result logged = run("log show stop-032");
+  BOOST_TEST(!contains(logged.out, "crash"), logged.out);
+  const json* tool = nullptr;
+  json spans = run_json("trace show stop-032");
+  for (const auto& sp : spans["data"]["spans"]) {
+    if (sp["kind"] == "tool") tool = &sp;
+  }
+  BOOST_REQUIRE(tool != nullptr);
+  BOOST_TEST((*tool)["status"] == "stopped", tool->dump());
+  BOOST_TEST((*tool)["attrs"]["interrupted_by"] == "stop", tool->dump());
+  BOOST_TEST((*tool)["attrs"]["stop_reason"] == "SIGINT", tool->dump());
+  int64_t took_us = (*tool)["end_us"].get<int64_t>() - (*tool)["start_us"].get<int64_t>();
+  BOOST_TEST(took_us < 1'400'000, took_us << " us: the time the session was down counted");
+  Result replayed = run("replay stop-032");
+  BOOST_TEST(replayed.code == 0, replayed.out + replayed.err);
 }
 
 // chat stops a turn on Ctrl-C as run does: the stop recorded, the tools killed, exit 130.

@@ -176,7 +176,7 @@ BOOST_AUTO_TEST_CASE(every_reader_of_a_log_holding_deep_json_shows_it_as_text) {
   BOOST_REQUIRE(sj.contains("data"));
   size_t drilled = 0;
   for (const auto& sp : sj["data"]["spans"]) {
-    std::string seq = std::to_string(sp.value("seq", uint64_t{0}));
+    std::string seq = std::to_string(sp.value("open_seq", uint64_t{0}));
     for (const char* extra : {"", " --json", " --raw"}) {
       CliResult r = cli.run("trace span d1 " + seq + extra);
       CHECK_NOT_CRASHED(r, "trace span d1 " + seq + extra);
@@ -224,8 +224,9 @@ BOOST_AUTO_TEST_CASE(terminal_controls_from_outside_are_shown_not_obeyed) {
   std::vector<std::string> readers = {"log show e1", "log show e1 --json", "trace show e1",
                                       "trace show e1 --json", "replay e1"};
   CliResult spans = cli.run("trace show e1 --json");
-  for (const auto& sp : json::parse(spans.out)["data"]["spans"]) {
-    readers.push_back("trace span e1 " + std::to_string(sp.value("seq", uint64_t{0})));
+  const json span_list = json::parse(spans.out);
+  for (const auto& sp : span_list["data"]["spans"]) {
+    readers.push_back("trace span e1 " + std::to_string(sp.value("open_seq", uint64_t{0})));
   }
   for (const auto& args : readers) {
     CliResult r = cli.run(args);

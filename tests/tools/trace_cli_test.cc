@@ -262,6 +262,39 @@ bool wait_gone(pid_t pid) {
   return wait_for([pid] { return ::kill(pid, 0) != 0 && errno == ESRCH; });
 }
 
+// A collector started before the first session (the natural order for a
+// daemon) used to exit at once ("no event log"): it waits, says so once,
+// and follows the log when it appears.
+BOOST_AUTO_TEST_CASE(a_collector_started_on_a_new_home_waits_for_its_log) {
+  BOOST_REQUIRE(!std::filesystem::exists(dir.sub("home")));
+  pid_t collector = spawn(*this, "collector --interval-ms 20", dir.sub("collector.out"));
+  BOOST_REQUIRE(
+      wait_for([&] { return contains(slurp(dir.sub("collector.out")), "waiting for the first session"); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  BOOST_TEST(::kill(collector, 0) == 0, "the collector exited: " << slurp(dir.sub("collector.out")));
+  BOOST_REQUIRE(run("run go --scenario " + std::string(PROJECT_DIR) + "/examples/scenarios/quickstart.json " +
+                    "--workspace " + ws + " --session late")
+                    .code == 0);
+  // The run's own collector held the store while it ran; the waiting one
+  // takes it over and follows from there.
+  BOOST_TEST(wait_for([&] { return contains(slurp(dir.sub("collector.out")), "following"); }),
+             slurp(dir.sub("collector.out")));
+  BOOST_REQUIRE(run("log synth --session after --turns 2").code == 0);
+  json j;
+  BOOST_TEST(wait_for([&] {
+               j = run_json("trace show after");
+               return j["data"].value("source", "") == "store";
+             }),
+             j.dump());
+  std::string said = slurp(dir.sub("collector.out"));
+  size_t first = said.find("waiting for the first session");
+  BOOST_TEST((first != std::string::npos &&
+              said.find("waiting for the first session", first + 1) == std::string::npos),
+             said);
+  ::kill(collector, SIGTERM);
+  BOOST_TEST(wait_gone(collector));
+}
+
 BOOST_AUTO_TEST_CASE(the_collector_out_of_process_attributes_a_crash_and_picks_up_where_it_left_off) {
   std::string slow = file("slow.json", R"({"replies": [
     {"text": "Listing.", "tool_calls": [{"name": "list_dir", "args": {"path": "."}}]},

@@ -101,6 +101,7 @@ struct Case {
   SessionSettings settings;
   std::string expect_stop_reason;
   std::string message_while_busy;  // sent while the first model call is in flight
+  std::vector<std::string> follow_ups;  // recorded with the task (run --then)
 };
 
 HookDecision decide(Decision d, std::string message = "") {
@@ -193,6 +194,18 @@ std::vector<Case> cases() {
                      .hooks = [](HookRegistry&) {},
                      .expect_stop_reason = "final_answer",
                      .message_while_busy = "And one more thing."});
+  // `run --then`: the follow-ups were recorded with the task; each starts a
+  // run once the one before it has ended, whatever crashed in between.
+  out.push_back(Case{.name = "follow-up messages",
+                     .scenario = R"({"replies": [
+                         {"text": "looking", "tool_calls": [{"name": "side", "args": {"text": "1"}}]},
+                         {"text": "first answer"},
+                         {"tool_calls": [{"name": "echo", "args": {"text": "again"}}]},
+                         {"text": "second answer"},
+                         {"text": "third answer"}]})",
+                     .hooks = [](HookRegistry&) {},
+                     .expect_stop_reason = "final_answer",
+                     .follow_ups = {"Now check it.", "And say goodbye."}});
   return out;
 }
 
@@ -221,7 +234,7 @@ Sweep sweep(const Case& c, LoopMutation mutation) {
       }}));
   c.hooks(*vr.hooks);
   vr.scenario(c.scenario);
-  SessionActor ref = vr.start("ref", "the task", c.settings);
+  SessionActor ref = vr.start("ref", "the task", c.settings, c.follow_ups);
   if (!c.message_while_busy.empty()) {
     caf::scoped_actor self{vr.system(), true};
     self->send(ref, UserInput{c.message_while_busy});
@@ -242,11 +255,24 @@ Sweep sweep(const Case& c, LoopMutation mutation) {
   }
   BOOST_TEST(ref_outcome.stop_reason == c.expect_stop_reason);
   const std::vector<Event> reference = vr.logged("ref");
+  if (!c.follow_ups.empty()) {
+    // Each follow-up was sent once the run before it had ended, and answered.
+    BOOST_TEST(ref_outcome.final_answer == "third answer");
+    std::vector<std::string> sent;
+    for (const auto& m : vr.of_type<UserMessage>()) {
+      if (m.from_follow_ups) sent.push_back(m.text);
+    }
+    BOOST_TEST(sent == c.follow_ups, "sent: " << sent.size());
+  }
+  // Where a crash can first cut the log: after the opening's checkpoint.
+  size_t first_cut = 0;
+  while (first_cut < reference.size() && !std::holds_alternative<TurnCommitted>(reference[first_cut].body))
+    ++first_cut;
   const Ending expected = ending_of(reference);
   SessionSettings resumed_settings = c.settings;
   resumed_settings.mutation = mutation;
 
-  for (size_t k = 3; k < reference.size(); ++k) {  // after the opening checkpoint
+  for (size_t k = first_cut + 1; k < reference.size(); ++k) {
     if (!crash_can_cut_at(reference, k)) continue;
     std::vector<Event> prefix(reference.begin(), reference.begin() + static_cast<std::ptrdiff_t>(k));
     // Before the message was acknowledged, a crash means it was never sent.
