@@ -101,11 +101,15 @@ struct ToolInvocation {
   std::string session_id;
   ToolCall call;
   std::string workspace;
+  // Set by a resume for a call a crash or a stop interrupted: the tool's
+  // recover function decides (ToolRecovery); this is the result to give when
+  // it cannot tell.
+  std::string recovering;
 
   static constexpr auto fields() {
     using T = ToolInvocation;
     return std::tuple{Field{1, "session_id", &T::session_id}, Field{2, "call", &T::call},
-                      Field{3, "workspace", &T::workspace}};
+                      Field{3, "workspace", &T::workspace}, Field{4, "recovering", &T::recovering}};
   }
   friend bool operator==(const ToolInvocation&, const ToolInvocation&) = default;
 };

@@ -90,7 +90,10 @@ class SessionLoop {
   void refuse_call(std::vector<EventBody> step, const ToolCall& call, std::string why);
   void stop_remaining_calls();
   void resume_interrupted_call(ToolCall call);
-  void run_tool(ToolCall call);
+  // `recovering`: a call a crash or a stop interrupted, for the tool's
+  // recover function (the text to give when it cannot tell); `stop_reason`:
+  // that stop's, for the result if it stays unknown.
+  void run_tool(ToolCall call, std::string recovering = "", std::string stop_reason = "");
   // `stop_reason`: an interrupted call's, when a stop ended its run.
   void tool_done(const ToolCall& call, ToolOutcome outcome, std::string stop_reason = "");
   void post_tool_hooks(const ToolCall& call, std::string result, bool is_error);

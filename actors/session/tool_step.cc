@@ -73,8 +73,10 @@ void SessionLoop::stop_remaining_calls() {
 }
 
 // A call requested before a crash, with no result recorded: it may or may
-// not have taken effect. An idempotent tool runs again; for any other the
-// model is told the outcome is unknown (at most once for side effects).
+// not have taken effect. An idempotent tool runs again; a tool that can
+// check what became of it says (write_file: the file holds the bytes, or it
+// is written again), and its answer is recorded; for any other the model is
+// told the outcome is unknown (at most once for side effects).
 void SessionLoop::resume_interrupted_call(ToolCall call) {
   auto tool = ctx_->tools->find(call.name);
   if (tool && tool->spec.idempotent) return run_tool(std::move(call));
@@ -82,29 +84,37 @@ void SessionLoop::resume_interrupted_call(ToolCall call) {
   std::string why = stop_reason.empty() ? "the process running it stopped before its result was recorded"
                                         : "the session was stopped (" + stop_reason +
                                               ") while it ran, and what it started was killed";
-  tool_done(call,
-            ToolOutcome{.call_id = call.id,
-                        .output = "This call was interrupted: " + why +
-                                  ", so whether it took effect is unknown. Check before repeating it.",
-                        .is_error = true,
-                        .interrupted = true},
-            stop_reason);
+  std::string unknown = "This call was interrupted: " + why +
+                        ", so whether it took effect is unknown. Check before repeating it.";
+  if (tool && tool->recover) return run_tool(std::move(call), std::move(unknown), stop_reason);
+  tool_done(
+      call,
+      ToolOutcome{.call_id = call.id, .output = std::move(unknown), .is_error = true, .interrupted = true},
+      stop_reason);
 }
 
-void SessionLoop::run_tool(ToolCall call) {
-  ToolInvocation invocation{.session_id = ctx_->id, .call = call, .workspace = settings().workspace};
+void SessionLoop::run_tool(ToolCall call, std::string recovering, std::string stop_reason) {
+  ToolInvocation invocation{.session_id = ctx_->id,
+                            .call = call,
+                            .workspace = settings().workspace,
+                            .recovering = std::move(recovering)};
   self_
       ->request(ctx_->tool_host, std::chrono::milliseconds(settings().tool_timeout_ms), std::move(invocation))
-      .then([this, call](ToolOutcome outcome) { tool_done(call, std::move(outcome)); },
-            [this, call](caf::error& e) {
-              bool timeout = e == caf::sec::request_timeout;
-              tool_done(call, ToolOutcome{.call_id = call.id,
-                                          .output = timeout ? "The tool gave no result within " +
-                                                                  std::to_string(settings().tool_timeout_ms) + " ms"
-                                                            : "The tool failed: " + caf::to_string(e),
-                                          .is_error = true,
-                                          .timed_out = timeout});
-            });
+      .then(
+          [this, call, stop_reason](ToolOutcome outcome) {
+            const bool interrupted = outcome.interrupted;
+            tool_done(call, std::move(outcome), interrupted ? stop_reason : "");
+          },
+          [this, call](caf::error& e) {
+            bool timeout = e == caf::sec::request_timeout;
+            tool_done(call,
+                      ToolOutcome{.call_id = call.id,
+                                  .output = timeout ? "The tool gave no result within " +
+                                                          std::to_string(settings().tool_timeout_ms) + " ms"
+                                                    : "The tool failed: " + caf::to_string(e),
+                                  .is_error = true,
+                                  .timed_out = timeout});
+          });
 }
 
 void SessionLoop::tool_done(const ToolCall& call, ToolOutcome o, std::string stop_reason) {

@@ -390,6 +390,52 @@ ToolResult write_file(const FileToolOptions& options, const nlohmann::json& args
   }
 }
 
+// What became of a write_file call a crash or a stop interrupted. Replacing
+// a file ends with the same bytes however often it runs: if the file holds
+// them, it took effect (the result says what the call says); otherwise it
+// runs again. An append that did not happen leaves a file that does not end
+// with the bytes: it runs again; one that ends with them may or may not
+// have been appended to, and that is unknown.
+ToolRecovery recover_write_file(const nlohmann::json& args, const ToolContext& context) {
+  std::string path, content, error;
+  bool append = false;
+  if (!args.is_object() || !get_string(args, "path", true, &path, &error) ||
+      !get_string(args, "content", true, &content, &error) || !get_bool(args, "append", &append, &error)) {
+    return ToolRecovery{.verdict = ToolRecovery::Verdict::kRunAgain};  // it fails again, the same way
+  }
+  WorkspaceRoot root;
+  std::string rel;
+  int fd = -1;
+  if (!open_root(context, path, &root, &rel).ok() ||
+      !root.open(path, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, &fd).ok()) {
+    return ToolRecovery{.verdict = ToolRecovery::Verdict::kRunAgain};  // not there: not written
+  }
+  UniqueFd file(fd);
+  struct stat st;
+  if (::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) return ToolRecovery{};
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  // The bytes that would be the call's: the whole file, or its end.
+  if (size < content.size() || (!append && size != content.size())) {
+    return ToolRecovery{.verdict = ToolRecovery::Verdict::kRunAgain};
+  }
+  std::string tail(content.size(), '\0');
+  const off_t from = static_cast<off_t>(size - content.size());
+  size_t got = 0;
+  while (got < tail.size()) {
+    ssize_t n = ::pread(file.get(), tail.data() + got, tail.size() - got, from + static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ToolRecovery{};
+    got += static_cast<size_t>(n);
+  }
+  if (tail != content) return ToolRecovery{.verdict = ToolRecovery::Verdict::kRunAgain};
+  if (append) return ToolRecovery{};
+  // What the call would have said: the same conversation as without the
+  // interruption (the log shows the result came after a resume).
+  return ToolRecovery{
+      .verdict = ToolRecovery::Verdict::kDone,
+      .result = ToolResult{.output = "wrote " + std::to_string(content.size()) + " bytes to '" + path + "'"}};
+}
+
 ToolResult list_dir(const FileToolOptions& options, const nlohmann::json& args, const ToolContext& context) {
   std::string path = ".", error;
   if (!args.is_null() && !args.is_object()) {
@@ -518,7 +564,7 @@ ToolDefinition make_read_file_tool(const FileToolOptions& options) {
 }
 
 ToolDefinition make_write_file_tool(const FileToolOptions& options) {
-  return file_tool(
+  ToolDefinition tool = file_tool(
       "write_file",
       "Writes text to a file in the workspace, replacing the file, or adding to its end with "
       "`append`: true. Missing parent directories are created. One call writes at most " +
@@ -530,6 +576,8 @@ ToolDefinition make_write_file_tool(const FileToolOptions& options) {
                    {"description", "Add to the end of the file instead of replacing it (default false)."}}}},
                 {"path", "content"}),
       /*idempotent=*/false, options, write_file);
+  tool.recover = recover_write_file;
+  return tool;
 }
 
 ToolDefinition make_list_dir_tool(const FileToolOptions& options) {

@@ -59,10 +59,26 @@ struct ToolContext {
 
 using ToolFunction = std::function<ToolResult(const nlohmann::json& args, const ToolContext& context)>;
 
+// What became of a call that a crash or a stop interrupted: its intent is in
+// the log, its result is not. kRunAgain: running it again ends where running
+// it once would have (it had no effect, or its effect makes a second run
+// harmless); kDone: it took effect, and `result` is its outcome; kUnknown:
+// there is no telling, and the model is told so.
+struct ToolRecovery {
+  enum class Verdict : uint8_t { kRunAgain, kDone, kUnknown };
+  Verdict verdict = Verdict::kUnknown;
+  ToolResult result;  // kDone
+};
+using RecoveryFunction = std::function<ToolRecovery(const nlohmann::json& args, const ToolContext& context)>;
+
 struct ToolDefinition {
   ToolSpec spec;
   bool blocking = true;  // may block (I/O, processes): runs on a thread of its own
   ToolFunction run;
+  // Asked by a resume about an interrupted call of a tool that is not
+  // idempotent (spec.idempotent: always kRunAgain). Null: kUnknown. It must
+  // only look (the workspace, what the call was to do), never act.
+  RecoveryFunction recover;
 };
 
 }  // namespace carapace

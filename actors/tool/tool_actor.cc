@@ -174,13 +174,24 @@ ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocatio
     outcome.is_error = true;
   } else {
     try {
-      ToolResult r =
-          tool.run(args, ToolContext{invocation.workspace, invocation.session_id, invocation.call.id});
-      outcome.output = std::move(r.output);
-      outcome.is_error = r.is_error;
-      outcome.timed_out = r.timed_out;
-      outcome.truncated = r.truncated;
-      outcome.original_bytes = r.original_bytes;
+      const ToolContext context{invocation.workspace, invocation.session_id, invocation.call.id};
+      // A call a crash or a stop interrupted: the tool says what became of it.
+      ToolRecovery recovery{.verdict = ToolRecovery::Verdict::kRunAgain};
+      if (!invocation.recovering.empty())
+        recovery = tool.recover ? tool.recover(args, context) : ToolRecovery{};
+      if (recovery.verdict == ToolRecovery::Verdict::kUnknown) {
+        outcome.output = invocation.recovering;
+        outcome.is_error = true;
+        outcome.interrupted = true;
+      } else {
+        ToolResult r = recovery.verdict == ToolRecovery::Verdict::kDone ? std::move(recovery.result)
+                                                                        : tool.run(args, context);
+        outcome.output = std::move(r.output);
+        outcome.is_error = r.is_error;
+        outcome.timed_out = r.timed_out;
+        outcome.truncated = r.truncated;
+        outcome.original_bytes = r.original_bytes;
+      }
     } catch (const std::exception& e) {
       outcome.output = "tool " + tool.spec.name + " failed: " + e.what();
       outcome.is_error = true;

@@ -1454,3 +1454,34 @@ BOOST_AUTO_TEST_CASE(scratch_dirs_a_killed_process_left_are_reclaimed_and_only_t
   }
   BOOST_TEST(reclaim_scratch_dirs(base.path()) == 0u);
 }
+
+// What a resume makes of a write_file call a crash interrupted: replaced
+// with the same bytes, or not there: done or run again; an append whose
+// bytes end the file: unknown (they may have been there before).
+BOOST_AUTO_TEST_CASE(write_file_says_what_became_of_an_interrupted_call) {
+  TempDir dir;
+  std::string ws = dir.sub("ws");
+  fs::create_directories(ws);
+  ToolDefinition tool = make_write_file_tool(FileToolOptions{});
+  BOOST_REQUIRE(tool.recover);
+  ToolContext ctx{.workspace = fs::canonical(ws).string(), .session_id = "s", .call_id = "c"};
+  using V = ToolRecovery::Verdict;
+  auto verdict = [&](const nlohmann::json& args) { return tool.recover(args, ctx).verdict; };
+  nlohmann::json replace = {{"path", "out/a.txt"}, {"content", "alpha\n"}};
+  BOOST_TEST((verdict(replace) == V::kRunAgain));  // not there
+  fs::create_directories(ws + "/out");
+  std::ofstream(ws + "/out/a.txt") << "old text\n";
+  BOOST_TEST((verdict(replace) == V::kRunAgain));  // other bytes: replacing them again is safe
+  std::ofstream(ws + "/out/a.txt") << "alpha\n";
+  ToolRecovery done = tool.recover(replace, ctx);
+  BOOST_TEST((done.verdict == V::kDone));
+  BOOST_TEST(done.result.output == "wrote 6 bytes to 'out/a.txt'");
+  BOOST_TEST(!done.result.is_error);
+  nlohmann::json append = {{"path", "out/a.txt"}, {"content", "beta\n"}, {"append", true}};
+  BOOST_TEST((verdict(append) == V::kRunAgain));  // the file does not end with it: not appended
+  std::ofstream(ws + "/out/a.txt", std::ios::app) << "beta\n";
+  BOOST_TEST((verdict(append) == V::kUnknown));  // it does: appended, or there before
+  BOOST_TEST(
+      (verdict({{"path", "../outside"}, {"content", "x"}}) == V::kRunAgain));  // fails again, the same way
+  BOOST_TEST(read_text(ws + "/out/a.txt") == "alpha\nbeta\n");                 // the check wrote nothing
+}
