@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "base/pattern.h"
+#include "base/redaction_view.h"
 
 namespace carapace {
 namespace {
@@ -106,6 +107,28 @@ bool secret_word(std::string_view w, bool hex_runs) {
   return hex_runs && n >= 32 && std::all_of(w.begin(), w.end(), is_hex);
 }
 
+// Whether the start of a known kind of secret begins `w`: cut short (by a
+// tool's output cap, a body's store cap) it is too short for secret_word, and
+// is masked all the same where it ends at such a cut.
+bool secret_prefix(std::string_view w) {
+  for (std::string_view p : {"sk-", "AKIA", "ASIA", "AIza", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+                             "xoxb-", "xoxp-", "xoxa-", "xoxs-", "xoxe-", "xoxr-", "xoxo-", "eyJ"}) {
+    if (starts_with(w, p) && w.size() > p.size()) return true;
+  }
+  return false;
+}
+
+// Whether a cut marker follows at `at`: the shell tool's output cap
+// ("\n[... N bytes truncated"), the body store's ("\n[carapace: body cut"),
+// a preview's ellipsis.
+bool cut_after(std::string_view text, size_t at) {
+  std::string_view rest = text.substr(std::min(at, text.size()));
+  // A preview's ellipsis (quote_preview), the body store's marker.
+  if (starts_with(rest, "\xe2\x80\xa6") || starts_with(rest, "\n[carapace: body cut")) return true;
+  if (!starts_with(rest, "\n[... ") || rest.size() < 7 || rest[6] < '0' || rest[6] > '9') return false;
+  return rest.substr(0, 48).find(" bytes truncated") != std::string_view::npos;
+}
+
 // PEM private key blocks: from the end of the BEGIN line to the END line.
 void find_pem(std::string_view text, std::vector<Span>* spans) {
   for (size_t at = text.find("-----BEGIN "); at != text.npos; at = text.find("-----BEGIN ", at + 1)) {
@@ -139,7 +162,7 @@ struct Redactor::Impl {
       if (i == start) break;
       std::string_view w = text.substr(start, i - start);
       while (w.size() > 1 && w.back() == '.') w.remove_suffix(1);  // the end of a sentence
-      if (secret_word(w, hex_runs)) {
+      if (secret_word(w, hex_runs) || (cut_after(text, start + w.size()) && secret_prefix(w))) {
         spans->push_back({start, start + w.size()});
         continue;
       }
@@ -227,21 +250,71 @@ std::string Redactor::mask(std::string_view secret) {
 }
 
 bool Redactor::redact(std::string_view text, std::string* out) const {
+  // Each secret found, as the source range it covers and what replaces it.
+  struct Replacement {
+    size_t begin;
+    size_t end;
+    std::string with;
+  };
+  std::vector<Replacement> found;
   std::vector<Span> spans;
   impl_->find(text, &spans);
+  for (const Span& s : spans) found.push_back({s.begin, s.end, mask(text.substr(s.begin, s.end - s.begin))});
+  // What a plain scan cannot see: a secret behind escapes (`\nsk-...`, up to
+  // two levels: a JSON string inside a JSON string), or split over the events
+  // of a stream. Each is masked where it came from: its first source range
+  // takes the mask, the others are left out.
+  auto scan = [&](const RedactionView& view, const RedactionView* inner) {
+    std::vector<Span> hidden;
+    impl_->find(view.text(), &hidden);
+    for (const Span& h : hidden) {
+      std::vector<std::pair<size_t, size_t>> ranges;
+      if (inner == nullptr) {
+        ranges = view.source_ranges(h.begin, h.end);
+      } else {
+        for (const auto& [b, e] : view.source_ranges(h.begin, h.end)) {
+          for (const auto& r : inner->source_ranges(b, e)) ranges.push_back(r);
+        }
+      }
+      for (size_t k = 0; k < ranges.size(); ++k) {
+        found.push_back({ranges[k].first, ranges[k].second,
+                         k == 0 ? mask(std::string_view(view.text()).substr(h.begin, h.end - h.begin)) : ""});
+      }
+    }
+  };
+  if (RedactionView::may_hide(text)) {
+    RedactionView once = RedactionView::decoded(text);
+    scan(once, nullptr);
+    if (RedactionView::may_hide(once.text())) scan(RedactionView::decoded(once.text()), &once);
+  }
+  if (text.find("data:") != text.npos) {
+    RedactionView stream;
+    if (RedactionView::streamed(text, &stream)) {
+      scan(stream, nullptr);
+      // Tool-call arguments in pieces are a JSON text: their escapes too.
+      if (RedactionView::may_hide(stream.text())) scan(RedactionView::decoded(stream.text()), &stream);
+    }
+  }
   bool has_path = false;
   for (const auto& [from, to] : impl_->paths) has_path = has_path || text.find(from) != text.npos;
-  if (spans.empty() && !has_path) return false;
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  if (found.empty() && !has_path) return false;
+  std::sort(found.begin(), found.end(), [](const Replacement& a, const Replacement& b) {
+    return a.begin < b.begin || (a.begin == b.begin && a.end > b.end);
+  });
   std::string result;
   result.reserve(text.size());
   size_t at = 0;
-  for (size_t k = 0; k < spans.size();) {
-    Span s = spans[k++];
-    while (k < spans.size() && spans[k].begin < s.end) s.end = std::max(s.end, spans[k++].end);  // merge overlaps
-    result.append(text.substr(at, s.begin - at));
-    result.append(mask(text.substr(s.begin, s.end - s.begin)));
-    at = s.end;
+  for (size_t k = 0; k < found.size();) {
+    Replacement r = std::move(found[k++]);
+    bool merged = false;
+    while (k < found.size() && found[k].begin < r.end) {  // overlapping finds: one mask over them all
+      r.end = std::max(r.end, found[k++].end);
+      merged = true;
+    }
+    if (merged) r.with = mask(text.substr(r.begin, r.end - r.begin));
+    result.append(text.substr(at, r.begin - at));
+    result.append(r.with);
+    at = r.end;
   }
   result.append(text.substr(at));
   for (const auto& [from, to] : impl_->paths) {

@@ -148,9 +148,10 @@ int run_span(Context& ctx, const SpanArgs& args) {
     ctx.print_success(data, sp.name + " of session " + args.session + ": " + sp.status);
     return kExitOk;
   }
-  if (args.raw && !args.body.empty()) {  // the exact bytes alone, for a pipe
+  if (args.raw && !args.body.empty()) {  // the bytes alone, for a pipe: redacted, not reformatted
     if (!found[0].error.empty()) return ctx.fail(Status::not_found(found[0].error));
-    std::fwrite(found[0].text.data(), 1, found[0].text.size(), stdout);
+    std::string bytes = ctx.redactor()(found[0].text);
+    std::fwrite(bytes.data(), 1, bytes.size(), stdout);
     return kExitOk;
   }
   std::printf("%s  (%s, span %s, trace %s)\n", ctx.shown(sp.name).c_str(), sp.kind.c_str(),

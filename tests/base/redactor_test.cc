@@ -115,3 +115,78 @@ BOOST_AUTO_TEST_CASE(the_home_directory_becomes_a_tilde) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// A key a tool printed reaches the next request body JSON-escaped, and the
+// answer's stream in pieces: each is found where it hides.
+BOOST_AUTO_TEST_SUITE(hidden_secrets)
+
+const std::string kKey = std::string("sk-") + "proj-" + "ABCDEFGHIJKLMNOPQRSTUVWX1234";
+
+bool leaks(const std::string& out) {
+  return out.find("DEFGHIJKLMNOPQRSTUVWX") != std::string::npos || out.find("MNOPQRS") != std::string::npos;
+}
+
+BOOST_AUTO_TEST_CASE(behind_json_escapes) {
+  for (const std::string before : {"\\n", "\\t", "\\r", "\\\"", "\\\\", "\\u0020", "%0A", "%20"}) {
+    std::string body = R"({"role":"tool","content":"cat a.txt)" + before + kKey + R"(\n"})";
+    std::string out = redacted(body);
+    BOOST_TEST(!leaks(out), before << ": " << out);
+    BOOST_TEST(out.find(R"({"role":"tool","content":"cat a.txt)" + before) == 0u, before << ": " << out);
+    BOOST_TEST(out.find(M) != std::string::npos, out);
+  }
+  // The key itself escaped, letter by letter or in part.
+  std::string spelled = R"("\u0073\u006b-proj-ABCDEFGHIJKLMNOPQRSTUVWX1234")";
+  BOOST_TEST(!leaks(redacted(spelled)), redacted(spelled));
+  std::string percent = "https://h/x?k=%73k-proj-ABCDEFGHIJKLMNOPQRSTUVWX1234&y=1";
+  BOOST_TEST(!leaks(redacted(percent)), redacted(percent));
+  // Two levels: tool-call arguments (a JSON string) inside a request body.
+  std::string nested = R"({"arguments":"{\"command\":\"echo hi\\n)" + kKey + R"(\"}"})";
+  BOOST_TEST(!leaks(redacted(nested)), redacted(nested));
+}
+
+BOOST_AUTO_TEST_CASE(split_over_the_events_of_a_stream) {
+  auto event = [](const std::string& piece) {
+    return R"(data: {"id":"c1","choices":[{"index":0,"delta":{"content":")" + piece + "\"}}]}\n\n";
+  };
+  std::string body = event("Your key is ") + event(kKey.substr(0, 9)) + event(kKey.substr(9, 10)) +
+                     event(kKey.substr(19)) + event(".") + "data: [DONE]\n\n";
+  std::string out = redacted(body);
+  BOOST_TEST(out.find(kKey.substr(9, 10)) == std::string::npos, out);
+  BOOST_TEST(out.find(kKey.substr(19)) == std::string::npos, out);
+  BOOST_TEST(out.find("Your key is ") != std::string::npos, out);
+  // Anthropic's tool input in pieces, with an escape between.
+  std::string anthropic = R"(event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"command\": \"echo )" +
+                          kKey.substr(0, 12) + R"("}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":")" +
+                          kKey.substr(12) + R"(\"}"}}
+
+)";
+  BOOST_TEST(!leaks(redacted(anthropic)), redacted(anthropic));
+}
+
+BOOST_AUTO_TEST_CASE(cut_short_by_a_cap) {
+  std::string shell = "token: " + kKey.substr(0, 15) + "\n[... 1,000 bytes truncated: kept 64 of 1,064 ...]\nend";
+  BOOST_TEST(redacted(shell).find(kKey.substr(8, 7)) == std::string::npos, redacted(shell));
+  std::string body = "{\"a\":\"" + kKey.substr(0, 14) + "\n[carapace: body cut: the first 20 of its 90 bytes]";
+  BOOST_TEST(redacted(body).find(kKey.substr(8, 6)) == std::string::npos, redacted(body));
+  // A preview cut it short (log show's summaries).
+  std::string preview = "\"{\"content\": \"remember\\n" + kKey.substr(0, 17) + "\u2026\"";
+  BOOST_TEST(redacted(preview).find(kKey.substr(8, 9)) == std::string::npos, redacted(preview));
+  // Not a cut: words that merely start alike stay.
+  BOOST_TEST(redacted("pip install sk-learn\n[... nothing") == "pip install sk-learn\n[... nothing");
+  BOOST_TEST(redacted("pip install sk-learn\nthen go") == "pip install sk-learn\nthen go");
+}
+
+BOOST_AUTO_TEST_CASE(text_with_escapes_and_no_secret_is_left_alone) {
+  for (const std::string& text :
+       {std::string(R"({"content":"line 1\nline 2\t\"quoted\" \u00e9 100%25 done"})"),
+        std::string("data: {\"choices\":[{\"delta\":{\"content\":\"Hello\"}}]}\n\ndata: [DONE]\n\n")}) {
+    std::string out;
+    BOOST_TEST(!Redactor().redact(text, &out), out);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
