@@ -12,11 +12,18 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "actors/provider/scripted_provider.h"
+#include "base/bounded_file.h"
+#include "base/bounded_json.h"
 #include "base/child_process.h"
 #include "base/fault_injection.h"
+#include "base/limits.h"
 #include "events/fold.h"
+#include "replay/fault_plan.h"
 #include "replay/recovery.h"
+#include "replay/torture_compare.h"
 #include "replay/verify.h"
 #include "storage/event_log.h"
 #include "storage/power_loss.h"
@@ -64,10 +71,21 @@ Digest128 outcome_digest(const SessionState& s) {
   return digest128(bytes);
 }
 
-void prepare_home(const std::string& home) {
-  fs::remove_all(home);
-  fs::create_directories(home + "/ws");
-  std::ofstream(home + "/ws/input.txt") << "hello torture\n";
+// A fresh home: the workspace (a copy of the user's, or input.txt alone) and
+// the runner's own config unless the user gave theirs.
+Status prepare_home(const TortureOptions& o, const std::string& home) {
+  std::error_code ec;
+  fs::remove_all(home, ec);
+  fs::create_directories(home, ec);
+  if (ec) return Status::io_error("cannot create " + home + ": " + ec.message());
+  if (!o.workspace.empty()) {
+    fs::copy(o.workspace, home + "/ws", fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+    if (ec) return Status::io_error("cannot copy the workspace " + o.workspace + " to " + home + "/ws: " + ec.message());
+  } else {
+    fs::create_directories(home + "/ws");
+    std::ofstream(home + "/ws/input.txt") << "hello torture\n";
+  }
+  if (!o.config.empty()) return Status();
   // A command hook on every tool call, so that the hook point is reached; a
   // PostToolUse hook that stops the turn when a shell call prints DONE; and
   // snapshots often enough that recovery starts from them.
@@ -78,6 +96,7 @@ void prepare_home(const std::string& home) {
                        {"name": "stop-when-done", "event": "PostToolUse", "matcher": "^shell$",
                         "command": "grep -q DONE && echo '{\"decision\":\"stop\",\"reason\":\"the status is DONE\"}' || echo '{\"decision\":\"continue\"}'",
                         "timeout_ms": 10000}]})";
+  return Status();
 }
 
 struct Counts {
@@ -139,23 +158,72 @@ class Runner {
     if (points_.empty()) {
       for (int i = 0; i < kFaultPointCount; ++i) points_.push_back(static_cast<FaultPoint>(i));
     }
+    if (!o_.faults.empty()) CARAPACE_RETURN_IF_ERROR(load_user_plan());
     return Status();
+  }
+
+  // The user's fault plan: checked as `run --faults` checks it, its rules
+  // kept to be merged with the runner's in every child.
+  Status load_user_plan() {
+    std::shared_ptr<FaultPlan> plan;
+    CARAPACE_RETURN_IF_ERROR(FaultPlan::load(o_.faults, &plan));
+    std::string text;
+    CARAPACE_RETURN_IF_ERROR(read_bounded_file(o_.faults, limits::kFaultPlanBytes, "the fault plan", &text));
+    nlohmann::json j;
+    CARAPACE_RETURN_IF_ERROR(parse_bounded_json(text, o_.faults, &j));
+    user_rules_ = j.value("faults", nlohmann::json::array());
+    if (j.contains("seed")) user_seed_ = j["seed"];
+    for (size_t i = 0; i < user_rules_.size(); ++i) {
+      if (user_rules_[i].value("action", "") == "crash") {
+        return Status::invalid_argument(o_.faults + ": faults[" + std::to_string(i) +
+                                        "] crashes: torture makes the crashes itself (one per child at a fault "
+                                        "point or a random moment); leave crash rules out of --faults and choose "
+                                        "where with --points");
+      }
+    }
+    return Status();
+  }
+
+  // A plan file for a child: `first` (the runner's crash, which wins over
+  // the user's rules at the same occurrence), the user's rules, `last`. An
+  // `nth` rule that already fired in this session (`spent`) stays in its
+  // place but never fires: a fault plan counts per process, and a resumed
+  // child would fire it again.
+  std::string write_plan(const std::string& path, const nlohmann::json& first, const nlohmann::json& last,
+                         const std::set<size_t>& spent = {}) {
+    nlohmann::json rules = nlohmann::json::array();
+    for (const auto& r : first) rules.push_back(r);
+    plan_offsets_[path] = first.size();
+    for (size_t i = 0; i < user_rules_.size(); ++i) {
+      nlohmann::json r = user_rules_[i];
+      if (spent.count(i)) {
+        r.erase("nth");
+        r["probability"] = 0;
+      }
+      rules.push_back(std::move(r));
+    }
+    for (const auto& r : last) rules.push_back(r);
+    nlohmann::json plan = {{"faults", rules}};
+    if (!user_seed_.is_null()) plan["seed"] = user_seed_;
+    std::ofstream(path) << plan.dump(2);
+    return path;
   }
 
   Status reference() {
     std::string home = o_.work_dir + "/reference";
-    prepare_home(home);
+    report_->reference_home = home;
+    CARAPACE_RETURN_IF_ERROR(prepare_home(o_, home));
     // A rule at every point that never fires: the run counts how often it
     // reaches each, so that a crash drawn at the nth occurrence happens.
-    std::string counting = "{\"faults\": [";
+    nlohmann::json counting = nlohmann::json::array();
     for (int p = 0; p < kFaultPointCount; ++p) {
-      counting += std::string(p ? ", " : "") + "{\"point\": \"" +
-                  std::string(fault_point_name(static_cast<FaultPoint>(p))) +
-                  "\", \"action\": \"crash\", \"probability\": 0}";
+      counting.push_back({{"point", std::string(fault_point_name(static_cast<FaultPoint>(p)))},
+                          {"action", "crash"},
+                          {"probability", 0}});
     }
-    std::ofstream(home + "/counting.json") << counting << "]}";
     std::vector<std::string> args = child_args(home, "run", "", messages_);
-    args.insert(args.end(), {"--faults", home + "/counting.json", "--fault-counts", home + "/counts.txt"});
+    args.insert(args.end(), {"--faults", write_plan(home + "/counting.json", nlohmann::json::array(), counting),
+                             "--fault-counts", home + "/counts.txt"});
     auto start = std::chrono::steady_clock::now();
     int status = run_child_process(o_.carapace, args, home + "/child.log");
     reference_ms_ = static_cast<uint64_t>(
@@ -178,23 +246,51 @@ class Runner {
     SessionState state;
     CARAPACE_RETURN_IF_ERROR(fold(events, &state));
     reference_ = outcome_digest(state);
-    log.reset();
-    fs::remove_all(home);
+    reference_events_ = std::move(events);
     return Status();
+  }
+
+  // The user's `nth` rules that fired in the session at `home`: a
+  // fault.injected names its rule "(PLAN faults[N])".
+  void note_spent(const std::string& home, std::set<size_t>* spent) {
+    if (user_rules_.empty()) return;
+    std::unique_ptr<EventLog> log;
+    std::vector<Event> events;
+    if (!open_reader(home, &log).ok() || !log->read(kSession, 1, UINT64_MAX, &events).ok()) return;
+    for (const auto& e : events) {
+      const auto* f = get_if<FaultInjected>(e);
+      if (f == nullptr) continue;
+      for (const auto& [path, offset] : plan_offsets_) {
+        const std::string tag = " (" + path + " faults[";
+        size_t at = f->detail.rfind(tag);
+        if (at == std::string::npos) continue;
+        size_t n = std::strtoull(f->detail.c_str() + at + tag.size(), nullptr, 10);
+        if (n >= offset && n - offset < user_rules_.size() && user_rules_[n - offset].contains("nth")) {
+          spent->insert(n - offset);
+        }
+      }
+    }
   }
 
   TortureIteration iterate(uint64_t i) {
     TortureIteration it{.iteration = i};
     it.mode = o_.mode == "both" ? (i % 2 == 0 ? "step" : "turn") : o_.mode;
     std::string home = o_.work_dir + "/iter-" + std::to_string(i);
-    prepare_home(home);
     auto violation = [&](std::string kind, std::string detail) {
-      it.violations.push_back(TortureViolation{i, it.mode, home, std::move(kind), std::move(detail)});
+      TortureViolation v{i, it.mode, home, std::move(kind), std::move(detail)};
+      v.look = {"carapace --home " + home + " log show " + kSession};
+      it.violations.push_back(std::move(v));
     };
+    if (Status s = prepare_home(o_, home); !s.ok()) {
+      violation("setup_failed", s.to_string());
+      return finish(it, home);
+    }
     std::map<uint64_t, Digest128> prefixes;  // acknowledged checkpoint seq -> digest of the records up to it
     bool crash_next = true;
+    std::set<size_t> spent;  // the user's nth rules that fired
     for (uint32_t attempt = 0;; ++attempt) {
       Progress p = progress(home);
+      note_spent(home, &spent);
       if (p.done) break;
       std::vector<std::string> unsent;
       std::multiset<std::string> present = p.user_texts;
@@ -216,11 +312,16 @@ class Runner {
           FaultPoint fp = points_[rng_() % points_.size()];
           uint64_t nth = 1 + rng_() % counts_.at[static_cast<size_t>(fp)];
           point = std::string(fault_point_name(fp));
-          std::string plan = home + "/plan-" + std::to_string(attempt) + ".json";
-          std::ofstream(plan) << R"({"faults": [{"point": ")" << point << R"(", "action": "crash", "nth": )"
-                              << nth << "}]}";
-          args.insert(args.end(), {"--faults", plan});
+          nlohmann::json crash = nlohmann::json::array();
+          crash.push_back({{"point", point}, {"action", "crash"}, {"nth", nth}});
+          args.insert(args.end(), {"--faults", write_plan(home + "/plan-" + std::to_string(attempt) + ".json",
+                                                          crash, nlohmann::json::array(), spent)});
         }
+      }
+      // The user's faults apply in every child, whether the runner crashes it at a point or not.
+      if (!user_rules_.empty() && (point.empty() || point == "random moment")) {
+        args.insert(args.end(), {"--faults", write_plan(home + "/plan-" + std::to_string(attempt) + ".json",
+                                                        nlohmann::json::array(), nlohmann::json::array(), spent)});
       }
       pid_t pid = spawn_child_process(o_.carapace, args, home + "/child.log");
       int status = 0;
@@ -280,7 +381,8 @@ class Runner {
       a.insert(a.end(), {"resume", kSession, "--mode", mode});
     }
     for (const auto& m : then) a.insert(a.end(), {"--then", m});
-    a.insert(a.end(), {"--scenario", o_.scenario, "--config", home + "/config.json", "--exec-log",
+    a.insert(a.end(), {"--scenario", o_.scenario, "--config", o_.config.empty() ? home + "/config.json" : o_.config,
+                       "--exec-log",
                        home + "/exec.log", "--ack-log", home + "/ack.log", "--json"});
     if (o_.power_loss) a.insert(a.end(), {"--sync-ledger", home + "/sync-ledger"});
     if (!o_.mutation.empty()) a.insert(a.end(), {"--test-mutation", o_.mutation});
@@ -416,13 +518,67 @@ class Runner {
                     "call " + c + " of a tool that is not idempotent ran " + std::to_string(n) + " times");
       }
     }
-    if (it.mode == "turn" || !it.interrupted_calls) {
-      ++report_->compared_with_reference;
-      if (outcome_digest(state) == reference_) {
-        ++report_->equal_to_reference;
-      } else {
-        violation("final_state_differs", "the final conversation or outcome differs from the crash-free run's");
+    compare(it, home, state, events, violation);
+  }
+
+  // The final state against the crash-free run's: the conversation and
+  // outcome, then the workspace.
+  template <class Violation>
+  void compare(TortureIteration& it, const std::string& home, const SessionState& state,
+               const std::vector<Event>& events, Violation&& violation) {
+    if (it.mode == "step" && it.interrupted_calls) {
+      it.comparison = "skipped";
+      it.skip_reason = "step mode: a call a crash cut short was reported to the model as of unknown outcome";
+      return;
+    }
+    // A fault plan counts occurrences per process: a resumed process fires
+    // its faults again. Then only the conversation and the workspace are
+    // compared, and a difference is put down to the faults, not counted.
+    const bool same_faults = injected_faults(events) == injected_faults(reference_events_);
+    const std::string faults_differ =
+        "the fault plan fired other faults than in the crash-free run (its occurrences are counted per process, "
+        "and a resumed process counts from zero)";
+    ++report_->compared_with_reference;
+    const std::string ref = report_->reference_home;
+    std::optional<RunDifference> d;
+    if (!same_faults || outcome_digest(state) != reference_) {
+      d = first_difference(reference_events_, events, it.mode);
+      if (!d && same_faults) {
+        d = RunDifference{.kind = "event",
+                          .type = "session",
+                          .meaning = "the conversations agree event by event; the counters (tokens, calls, "
+                                     "errors) differ"};
       }
+    }
+    if (!d) d = first_workspace_difference(ref + "/ws", home + "/ws", it.mode);
+    if (!d) {
+      it.comparison = "equal";
+      ++report_->equal_to_reference;
+      return;
+    }
+    if (!same_faults) {
+      --report_->compared_with_reference;
+      it.comparison = "skipped";
+      it.skip_reason = faults_differ;
+      return;
+    }
+    it.comparison = "differs";
+    const bool workspace = d->kind == "workspace";
+    violation(workspace ? "workspace_differs" : "final_state_differs",
+              d->type == "session" ? "the final counters differ from the crash-free run's" : d->describe());
+    TortureViolation& v = it.violations.back();
+    v.meaning = d->meaning;
+    v.look.clear();
+    if (workspace) {
+      v.look.push_back("diff -r " + ref + "/ws " + home + "/ws");
+    } else {
+      auto range = [](uint64_t seq) {
+        return seq == 0 ? std::string() : " --from " + std::to_string(seq > 2 ? seq - 2 : 1) + " --to " +
+                                              std::to_string(seq);
+      };
+      v.look.push_back("carapace --home " + home + " log show " + kSession + range(d->seq));
+      v.look.push_back("carapace --home " + ref + " log show " + kSession + range(d->reference_seq) +
+                       "   # the crash-free run");
     }
   }
 
@@ -435,6 +591,11 @@ class Runner {
     report_->crashes += it.crashes;
     report_->resumes += it.resumes;
     for (const auto& p : it.crash_points) ++report_->crashes_by_point[p];
+    if (it.comparison == "skipped") {
+      ++report_->skipped_by_reason[it.skip_reason];
+    } else if (it.comparison.empty()) {
+      ++report_->not_reached;
+    }
     std::ifstream acks(home + "/ack.log");
     std::string line;
     while (std::getline(acks, line)) {
@@ -458,6 +619,10 @@ class Runner {
   std::vector<FaultPoint> points_;
   Counts counts_;
   Digest128 reference_;
+  std::vector<Event> reference_events_;
+  nlohmann::json user_rules_ = nlohmann::json::array();
+  nlohmann::json user_seed_;
+  std::map<std::string, size_t> plan_offsets_;  // plan file -> index of the user's first rule in it
   uint64_t reference_ms_ = 0;
   std::error_code ignored_;
 };
@@ -470,6 +635,12 @@ Status run_torture(const TortureOptions& options, TortureReport* report,
     return Status::not_found("cannot run " + options.carapace);
   }
   if (!fs::exists(options.scenario)) return Status::not_found("no scenario file " + options.scenario);
+  if (!options.config.empty() && !fs::is_regular_file(options.config)) {
+    return Status::not_found("no configuration file " + options.config);
+  }
+  if (!options.workspace.empty() && !fs::is_directory(options.workspace)) {
+    return Status::not_found("no workspace directory " + options.workspace);
+  }
   if (options.mode != "step" && options.mode != "turn" && options.mode != "both") {
     return Status::invalid_argument("mode must be step, turn or both, not " + options.mode);
   }
@@ -485,6 +656,8 @@ Status run_torture(const TortureOptions& options, TortureReport* report,
     report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (progress) progress(it, *report);
   }
+  // The crash-free run stays beside the iterations that differ from it.
+  if (report->violations.empty() && !options.keep_passing_homes) fs::remove_all(report->reference_home, ec);
   return Status();
 }
 

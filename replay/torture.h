@@ -21,9 +21,19 @@
 //     snapshots every 2 turns, so snapshots are exercised);
 //   - step mode: no call of a tool whose spec is not idempotent ran twice
 //     (counted by a wrapper that records every real execution);
-//   - the final conversation and outcome equal the crash-free run's, in turn
-//     mode always, in step mode unless a call was interrupted (whose outcome
-//     is then unknown by design).
+//   - the final conversation and outcome, and the workspace left behind,
+//     equal the crash-free run's, in turn mode always, in step mode unless a
+//     call was interrupted (whose outcome is then unknown by design), and
+//     when the user's fault plan fired the same faults (its occurrences are
+//     counted per process). A difference is named by its first differing
+//     event or file (replay/torture_compare.h); every iteration counts as
+//     compared, skipped (with why) or stopped short by another violation.
+//
+// The agent is the user's when they say so: their configuration file, a
+// copy of their workspace per iteration, their fault plan merged with the
+// runner's crash (its own rules fire in every child, run and resume). Else
+// the runner's own: a config with two command hooks and snapshots every two
+// turns, a workspace holding input.txt.
 // Thread-compatible: one runner per thread.
 #pragma once
 
@@ -42,6 +52,13 @@ struct TortureOptions {
   std::string scenario;
   std::string work_dir;  // a home per iteration goes under it
   std::string task = "Work through the scenario.";
+  // The user's agent: a configuration file (empty: the runner's own), a
+  // workspace directory copied fresh into every iteration (empty: input.txt
+  // alone), a fault plan whose rules apply in every child besides the crash
+  // (empty: none; a crash rule in it is refused: the runner crashes).
+  std::string config;
+  std::string workspace;
+  std::string faults;
   uint64_t iterations = 20;
   uint64_t seed = 1;
   std::string mode = "both";  // step, turn, or both (alternating)
@@ -64,6 +81,8 @@ struct TortureViolation {
   std::string home;
   std::string kind;
   std::string detail;
+  std::string meaning;            // what such a violation usually means ("" if nothing to add)
+  std::vector<std::string> look;  // commands that show it
 };
 
 struct TortureIteration {
@@ -73,6 +92,11 @@ struct TortureIteration {
   uint32_t resumes = 0;
   bool interrupted_calls = false;  // step mode told the model a call's outcome was unknown
   std::vector<std::string> crash_points;  // fault point names, or "random moment"
+  // The final state against the crash-free run's: "equal", "differs",
+  // "skipped" (skip_reason says why), or "" when a violation ended the
+  // iteration before it could be compared.
+  std::string comparison;
+  std::string skip_reason;
   std::vector<TortureViolation> violations;
 };
 
@@ -91,6 +115,9 @@ struct TortureReport {
   uint64_t completed = 0;
   uint64_t compared_with_reference = 0;
   uint64_t equal_to_reference = 0;
+  std::map<std::string, uint64_t> skipped_by_reason;  // iterations not compared, and why
+  uint64_t not_reached = 0;  // iterations a violation ended before the comparison
+  std::string reference_home;  // the crash-free run's home (its workspace in ws/)
   std::map<std::string, uint64_t> crashes_by_point;
   std::map<std::string, uint64_t> violations_by_kind;
   std::vector<TortureViolation> violations;

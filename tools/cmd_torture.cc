@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "base/fault_injection.h"
 #include "replay/torture.h"
 #include "tools/cli.h"
 
@@ -26,16 +27,32 @@ struct TortureArgs {
   bool power_loss = false;
   std::string mutation;
   bool keep = false;
+  std::string config;
+  std::string workspace;
+  std::string faults;
+  std::string task;
+  bool random_moments_given = false;
 };
+
+std::string absolute_or_empty(const std::string& path) {
+  return path.empty() ? path : fs::absolute(path).string();
+}
 
 int run_torture_command(Context& ctx, const TortureArgs& args) {
   TortureOptions options{.carapace = fs::read_symlink("/proc/self/exe").string(),
                          .scenario = fs::absolute(args.scenario).string(),
+                         .task = args.task.empty() ? TortureOptions{}.task : args.task,
+                         .config = absolute_or_empty(args.config),
+                         .workspace = absolute_or_empty(args.workspace),
+                         .faults = absolute_or_empty(args.faults),
                          .iterations = args.iterations,
                          .seed = args.seed,
                          .mode = args.mode,
                          .resume_crash_probability = args.resume_crash_probability,
-                         .random_moment_probability = args.random_moment_probability,
+                         // --points alone: every crash at one of those points.
+                         .random_moment_probability = args.points.empty() || args.random_moments_given
+                                                          ? args.random_moment_probability
+                                                          : 0.0,
                          .points = args.points,
                          .power_loss = args.power_loss,
                          .mutation = args.mutation,
@@ -68,7 +85,9 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
     } else if (!it.violations.empty() || it.iteration % 10 == 0 || it.iteration == args.iterations) {
       std::fprintf(stderr, "%s\n", line.c_str());
     }
-    for (const auto& v : it.violations) std::fprintf(stderr, "  %s: %s\n", v.kind.c_str(), v.detail.c_str());
+    for (const auto& v : it.violations) {
+      std::fprintf(stderr, "  %s: %s\n", v.kind.c_str(), ctx.shown(v.detail).c_str());
+    }
   });
   if (tty) std::fprintf(stderr, "\r\033[K");
   if (!s.ok()) return ctx.fail(s);
@@ -80,8 +99,11 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                             {"mode", v.mode},
                             {"home", v.home},
                             {"kind", v.kind},
-                            {"detail", v.detail}});
+                            {"detail", v.detail},
+                            {"meaning", v.meaning},
+                            {"look", v.look}});
     }
+    const bool kept = !report.violations.empty() || args.keep;
     print_redacted(ctx, {{"success", report.violations.empty()},
                        {"data",
                         {{"iterations", report.iterations},
@@ -98,6 +120,10 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                          {"recoveries_from_a_snapshot", report.snapshots_used},
                          {"compared_with_crash_free_run", report.compared_with_reference},
                          {"equal_to_crash_free_run", report.equal_to_reference},
+                         {"skipped_by_reason", report.skipped_by_reason},
+                         {"not_compared_after_a_violation", report.not_reached},
+                         {"crash_free_run_home", kept ? nlohmann::json(report.reference_home) : nlohmann::json()},
+                         {"work_dir", kept ? nlohmann::json(options.work_dir) : nlohmann::json()},
                          {"violations_by_kind", report.violations_by_kind},
                          {"violations", violations},
                          {"seconds", report.seconds}}},
@@ -134,14 +160,28 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
     std::printf("  %-34s %8llu of %llu compared\n", "final state equal to crash-free run",
                 static_cast<unsigned long long>(report.equal_to_reference),
                 static_cast<unsigned long long>(report.compared_with_reference));
+    for (const auto& [why, n] : report.skipped_by_reason) {
+      std::printf("    %llu not compared: %s\n", static_cast<unsigned long long>(n), why.c_str());
+    }
+    if (report.not_reached > 0) {
+      std::printf("    %llu not compared: another violation ended the iteration first\n",
+                  static_cast<unsigned long long>(report.not_reached));
+    }
     std::printf("  %-34s %8zu\n", "violations", report.violations.size());
     for (const auto& [kind, n] : report.violations_by_kind) {
       std::printf("    %-32s %8llu\n", kind.c_str(), static_cast<unsigned long long>(n));
     }
     for (const auto& v : report.violations) {
-      std::printf("  iteration %llu (%s): %s: %s\n    look at: carapace --home %s log show torture\n",
-                  static_cast<unsigned long long>(v.iteration), v.mode.c_str(), v.kind.c_str(),
-                  v.detail.c_str(), v.home.c_str());
+      std::printf("  iteration %llu (%s): %s: %s\n", static_cast<unsigned long long>(v.iteration), v.mode.c_str(),
+                  v.kind.c_str(), ctx.shown(v.detail).c_str());
+      if (!v.meaning.empty()) std::printf("    what it usually means: %s\n", v.meaning.c_str());
+      for (size_t k = 0; k < v.look.size(); ++k) {
+        std::printf("    %s %s\n", k == 0 ? "look:" : "     ", ctx.shown(v.look[k]).c_str());
+      }
+    }
+    if (!report.violations.empty()) {
+      std::printf("  the homes of the iterations above and of the crash-free run (%s) are kept\n",
+                  ctx.shown(report.reference_home).c_str());
     }
   }
   if (own_dir && report.violations.empty() && !args.keep) fs::remove_all(options.work_dir);
@@ -170,19 +210,40 @@ void register_torture_command(CLI::App& app, Context& ctx) {
                   "Chance that a resumed run is crashed again")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--random-moments", args->random_moment_probability,
+  auto* random_moments = cmd->add_option("--random-moments", args->random_moment_probability,
                   "Share of crashes made by a SIGKILL after a random delay instead of at a fault point")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--points", args->points, "Crash only at these fault points (default: all ten)");
+  std::vector<std::string> point_names;
+  for (int p = 0; p < kFaultPointCount; ++p) point_names.emplace_back(fault_point_name(static_cast<FaultPoint>(p)));
+  cmd->add_option("--points", args->points,
+                  "Crash only at these fault points (default: all ten; alone, it turns --random-moments to 0)")
+      ->check(CLI::IsMember(point_names));
+  cmd->add_option("--config", args->config,
+                  "Your agent's configuration file (default: the runner's own, with two command hooks)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--workspace", args->workspace,
+                  "Your agent's workspace: copied fresh into every iteration and the crash-free run, and "
+                  "compared with the crash-free run's at the end (default: one file, input.txt)")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--faults", args->faults,
+                  "A fault plan (docs/fault-plans.md) applied in every run and resume besides the crashes; "
+                  "crash rules are refused")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--task", args->task, "The first user message (default: \"Work through the scenario.\")");
   cmd->add_flag("--power-loss", args->power_loss,
                 "After every crash, take away what was not synced, as a power loss would (sometimes tearing "
                 "the last write)");
   cmd->add_option("--test-mutation", args->mutation, "A deliberate defect in the children, for tests")->group("");
   cmd->add_option("--dir", args->dir, "Where the iterations' homes go (default: a temporary directory)");
-  cmd->add_flag("--keep", args->keep, "Keep every iteration's home, not only those with violations");
+  cmd->add_flag("--keep", args->keep,
+                "Keep every iteration's home and the crash-free run's (reference/), not only when there are "
+                "violations");
   add_json_flag(cmd, ctx);
-  cmd->callback([&ctx, args] { ctx.run = [&ctx, args] { return run_torture_command(ctx, *args); }; });
+  cmd->callback([&ctx, args, random_moments] {
+    args->random_moments_given = random_moments->count() > 0;
+    ctx.run = [&ctx, args] { return run_torture_command(ctx, *args); };
+  });
 }
 
 }  // namespace carapace::cli

@@ -938,7 +938,7 @@ BOOST_AUTO_TEST_CASE(replay_reenacts_crashes_and_resumes_in_both_modes) {
   BOOST_REQUIRE_MESSAGE(t.code == 0, t.out << t.err);
   int iterations = 0, resumes = 0;
   for (const auto& e : std::filesystem::directory_iterator(homes)) {
-    if (!std::filesystem::exists(e.path() / "log")) continue;
+    if (!std::filesystem::exists(e.path() / "log") || e.path().filename() == "reference") continue;
     ++iterations;
     std::string home = e.path().string();
     Result r = run_in(home, "replay --all");  // with the configuration stored with the session
