@@ -220,7 +220,9 @@ Status run_hook(const HookRegistry::Entry& hook, const HookInput& input, HookDec
     return Status();
   }
   ProcessOptions options{.argv = def.command,
-                         .stdin_data = input_json(input).dump(),
+                         // A tool's output may hold bytes that are not UTF-8: replaced, since
+                         // throwing here leaves every hook of the call unrun.
+                         .stdin_data = input_json(input).dump(-1, ' ', false, json::error_handler_t::replace),
                          .timeout_ms = def.timeout_ms,
                          .max_output_bytes = 64 * 1024};
   ProcessResult r = run_process(options);
