@@ -36,6 +36,8 @@ json input_json(const HookInput& in) {
   return j;
 }
 
+}  // namespace
+
 Status parse_decision(const std::string& name, const std::string& stdout_text, HookEvent event,
                       HookDecision* out) {
   out->hook_name = name;
@@ -80,8 +82,6 @@ Status parse_decision(const std::string& name, const std::string& stdout_text, H
   }
   return Status();
 }
-
-}  // namespace
 
 std::string_view hook_event_name(HookEvent event) {
   auto i = static_cast<size_t>(event);
