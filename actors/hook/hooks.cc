@@ -47,16 +47,23 @@ Status parse_decision(const std::string& name, const std::string& stdout_text, H
     out->decision = event == HookEvent::kPreToolUse ? Decision::kAllow : Decision::kContinue;
     return Status();
   }
-  if (json_depth_exceeds(trimmed)) {
+  auto too_deep = [&name] {
     return Status::invalid_argument("hook " + name + " printed JSON nested deeper than " +
                                     std::to_string(limits::kJsonDepth) +
                                     " levels (the limit on JSON depth, docs/config.md)");
-  }
+  };
+  if (json_depth_exceeds(trimmed)) return too_deep();
   json j = json::parse(trimmed, nullptr, false);
   if (j.is_discarded()) {
     // stdout and stderr arrive merged: accept diagnostics before a final JSON line.
+    // Its depth is measured alone: a quote in the diagnostics hides its brackets
+    // from a measure of the whole.
     size_t nl = trimmed.rfind('\n');
-    if (nl != std::string::npos) j = json::parse(trimmed.substr(nl + 1), nullptr, false);
+    if (nl != std::string::npos) {
+      std::string_view last = std::string_view(trimmed).substr(nl + 1);
+      if (json_depth_exceeds(last)) return too_deep();
+      j = json::parse(last, nullptr, false);
+    }
   }
   if (j.is_discarded() || !j.is_object()) {
     return Status::invalid_argument(
