@@ -45,6 +45,9 @@ struct Field {
   std::string_view name;
   M C::*member;
 };
+// Clang before 17 does not deduce an aggregate's template arguments (P1816).
+template <class C, class M>
+Field(uint32_t, std::string_view, M C::*) -> Field<C, M>;
 
 template <class T>
 concept Described = requires {

@@ -32,6 +32,7 @@ packages=(
   libsqlite3-dev        # the SQLite peer in the benchmark
   libcurl4-openssl-dev  # HTTP for the openai and anthropic providers
   chromium              # the real browser the web view and HTML export tests drive
+  clang libclang-rt-14-dev  # the fuzz targets (scripts/fuzz.sh): libFuzzer comes with clang only
 )
 
 missing=()

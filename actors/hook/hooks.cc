@@ -36,6 +36,8 @@ json input_json(const HookInput& in) {
   return j;
 }
 
+}  // namespace
+
 Status parse_decision(const std::string& name, const std::string& stdout_text, HookEvent event,
                       HookDecision* out) {
   out->hook_name = name;
@@ -45,16 +47,23 @@ Status parse_decision(const std::string& name, const std::string& stdout_text, H
     out->decision = event == HookEvent::kPreToolUse ? Decision::kAllow : Decision::kContinue;
     return Status();
   }
-  if (json_depth_exceeds(trimmed)) {
+  auto too_deep = [&name] {
     return Status::invalid_argument("hook " + name + " printed JSON nested deeper than " +
                                     std::to_string(limits::kJsonDepth) +
                                     " levels (the limit on JSON depth, docs/config.md)");
-  }
+  };
+  if (json_depth_exceeds(trimmed)) return too_deep();
   json j = json::parse(trimmed, nullptr, false);
   if (j.is_discarded()) {
     // stdout and stderr arrive merged: accept diagnostics before a final JSON line.
+    // Its depth is measured alone: a quote in the diagnostics hides its brackets
+    // from a measure of the whole.
     size_t nl = trimmed.rfind('\n');
-    if (nl != std::string::npos) j = json::parse(trimmed.substr(nl + 1), nullptr, false);
+    if (nl != std::string::npos) {
+      std::string_view last = std::string_view(trimmed).substr(nl + 1);
+      if (json_depth_exceeds(last)) return too_deep();
+      j = json::parse(last, nullptr, false);
+    }
   }
   if (j.is_discarded() || !j.is_object()) {
     return Status::invalid_argument(
@@ -80,8 +89,6 @@ Status parse_decision(const std::string& name, const std::string& stdout_text, H
   }
   return Status();
 }
-
-}  // namespace
 
 std::string_view hook_event_name(HookEvent event) {
   auto i = static_cast<size_t>(event);
@@ -220,7 +227,9 @@ Status run_hook(const HookRegistry::Entry& hook, const HookInput& input, HookDec
     return Status();
   }
   ProcessOptions options{.argv = def.command,
-                         .stdin_data = input_json(input).dump(),
+                         // A tool's output may hold bytes that are not UTF-8: replaced, since
+                         // throwing here leaves every hook of the call unrun.
+                         .stdin_data = input_json(input).dump(-1, ' ', false, json::error_handler_t::replace),
                          .timeout_ms = def.timeout_ms,
                          .max_output_bytes = 64 * 1024};
   ProcessResult r = run_process(options);

@@ -135,6 +135,13 @@ struct HookVerdict {
   friend bool operator==(const HookVerdict&, const HookVerdict&) = default;
 };
 
+// A command hook's stdout read as its decision for `event` (diagnostics may
+// come before a final JSON line; nothing printed is allow, or continue):
+// OK with *out filled, or invalid_argument naming hook `name` and what is
+// wrong with what it printed.
+Status parse_decision(const std::string& name, const std::string& stdout_text, HookEvent event,
+                      HookDecision* out);
+
 // Combines decisions by the priorities above. With no decisions: allow
 // (PreToolUse) or continue.
 HookVerdict resolve_decisions(HookEvent event, std::vector<HookDecision> decisions);

@@ -222,7 +222,10 @@ std::string AnthropicProvider::render_request(const ProviderRequest& request) co
   }
   if (options().has_temperature) body["temperature"] = options().temperature;
   body["stream"] = options().stream;
-  return body.dump();
+  // A tool's output, or a task from the command line, may hold bytes that
+  // are not UTF-8: sent replaced (U+FFFD), since throwing here fails the
+  // session for good (its log holds them; every resume renders them again).
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::unique_ptr<StreamDecoder> AnthropicProvider::decoder(const std::string& request_body) const {

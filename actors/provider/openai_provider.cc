@@ -203,7 +203,10 @@ std::string OpenAiProvider::render_request(const ProviderRequest& request) const
   if (options().has_temperature) body["temperature"] = options().temperature;
   body["stream"] = options().stream;
   if (options().stream) body["stream_options"] = {{"include_usage", true}};
-  return body.dump();
+  // A tool's output, or a task from the command line, may hold bytes that
+  // are not UTF-8: sent replaced (U+FFFD), since throwing here fails the
+  // session for good (its log holds them; every resume renders them again).
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::unique_ptr<StreamDecoder> OpenAiProvider::decoder(const std::string& request_body) const {

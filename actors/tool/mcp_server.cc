@@ -25,9 +25,8 @@ std::vector<std::string> mcp_server_environment(const McpServerConfig& config, c
                                                 const char* const* environment) {
   std::vector<std::string> env = tool_environment(policy, environment);
   for (const auto& [name, value] : config.env) {
-    std::erase_if(env, [&](const std::string& e) {
-      return e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=';
-    });
+    const std::string prefix = name + "=";
+    std::erase_if(env, [&prefix](const std::string& e) { return e.starts_with(prefix); });
     if (value) {
       env.push_back(name + "=" + *value);
     } else if (const char* own = std::getenv(name.c_str()); own != nullptr) {

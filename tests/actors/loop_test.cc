@@ -396,6 +396,22 @@ BOOST_AUTO_TEST_CASE(command_hooks_read_json_and_answer_json) {
   BOOST_TEST(m.modified_args.text == R"({"command":"ls"})");
 }
 
+// A shell command may print any bytes, and a PostToolUse hook reads its output.
+BOOST_AUTO_TEST_CASE(a_command_hook_reads_output_that_is_not_utf8) {
+  HookRegistry r;
+  CHECK_OK(r.add(HookDefinition{
+      .name = "stopper",
+      .event = HookEvent::kPostToolUse,
+      .command = {"/bin/sh", "-c", "grep -q bin && echo '{\"decision\":\"stop\",\"reason\":\"seen\"}'"}}));
+  HookInput in{.event = HookEvent::kPostToolUse,
+               .tool_name = "shell",
+               .args = JsonText{R"({"command":"x"})"},
+               .result = "bin\xFF\xFE output"};
+  HookVerdict v = run_hooks(r.matching(in.event, in.tool_name), in);
+  BOOST_TEST(v.failures.empty());
+  BOOST_TEST((v.resolved == Decision::kStop));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // ---------------------------------------------------------------- scenarios

@@ -319,6 +319,16 @@ BOOST_AUTO_TEST_CASE(anthropic_request_body_and_headers) {
   BOOST_TEST(provider->render_request(sample_request()) == reqs[0].body);
 }
 
+// A shell command may print any bytes, and its output goes to the model.
+BOOST_DATA_TEST_CASE_F(Fixture, output_that_is_not_utf8_is_sent_replaced, data::make(kFormats), format) {
+  ProviderRequest r = sample_request();
+  r.messages[2].text = "bin\xFF\xFE output";
+  std::string body;
+  BOOST_REQUIRE_NO_THROW(body = make(format)->render_request(r));
+  BOOST_TEST(body.find("bin\xEF\xBF\xBD") != std::string::npos);
+  BOOST_TEST(!json::parse(body, nullptr, false).is_discarded());
+}
+
 BOOST_AUTO_TEST_CASE(openai_compatible_servers_quirks) {
   // No tool-call ids (llama.cpp), no usage chunk, "stop" with tool calls (vLLM).
   WireAnswer a;
