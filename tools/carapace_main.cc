@@ -4,15 +4,70 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <iostream>
-
+#include <algorithm>
 #include <filesystem>
+#include <iostream>
+#include <string_view>
+#include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "base/text.h"
 #include "runtime/config.h"
 #include "runtime/logging.h"
 
 #include "tools/cli.h"
 #include "tools/stop_signals.h"
+
+#ifndef CARAPACE_VERSION
+#define CARAPACE_VERSION "unknown"
+#endif
+
+namespace {
+
+// Edits (insert, delete, replace, swap two neighbours) that turn a into b.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The subcommand of `app` closest to `word`, if one is close (a typo).
+std::string closest_command(CLI::App* app, const std::string& word) {
+  std::string best;
+  size_t best_distance = 3;  // at most two edits, and fewer than half the word
+  for (const CLI::App* sub : app->get_subcommands({})) {
+    const std::string& name = sub->get_name();
+    size_t d = edit_distance(word, name);
+    if (d < best_distance && d * 2 < std::max(word.size(), name.size())) {
+      best = name;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+// A usage error as the command's --json would have it, or the human lines.
+int usage_error(bool json, const std::string& message, const std::string& hint) {
+  if (json) {
+    nlohmann::json j{{"success", false}, {"error", {{"code", "usage"}, {"message", message}}}};
+    if (!hint.empty()) j["error"]["hint"] = hint;
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    std::cerr << "carapace: " << carapace::terminal_safe(message) << "\n";
+    if (!hint.empty()) std::cerr << "  " << carapace::terminal_safe(hint) << "\n";
+  }
+  return carapace::cli::kExitUsage;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace carapace::cli;
@@ -27,6 +82,7 @@ int main(int argc, char** argv) {
   (void)configure_logging(LogOptions{});
   CLI::App app{"carapace: a durable, observable runtime for LLM agents"};
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  app.set_version_flag("-V,--version", "carapace " CARAPACE_VERSION);
   app.require_subcommand(1);
   Context ctx;
   app.add_option("--home", ctx.home_flag, "Data directory (default: $CARAPACE_HOME, else ~/.carapace)");
@@ -51,32 +107,59 @@ int main(int argc, char** argv) {
   register_gc_command(app, ctx);
   register_mcp_commands(app, ctx);
   register_serve_command(app, ctx);
+  app.add_subcommand("version", "Print carapace's version (as --version does)")->callback([&ctx] {
+    ctx.run = [] {
+      std::cout << "carapace " CARAPACE_VERSION "\n";
+      return kExitOk;
+    };
+  });
+  for (const CLI::App* sub : app.get_subcommands({})) ctx.command_names.push_back(sub->get_name());
   app.allow_extras();  // an unknown command is named below, not reported as "a subcommand is required"
+  bool wants_json = false;  // usage errors honour --json before the parser could set it
+  for (int i = 1; i < argc; ++i) wants_json = wants_json || std::string_view(argv[i]) == "--json";
+  // A word where a command was expected: say which, what is close, and where the list is.
+  auto unknown_command = [&](CLI::App* where_app, const std::string& word) {
+    std::string where = where_app == &app ? "carapace" : "carapace " + where_app->get_name();
+    std::string near = closest_command(where_app, word);
+    return usage_error(wants_json, "'" + word + "' is not a command of " + where,
+                       (near.empty() ? std::string() : "did you mean `" + where + " " + near + "`? ") + "`" + where +
+                           " --help` lists them");
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // A word where a command was expected: say which, and what there is.
     CLI::App* deepest = &app;
     while (!deepest->get_subcommands().empty()) deepest = deepest->get_subcommands().front();
     std::vector<std::string> extras = deepest->remaining();
     if (!extras.empty() && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
-      std::string where = deepest == &app ? "carapace" : "carapace " + deepest->get_name();
-      std::cerr << "carapace: '" << extras.front() << "' is not a command of " << where << "; `" << where
-                << " --help` lists them\n";
+      return unknown_command(deepest, extras.front());
+    }
+    // --help and --version print and succeed; the rest is a usage error.
+    if (e.get_exit_code() == 0) return app.exit(e) == 0 ? kExitOk : kExitUsage;
+    if (!wants_json) {
+      app.exit(e);
       return kExitUsage;
     }
-    int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
+    return usage_error(true, e.what(), "`carapace " + (deepest == &app ? std::string() : deepest->get_name() + " ") +
+                                           "--help` lists the options");
   }
   std::vector<std::string> extras = app.remaining();
+  CLI::App* where_app = &app;
   for (CLI::App* sub = &app; sub != nullptr;) {
     auto subs = sub->get_subcommands();
     sub = subs.empty() ? nullptr : subs.front();
-    if (sub != nullptr && !sub->remaining().empty()) extras = sub->remaining();
+    if (sub != nullptr && !sub->remaining().empty()) {
+      extras = sub->remaining();
+      where_app = sub;
+    }
   }
   if (!extras.empty()) {
-    std::cerr << "carapace: unexpected argument '" << extras.front() << "'; `carapace --help` lists the commands\n";
-    return kExitUsage;
+    // A subcommand that takes subcommands: a word that is none of them.
+    if (!where_app->get_subcommands({}).empty() && where_app->get_subcommands().empty()) {
+      return unknown_command(where_app, extras.front());
+    }
+    return usage_error(wants_json, "unexpected argument '" + extras.front() + "'",
+                       "`carapace --help` lists the commands");
   }
   if (!ctx.run) return kExitUsage;
   if (log_level.empty()) log_level = verbose >= 3 ? "trace" : verbose == 2 ? "debug" : verbose == 1 ? "info" : "warn";

@@ -4,7 +4,10 @@
 
 #include "runtime/home.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -51,24 +54,72 @@ std::unique_ptr<EventLog> Context::open_log(EventLog::Mode mode) const {
   return nullptr;
 }
 
-int Context::fail(const Status& status, const std::string& given_hint) const {
+namespace {
+
+// A word a shell reads back as it is: quoted when it holds anything else.
+std::string shell_word(const std::string& w) {
+  bool plain = !w.empty();
+  for (char c : w) {
+    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || std::strchr("/._-+:=~@%", c) != nullptr);
+  }
+  if (plain) return w;
+  std::string q = "'";
+  for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+int report(const Context& ctx, const Status& status, const std::string& given_hint, int code) {
   std::string hint = given_hint;
   if (status.detail() == Status::Detail::kNoSpace) {
-    hint = "the disk holding " + home() + " is full: free some space, then run the command again " +
+    hint = "the disk holding " + ctx.home() + " is full: free some space, then run the command again " +
            "(a session goes on from its last checkpoint with `carapace resume`); nothing committed was lost" +
            (given_hint.empty() ? "" : "\n  " + given_hint);
   }
-  if (json) {
+  hint = ctx.with_home(hint);
+  if (ctx.json) {
     nlohmann::json j{
         {"success", false},
-        {"error", {{"code", std::string(code_name(status.code()))}, {"message", status.message()}}}};
+        {"error",
+         {{"code", code == kExitUsage ? std::string("usage") : std::string(code_name(status.code()))},
+          {"message", ctx.with_home(status.message())}}}};
     if (!hint.empty()) j["error"]["hint"] = hint;
-    print_redacted(*this, j);
+    print_redacted(ctx, j);
   } else {
-    std::cerr << shown("carapace: " + status.to_string()) << "\n";
-    if (!hint.empty()) std::cerr << "  " << shown(hint) << "\n";
+    std::cerr << ctx.shown(ctx.with_home("carapace: " + status.to_string())) << "\n";
+    if (!hint.empty()) std::cerr << "  " << ctx.shown(hint) << "\n";
   }
-  return kExitFailed;
+  return code;
+}
+
+}  // namespace
+
+std::string Context::with_home(std::string_view text) const {
+  if (home_flag.empty()) return std::string(text);
+  const std::string insert = "--home " + shell_word(home_flag) + " ";
+  std::string out;
+  const std::string_view word = "carapace ";
+  size_t at = 0;
+  for (size_t hit; (hit = text.find(word, at)) != std::string_view::npos; at = hit + word.size()) {
+    out.append(text.substr(at, hit + word.size() - at));
+    const bool starts = hit == 0 || std::strchr(" `(\n", text[hit - 1]) != nullptr;
+    const size_t next = hit + word.size();
+    // A command follows (one of carapace's), not --home already or a sentence.
+    size_t end = next;
+    while (end < text.size() && std::islower(static_cast<unsigned char>(text[end]))) ++end;
+    const std::string_view name = text.substr(next, end - next);
+    const bool command = std::find(command_names.begin(), command_names.end(), name) != command_names.end();
+    if (starts && command) out += insert;
+  }
+  out.append(text.substr(at));
+  return out;
+}
+
+int Context::fail(const Status& status, const std::string& given_hint) const {
+  return report(*this, status, given_hint, kExitFailed);
+}
+
+int Context::usage(const Status& status, const std::string& given_hint) const {
+  return report(*this, status, given_hint, kExitUsage);
 }
 
 void Context::print_success(const nlohmann::json& data, const std::string& summary) const {

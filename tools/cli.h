@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "base/redactor.h"
@@ -27,6 +28,7 @@ constexpr int kExitUsage = 2;   // the command line was wrong
 
 struct Context {
   std::string home_flag;  // --home
+  std::vector<std::string> command_names;  // carapace's subcommands, for with_home()
   bool json = false;      // --json of the running subcommand
   std::function<int()> run;
   // Builds spans from the events of the runtimes this command opens
@@ -48,8 +50,15 @@ struct Context {
   // Opens the log; prints the error (with a hint) and returns nullptr on failure.
   std::unique_ptr<EventLog> open_log(EventLog::Mode mode) const;
 
-  // Prints a failure as a human line on stderr or a JSON envelope on stdout.
+  // Prints a failure as a human line on stderr or a JSON envelope on stdout
+  // (the hint through with_home()); exit 1.
   int fail(const Status& status, const std::string& hint = "") const;
+  // The same for a command line that was wrong (a value no option takes,
+  // options that do not go together): exit 2.
+  int usage(const Status& status, const std::string& hint = "") const;
+  // `text` with --home added to every `carapace COMMAND` in it when --home
+  // was given, so that a printed hint works as pasted.
+  std::string with_home(std::string_view text) const;
 
   // Prints {"success": true, "data": data, "summary": summary}.
   void print_success(const nlohmann::json& data, const std::string& summary) const;

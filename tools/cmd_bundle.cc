@@ -19,11 +19,11 @@ struct BundleArgs {
 
 int run_bundle(Context& ctx, const BundleArgs& args) {
   if (args.session.empty()) {
-    return ctx.fail(Status::invalid_argument("name the session to bundle"), "carapace bundle <id> -o run.bundle");
+    return ctx.usage(Status::invalid_argument("name the session to bundle"), "carapace bundle <id> -o run.bundle");
   }
   if (Status valid = keys::validate_session_id(args.session); !valid.ok()) return ctx.fail(valid);
   if (args.output.empty()) {
-    return ctx.fail(Status::invalid_argument("say where the bundle goes"), "carapace bundle <id> -o run.bundle");
+    return ctx.usage(Status::invalid_argument("say where the bundle goes"), "carapace bundle <id> -o run.bundle");
   }
   auto log = ctx.open_log(EventLog::Mode::kReader);
   if (!log) return kExitFailed;

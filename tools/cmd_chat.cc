@@ -52,10 +52,10 @@ int run_chat(Context& ctx, const ChatArgs& args) {
         status.clear();
         std::string name = sig == SIGINT ? "SIGINT" : "SIGTERM";
         rt->set_stop_reason(name);  // in the session.stopped the runtime records as it closes
-        std::fprintf(stderr,
-                     "carapace: %s: stopping session %s and killing its tool processes; resume it with "
-                     "`carapace resume %s`\n",
-                     name.c_str(), id.c_str(), id.c_str());
+        std::fprintf(stderr, "%s\n",
+                     ctx.with_home("carapace: " + name + ": stopping session " + id +
+                                   " and killing its tool processes; resume it with `carapace resume " + id + "`")
+                         .c_str());
         return sig;
       }
       status.render();
@@ -160,7 +160,9 @@ int run_chat(Context& ctx, const ChatArgs& args) {
     }
     if (int sig = answer(current)) return 128 + sig;
   }
-  if (!current.empty()) std::printf("the session stays in the log: carapace log show %s\n", current.c_str());
+  if (!current.empty()) {
+    std::printf("the session stays in the log: %s\n", ctx.with_home("carapace log show " + current).c_str());
+  }
   return kExitOk;
 }
 

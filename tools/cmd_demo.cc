@@ -96,9 +96,24 @@ int run_demo(Context& ctx, const DemoArgs& args) {
     return ctx.fail(Status::not_found("cannot find examples/scenarios/demo.json"),
                     "run the demo from the repository, or pass --scenario FILE");
   }
-  char tmpl[] = "/tmp/carapace-demo-XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) return ctx.fail(Status::io_error("cannot create a temporary directory"));
-  std::string home = tmpl;
+  std::string home;
+  if (!ctx.home_flag.empty()) {
+    // --home: the demo's home there, made for it: it writes its own config.json and workspace.
+    std::error_code ec;
+    if (fs::exists(ctx.home_flag, ec) && !fs::is_empty(ctx.home_flag, ec)) {
+      return ctx.usage(Status::invalid_argument("--home " + ctx.home_flag + " is not empty"),
+                       "the demo writes its own config.json and workspace into its home: give a directory that "
+                       "does not exist yet, or leave --home out for a temporary one");
+    }
+    fs::create_directories(ctx.home_flag, ec);
+    fs::permissions(ctx.home_flag, fs::perms::owner_all, ec);
+    if (ec) return ctx.fail(Status::io_error("cannot create " + ctx.home_flag + ": " + ec.message()));
+    home = fs::absolute(ctx.home_flag).string();
+  } else {
+    char tmpl[] = "/tmp/carapace-demo-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) return ctx.fail(Status::io_error("cannot create a temporary directory"));
+    home = tmpl;
+  }
   std::string workspace = home + "/workspace";
   fs::create_directories(workspace);
   std::ofstream(workspace + "/data.csv") << "when,value\n09:00,12\n10:00,15\n11:00,11\n12:00,19\n";
@@ -167,7 +182,8 @@ void register_demo_command(CLI::App& app, Context& ctx) {
   auto args = std::make_shared<DemoArgs>();
   auto* cmd = app.add_subcommand(
       "demo",
-      "Run an agent session that is killed with SIGKILL mid-turn and resumed (no network, under a minute)");
+      "Run an agent session that is killed with SIGKILL mid-turn and resumed (no network, under a minute); its "
+      "home is --home (a new or empty directory), else a temporary one, kept for you to look at");
   cmd->add_option("--scenario", args->scenario, "Scenario file (default: examples/scenarios/demo.json)");
   cmd->callback([&ctx, args] { ctx.run = [&ctx, args] { return run_demo(ctx, *args); }; });
 }

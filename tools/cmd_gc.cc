@@ -73,12 +73,12 @@ int run_gc(Context& ctx, const GcArgs& args) {
     if (args.max_age == "0") {
       policy.max_age_us = 0;
     } else if (!parse_since(args.max_age, &policy.max_age_us)) {
-      return ctx.fail(Status::invalid_argument("--max-age '" + args.max_age + "' is not a duration"),
+      return ctx.usage(Status::invalid_argument("--max-age '" + args.max_age + "' is not a duration"),
                       "write it as a number and a unit: 30d, 12h, 90m, 45s (0: no age limit)");
     }
   }
   if (!args.max_body_bytes.empty() && !parse_bytes(args.max_body_bytes, &policy.max_body_bytes)) {
-    return ctx.fail(Status::invalid_argument("--max-body-bytes '" + args.max_body_bytes + "' is not a size"),
+    return ctx.usage(Status::invalid_argument("--max-body-bytes '" + args.max_body_bytes + "' is not a size"),
                     "write it in bytes, or with K, M, G or T (powers of 1024): 500M, 2G (0: no size limit)");
   }
 

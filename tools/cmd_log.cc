@@ -71,7 +71,7 @@ int run_synth(Context& ctx, const SynthArgs& args) {
     char elapsed[32];
     std::snprintf(elapsed, sizeof elapsed, " in %.0f ms", ms);
     std::cout << summary << elapsed << "\n"
-              << "  look at it:  carapace log show " << id << "\n";
+              << "  look at it:  " << ctx.shown(ctx.with_home("carapace log show " + id)) << "\n";
   }
   return kExitOk;
 }
@@ -142,7 +142,7 @@ int run_show(Context& ctx, const ShowArgs& args) {
   Status valid = keys::validate_session_id(args.session);
   if (!valid.ok()) return ctx.fail(valid);
   if (!args.type.empty() && !event_type_from_name(args.type)) {
-    return ctx.fail(Status::invalid_argument("--type '" + args.type + "' is not an event type"),
+    return ctx.usage(Status::invalid_argument("--type '" + args.type + "' is not an event type"),
                     "types look like llm.responded or tool.completed");
   }
   auto log = ctx.open_log(EventLog::Mode::kReader);

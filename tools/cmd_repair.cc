@@ -30,7 +30,7 @@ int run_repair(Context& ctx) {
     if (ctx.json) {
       ctx.print_success({{"repaired", false}}, summary);
     } else {
-      std::cout << summary << "; `carapace verify --all` checks every session\n";
+      std::cout << summary << "; " << ctx.with_home("`carapace verify --all` checks every session") << "\n";
     }
     return kExitOk;
   }
@@ -82,7 +82,7 @@ int run_repair(Context& ctx) {
               static_cast<unsigned long long>(r.damaged_event_records));
   for (const auto& f : r.sessions) {
     std::printf("%-9s %s: %s\n", f.closed || f.kept_to == 0 ? "LOST" : "whole", terminal_safe(f.id).c_str(),
-                terminal_safe(fate_line(f)).c_str());
+                terminal_safe(ctx.with_home(fate_line(f))).c_str());
   }
   if (r.damaged_wal_records > 0) {
     std::cout << "note: steps a session wrote after its last checkpoint that were only in a damaged WAL record "

@@ -179,7 +179,7 @@ void print_divergence(const ReplayDivergence& d) {
 
 int run_replay(Context& ctx, const ReplayArgs& args) {
   if (!args.all && args.session.empty()) {
-    return ctx.fail(Status::invalid_argument("name a session to replay, or pass --all"),
+    return ctx.usage(Status::invalid_argument("name a session to replay, or pass --all"),
                     "`carapace sessions` lists the sessions");
   }
   // A bundle file (carapace bundle) replays from a scratch home of its own.

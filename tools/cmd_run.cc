@@ -173,7 +173,7 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
   }
   if (!args.provider.empty()) {
     if (args.provider != "scripted" && !is_http_provider(args.provider)) {
-      return ctx.fail(
+      return ctx.usage(
           Status::invalid_argument("--provider " + args.provider + " is not a provider of this build"),
           "use --provider openai, anthropic or scripted");
     }
@@ -195,7 +195,7 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
   if (!args.model.empty()) config.provider.model = args.model;
   if (!args.base_url.empty()) {
     if (!is_http_provider(config.provider.name)) {
-      return ctx.fail(Status::invalid_argument("--base-url is for the openai and anthropic providers, not " +
+      return ctx.usage(Status::invalid_argument("--base-url is for the openai and anthropic providers, not " +
                                                config.provider.name),
                       "add --provider openai (any OpenAI-compatible server) or --provider anthropic");
     }
@@ -236,7 +236,7 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
   }
   if (!args.test_mutation.empty()) {
     auto m = loop_mutation_from_name(args.test_mutation);
-    if (!m) return ctx.fail(Status::invalid_argument("--test-mutation " + args.test_mutation + " is unknown"));
+    if (!m) return ctx.usage(Status::invalid_argument("--test-mutation " + args.test_mutation + " is unknown"));
     options.mutation = *m;
   }
   if (!args.exec_log.empty()) {
@@ -273,10 +273,10 @@ int report_outcome(Context& ctx, Runtime& rt, const std::string& id, StatusLine&
         status.clear();
         std::string name = sig == SIGINT ? "SIGINT" : "SIGTERM";
         rt.set_stop_reason(name);  // in the session.stopped the runtime records as it closes
-        std::fprintf(stderr,
-                     "carapace: %s: stopping session %s and killing its tool processes; resume it with "
-                     "`carapace resume %s`\n",
-                     name.c_str(), id.c_str(), id.c_str());
+        std::fprintf(stderr, "%s\n",
+                     ctx.with_home("carapace: " + name + ": stopping session " + id +
+                                   " and killing its tool processes; resume it with `carapace resume " + id + "`")
+                         .c_str());
         return 128 + sig;
       }
       status.render();
@@ -310,11 +310,11 @@ int report_outcome(Context& ctx, Runtime& rt, const std::string& id, StatusLine&
                        {"summary", summary}});
   } else if (completed) {
     if (!status.streamed(outcome.final_answer)) std::cout << ctx.shown(outcome.final_answer) << "\n";
-    std::fprintf(stderr, "%s (%s)\n  its events: carapace log show %s\n", summary.c_str(),
-                 ctx.shown(outcome.stop_reason).c_str(), id.c_str());
+    std::fprintf(stderr, "%s (%s)\n  its events: %s\n", summary.c_str(), ctx.shown(outcome.stop_reason).c_str(),
+                 ctx.shown(ctx.with_home("carapace log show " + id)).c_str());
   } else {
-    std::fprintf(stderr, "carapace: %s: %s\n  its events: carapace log show %s\n", summary.c_str(),
-                 ctx.shown(outcome.error).c_str(), id.c_str());
+    std::fprintf(stderr, "carapace: %s: %s\n  its events: %s\n", summary.c_str(), ctx.shown(outcome.error).c_str(),
+                 ctx.shown(ctx.with_home("carapace log show " + id)).c_str());
   }
   return completed ? kExitOk : kExitFailed;
 }
@@ -325,7 +325,7 @@ int resume(Context& ctx, const RunArgs& args, Runtime& rt) {
   const std::string& id = args.resume;
   const std::string& mode = args.mode;
   if (mode != "step" && mode != "turn") {
-    return ctx.fail(Status::invalid_argument("--mode " + mode + " is not step or turn"));
+    return ctx.usage(Status::invalid_argument("--mode " + mode + " is not step or turn"));
   }
   StatusLine status(ctx, !ctx.json && isatty(STDERR_FILENO), !ctx.json && isatty(STDOUT_FILENO));
   Status s = rt.resume_session(id, Runtime::ResumeOptions{.mode = mode == "turn" ? Runtime::ResumeMode::kTurn
@@ -341,14 +341,14 @@ int resume(Context& ctx, const RunArgs& args, Runtime& rt) {
 }
 
 int run_run(Context& ctx, RunArgs& args) {
+  if (args.task.empty() && args.resume.empty()) {
+    return ctx.usage(Status::invalid_argument("run needs a task (or --resume ID)"),
+                     "carapace run \"<task>\" --scenario FILE");
+  }
   args.runtime.resuming = !args.resume.empty();
   std::unique_ptr<Runtime> rt;
   if (int rc = open_runtime(ctx, args.runtime, &rt, args.resume); rc != kExitOk) return rc;
   if (!args.resume.empty()) return resume(ctx, args, *rt);
-  if (args.task.empty()) {
-    return ctx.fail(Status::invalid_argument("run needs a task (or --resume ID)"),
-                    "carapace run \"<task>\" --scenario FILE");
-  }
   StatusLine status(ctx, !ctx.json && isatty(STDERR_FILENO), !ctx.json && isatty(STDOUT_FILENO));
   std::string id;
   Status s = rt->start_session(SessionOptions{.id = args.session,
@@ -435,14 +435,23 @@ void register_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--session", args->session, "Session id (default: generated)");
   cmd->add_option("--resume", args->resume,
                   "Resume this session instead of starting one (see `carapace resume`)");
-  cmd->add_option("--mode", args->mode, "With --resume: step (default) or turn")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"step", "turn"}));
+  auto* mode = cmd->add_option("--mode", args->mode, "With --resume: step (default) or turn")
+                   ->capture_default_str()
+                   ->check(CLI::IsMember({"step", "turn"}));
   cmd->add_option("--then", args->then,
                   "A follow-up message, sent once the session has nothing left to do (repeat for more, "
                   "each after the last's run); recorded with the task, so a crash loses none");
   add_json_flag(cmd, ctx);
-  cmd->callback([&ctx, args] { ctx.run = [&ctx, args] { return run_run(ctx, *args); }; });
+  cmd->callback([&ctx, args, mode] {
+    if (mode->count() > 0 && args->resume.empty()) {
+      ctx.run = [&ctx] {
+        return ctx.usage(Status::invalid_argument("--mode is for --resume: a new session has no resume mode"),
+                         "carapace resume ID --mode turn");
+      };
+      return;
+    }
+    ctx.run = [&ctx, args] { return run_run(ctx, *args); };
+  });
 
   auto resume_args = std::make_shared<RunArgs>();
   auto* res = app.add_subcommand("resume",

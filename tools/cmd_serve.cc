@@ -28,13 +28,13 @@ int run_serve(Context& ctx, const ServeArgs& args) {
   const bool loopback = web::is_loopback(args.bind);
   const char* env_token = std::getenv("CARAPACE_SERVE_TOKEN");
   if (args.no_token && !loopback) {
-    return ctx.fail(
+    return ctx.usage(
         Status::invalid_argument("--no-token with --bind " + args.bind +
                                  ", which is not loopback: beyond loopback every request needs the token"),
         "drop --no-token (the URL printed carries the token), or bind to 127.0.0.1");
   }
   if (args.no_token && env_token != nullptr && *env_token != '\0') {
-    return ctx.fail(Status::invalid_argument("--no-token, yet CARAPACE_SERVE_TOKEN is set"),
+    return ctx.usage(Status::invalid_argument("--no-token, yet CARAPACE_SERVE_TOKEN is set"),
                     "choose one: unset CARAPACE_SERVE_TOKEN, or drop --no-token");
   }
   // The home is checked (and made, owner-only) as every other command does.

@@ -32,7 +32,7 @@ int run_sessions(Context& ctx) {
   const bool log_held = lock_holder(ctx.log_path()) != 0;
   std::string summary = count(sessions.size(), "session") + " in " + ctx.home();
   if (!unreadable.empty()) {
-    summary += "; " + std::to_string(unreadable.size()) + " unreadable index entr" + (unreadable.size() == 1 ? "y" : "ies") + " skipped (`carapace verify --all`)";
+    summary += "; " + std::to_string(unreadable.size()) + " unreadable index entr" + (unreadable.size() == 1 ? "y" : "ies") + " skipped (" + ctx.with_home("`carapace verify --all`") + ")";
   }
   // Damage in the index is reported, and the readable entries still listed.
   for (const auto& entry : unreadable) {

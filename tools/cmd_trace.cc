@@ -95,7 +95,7 @@ std::string pretty(const std::string& body) {
 
 int run_span(Context& ctx, const SpanArgs& args) {
   if (!args.body.empty() && args.body != "request" && args.body != "response") {
-    return ctx.fail(Status::invalid_argument("--body '" + args.body + "' is not request or response"));
+    return ctx.usage(Status::invalid_argument("--body '" + args.body + "' is not request or response"));
   }
   auto log = ctx.open_log(EventLog::Mode::kReader);
   if (!log) return kExitFailed;
@@ -263,7 +263,7 @@ struct AnalyzeArgs {
 
 int run_analyze(Context& ctx, const AnalyzeArgs& args) {
   if (args.session.empty() == args.since.empty()) {
-    return ctx.fail(Status::invalid_argument("give a session id or --since, not both or neither"),
+    return ctx.usage(Status::invalid_argument("give a session id or --since, not both or neither"),
                     "e.g. `carapace trace analyze <id>` or `carapace trace analyze --since 24h`");
   }
   TraceQuery query;
@@ -427,19 +427,25 @@ struct TailArgs {
 
 int run_tail(Context& ctx, const TailArgs& args) {
   if (args.session.empty() == !args.all) {
-    return ctx.fail(Status::invalid_argument("give a session id or --all, not both or neither"));
+    return ctx.usage(Status::invalid_argument("give a session id or --all, not both or neither"));
   }
   if (!args.session.empty()) {
     Status valid = keys::validate_session_id(args.session);
     if (!valid.ok()) return ctx.fail(valid);
   }
   arm_stop_signals();
-  // A home not written yet: wait for its log.
+  // A home not written yet: wait for its log, saying so once.
   std::unique_ptr<EventLog> log;
-  for (;;) {
+  bool said_waiting = false;  // for the log, or for a session that has not started (or a mistyped id)
+  for (bool& said = said_waiting;;) {
     Status s = EventLog::open(EventLog::Options{.path = ctx.log_path(), .mode = EventLog::Mode::kReader}, &log);
     if (s.ok()) break;
     if (!s.is_not_found()) return ctx.fail(s);
+    if (!said) {
+      std::fprintf(stderr, "carapace trace tail: no event log in %s yet; waiting for one (Ctrl-C stops)\n",
+                   ctx.shown(ctx.home()).c_str());
+      said = true;
+    }
     if (stop_signal() != 0) return kExitOk;
     std::this_thread::sleep_for(std::chrono::milliseconds(args.interval_ms));
   }
@@ -478,7 +484,18 @@ int run_tail(Context& ctx, const TailArgs& args) {
       if (first_pass && args.all) (void)log->last_seq(id, &from);
       std::vector<Event> events;
       uint64_t last = 0;
-      if (!log->last_seq(id, &last).ok() || last <= from) continue;
+      if (Status known = log->last_seq(id, &last); !known.ok() || last == 0) {
+        if (!args.all && !said_waiting && from == 0) {
+          std::fprintf(stderr, "%s\n",
+                       ctx.shown(ctx.with_home("carapace trace tail: no session " + id + " in " + ctx.home() +
+                                               " yet; waiting for it to start (Ctrl-C stops; `carapace sessions` "
+                                               "lists those there)"))
+                           .c_str());
+          said_waiting = true;
+        }
+        continue;
+      }
+      if (last <= from) continue;
       (void)log->read(id, from + 1, last, &events);
       for (const auto& e : events) {
         if (ctx.json) {

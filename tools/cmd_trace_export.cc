@@ -60,11 +60,11 @@ Status write_file(const std::string& path, const std::string& text) {
 
 int run_export(Context& ctx, const ExportArgs& args) {
   if (args.session.empty() == args.since.empty()) {
-    return ctx.fail(Status::invalid_argument("give a session id or --since, not both or neither"),
+    return ctx.usage(Status::invalid_argument("give a session id or --since, not both or neither"),
                     "e.g. `carapace trace export <id> --format otlp` or `carapace trace export --since 24h --format html`");
   }
   if (!args.endpoint.empty() && args.format != "otlp") {
-    return ctx.fail(Status::invalid_argument("--endpoint sends OTLP: it needs --format otlp, not " + args.format));
+    return ctx.usage(Status::invalid_argument("--endpoint sends OTLP: it needs --format otlp, not " + args.format));
   }
   if (!args.endpoint.empty()) {
     std::string url;
@@ -72,7 +72,7 @@ int run_export(Context& ctx, const ExportArgs& args) {
     if (!valid.ok()) return ctx.fail(valid, "e.g. --endpoint http://localhost:4318 (an OTLP/HTTP receiver)");
   }
   if (ctx.json && args.output.empty() && args.endpoint.empty()) {
-    return ctx.fail(Status::invalid_argument("--json needs -o FILE or --endpoint: the export itself goes to stdout"));
+    return ctx.usage(Status::invalid_argument("--json needs -o FILE or --endpoint: the export itself goes to stdout"));
   }
   TraceQuery query;
   if (int rc = open_trace_query(ctx, args.session, args.since, &query); rc != kExitOk) return rc;

@@ -101,7 +101,7 @@ Status sessions_for(const Context& ctx, const EventLog& log, const std::string& 
 int open_trace_query(Context& ctx, const std::string& session, const std::string& since, TraceQuery* out) {
   int64_t window = 0;
   if (!since.empty() && !parse_since(since, &window)) {
-    return ctx.fail(Status::invalid_argument("--since '" + since + "' is not a duration"),
+    return ctx.usage(Status::invalid_argument("--since '" + since + "' is not a duration"),
                     "durations look like 90s, 30m, 24h or 7d");
   }
   out->log = ctx.open_log(EventLog::Mode::kReader);

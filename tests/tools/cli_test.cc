@@ -127,10 +127,87 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
   BOOST_TEST(contains(zero.err, "--until-turn: \"0\" is not a whole number from 1"), zero.err);
 }
 
+// One contract for the command line: --version; a typo gets "did you
+// mean"; a wrong command line exits 2, as JSON under --json too; no option
+// is silently ignored; a printed hint works as pasted (it carries --home).
+BOOST_AUTO_TEST_CASE(the_command_line_contract) {
+  for (const char* v : {"--version", "-V", "version"}) {
+    Result r = run(v);
+    BOOST_TEST(r.code == 0, v);
+    BOOST_TEST(r.out.rfind("carapace 0.", 0) == 0u, v << ": " << r.out);
+  }
+  Result typo = run("sesions");
+  BOOST_TEST(typo.code == 2);
+  BOOST_TEST(contains(typo.err, "did you mean `carapace sessions`?"), typo.err);
+  Result sub_typo = run("trace shwo x");
+  BOOST_TEST(sub_typo.code == 2);
+  BOOST_TEST(contains(sub_typo.err, "did you mean `carapace trace show`?"), sub_typo.err);
+  BOOST_TEST(!contains(run("zzzzzzzz").err, "did you mean"));
+
+  // Usage errors found after parsing exit 2 too.
+  BOOST_TEST(run("gc --max-age banana").code == 2);
+  BOOST_TEST(run("gc --max-body-bytes lots").code == 2);
+  Result no_task = run("run");
+  BOOST_TEST(no_task.code == 2, no_task.err);
+  BOOST_TEST(contains(no_task.err, "run needs a task"), no_task.err);
+  Result mode = run("run hello --mode turn --scenario x.json");
+  BOOST_TEST(mode.code == 2);
+  BOOST_TEST(contains(mode.err, "--mode is for --resume"), mode.err);
+  BOOST_TEST(run("trace analyze").code == 2);
+  BOOST_TEST(run("trace span s 1 --body neither").code == 2);
+
+  // --json is honoured by usage errors, from the parser or after it.
+  for (const std::string args : {"gc --max-age banana --json", "log synth --turns zero --json", "sesions --json",
+                                  "run --json", "log show --json"}) {
+    Result r = run(args);
+    BOOST_TEST(r.code == 2, args);
+    json j = json::parse(r.out, nullptr, false);
+    BOOST_TEST_REQUIRE(j.is_object(), args << ": " << r.out << r.err);
+    BOOST_TEST(j["success"] == false, args);
+    BOOST_TEST(j["error"]["code"] == "usage", args);
+    BOOST_TEST(!j["error"]["message"].get<std::string>().empty(), args);
+  }
+
+  // The demo honours --home: a new directory is its home; one with things in it is refused.
+  std::filesystem::create_directories(dir.sub("full"));
+  std::ofstream(dir.sub("full/keep.txt")) << "mine";
+  Result full = run_in(dir.sub("full"), "demo");
+  BOOST_TEST(full.code == 2);
+  BOOST_TEST(contains(full.err, "is not empty"), full.err);
+  BOOST_TEST(slurp(dir.sub("full/keep.txt")) == "mine");
+  Result demo = run_in(dir.sub("demo-home"), "demo --scenario " + std::string(PROJECT_DIR) + "/examples/scenarios/demo.json");
+  BOOST_TEST(demo.code == 0, demo.out << demo.err);
+  BOOST_TEST(std::filesystem::exists(dir.sub("demo-home") + "/log"));
+  BOOST_TEST(contains(demo.out, "carapace --home " + dir.sub("demo-home") + " log show demo"), demo.out);
+
+  // A hint printed with --home works as pasted.
+  std::string ws = dir.sub("ws-hint");
+  std::filesystem::create_directories(ws);
+  Result ran = run("run 'Summarize the workspace' --session h1 --scenario " + std::string(PROJECT_DIR) +
+                   "/examples/scenarios/quickstart.json --workspace " + ws);
+  BOOST_REQUIRE_MESSAGE(ran.code == 0, ran.err);
+  size_t at = ran.err.find("its events: ");
+  BOOST_REQUIRE(at != std::string::npos);
+  std::string hint = ran.err.substr(at + 12, ran.err.find('\n', at) - at - 12);
+  BOOST_TEST(contains(hint, "--home "), hint);
+  BOOST_REQUIRE(hint.rfind("carapace ", 0) == 0);
+  int status = std::system((std::string(CARAPACE_BIN) + hint.substr(8) + " > /dev/null 2>&1").c_str());
+  BOOST_TEST(WEXITSTATUS(status) == 0, hint);
+
+  // `trace tail` on a session that has not started says so (once), rather than wait in silence.
+  const std::string tail_cmd = "(" + std::string(CARAPACE_BIN) + " --home '" + dir.sub("home") +
+                               "' trace tail nope --interval-ms 50 > /dev/null 2>'" + dir.sub("tail.err") +
+                               "' & p=$!; sleep 1; kill $p; wait $p)";
+  (void)std::system(tail_cmd.c_str());
+  const std::string tail = slurp(dir.sub("tail.err"));
+  BOOST_TEST(contains(tail, "no session nope in"), tail);
+  BOOST_TEST(contains(tail, "waiting for it to start"), tail);
+}
+
 BOOST_AUTO_TEST_CASE(an_empty_home_says_what_to_do) {
   Result r = run("sessions");
   BOOST_TEST(r.code == 1);
-  BOOST_TEST(contains(r.err, "carapace log synth"));
+  BOOST_TEST(contains(r.err, "carapace --home " + dir.sub("home") + " log synth --turns 5"), r.err);
   json j = run_json("log show nobody", 1);
   BOOST_TEST(j["success"] == false);
   BOOST_TEST(j["error"]["code"] == "not found");
@@ -140,7 +217,7 @@ BOOST_AUTO_TEST_CASE(synth_show_sessions_verify) {
   Result w = run("log synth --session s1 --turns 6 --seed 3");
   BOOST_TEST(w.code == 0, w.err);
   BOOST_TEST(contains(w.out, "wrote session s1"));
-  BOOST_TEST(contains(w.out, "carapace log show s1"));
+  BOOST_TEST(contains(w.out, "carapace --home " + dir.sub("home") + " log show s1"), w.out);
 
   Result show = run("log show s1");
   BOOST_TEST(show.code == 0);
@@ -255,7 +332,7 @@ BOOST_AUTO_TEST_CASE(repair_rebuilds_a_log_that_lost_its_current_file_and_says_w
   Result broken = run("sessions");
   BOOST_TEST(broken.code == 1);
   BOOST_TEST(contains(broken.err, "CURRENT"), broken.err);
-  BOOST_TEST(contains(broken.err, "carapace repair"), broken.err);
+  BOOST_TEST(contains(broken.err, "carapace --home " + dir.sub("home") + " repair"), broken.err);
   BOOST_TEST(!contains(broken.err, "log synth"), broken.err);  // never the hint that would write over it
   Result synth = run("log synth --session c --turns 1");
   BOOST_TEST(synth.code == 1);
@@ -438,7 +515,7 @@ BOOST_AUTO_TEST_CASE(run_prints_the_answer_and_logs_the_session) {
   BOOST_TEST(r.out == "I wrote notes/summary.txt (19 bytes) and checked its content with wc and cat.\n");
   BOOST_TEST(contains(r.err, "retrying in 0.3 s (429, attempt 2)"), r.err);
   BOOST_TEST(contains(r.err, "session q1 completed after 3 turns"));
-  BOOST_TEST(contains(r.err, "carapace log show q1"));
+  BOOST_TEST(contains(r.err, "its events: carapace --home " + dir.sub("home") + " log show q1"), r.err);
   BOOST_TEST(slurp(ws + "/notes/summary.txt") == "Carapace was here.\n");
 
   Result show = run("log show q1");
@@ -540,7 +617,7 @@ BOOST_AUTO_TEST_CASE(chat_talks_resumes_and_forks) {
   Result nobody = run("replay nobody");
   BOOST_TEST(nobody.code == 1);
   BOOST_TEST(contains(nobody.err, "no session 'nobody'"), nobody.err);
-  BOOST_TEST(run("replay").code == 1);
+  BOOST_TEST(run("replay").code == 2);
   BOOST_TEST(run("replay c1 --until-turn 0").code == 2);
   BOOST_TEST(run("replay c1 --all").code == 2);
 }
@@ -927,7 +1004,7 @@ BOOST_AUTO_TEST_CASE(a_bundle_replays_and_imports_on_a_fresh_home_and_refuses_da
   Result newer = run_in(fresh, "replay " + write("future.bundle", future));
   BOOST_TEST(newer.code == 1);
   BOOST_TEST(contains(newer.err, "version 9"), newer.err);
-  BOOST_TEST(run("bundle b1").code == 1);  // no -o
+  BOOST_TEST(run("bundle b1").code == 2);  // no -o
   BOOST_TEST(run("bundle nobody -o " + dir.sub("x.bundle")).code == 1);
 }
 
@@ -1355,7 +1432,7 @@ BOOST_AUTO_TEST_CASE(gc_prunes_bodies_oldest_first_and_spans_and_never_events) {
   BOOST_TEST(one["data"]["body_bytes_kept"].get<uint64_t>() + one["data"]["bodies_removed"].back()["bytes"].get<uint64_t>() > total - 1);
   Result shown = run("log show g1 --bodies");
   BOOST_TEST(shown.code == 0, shown.err);
-  BOOST_TEST(contains(shown.out + shown.err, "removed by `carapace gc`"), shown.out);
+  BOOST_TEST(contains(shown.out + shown.err, "gc`, or never stored"), shown.out);
   // While a collector holds the trace store, or a process writes the log,
   // gc says so and removes nothing.
   const uint64_t kept_bytes = run_json("gc --dry-run")["data"]["body_bytes_kept"];
@@ -1387,7 +1464,7 @@ BOOST_AUTO_TEST_CASE(gc_prunes_bodies_oldest_first_and_spans_and_never_events) {
   BOOST_TEST(run_json("trace show g1")["data"]["source"] == "log");  // built again from the log
   // Bad limits are named; nothing is removed.
   Result bad = run("gc --max-age 3weeks");
-  BOOST_TEST(bad.code == 1);
+  BOOST_TEST(bad.code == 2);
   BOOST_TEST(contains(bad.err, "--max-age '3weeks' is not a duration"), bad.err);
   bad = run("gc --max-body-bytes -5");
   BOOST_TEST(bad.code != 0);
@@ -1499,10 +1576,10 @@ BOOST_AUTO_TEST_CASE(a_missing_key_is_named_before_any_request) {
   BOOST_TEST(bad_url.code == 1);
   BOOST_TEST(contains(bad_url.err, "OPENAI_BASE_URL: must start with http:// or https://"), bad_url.err);
   Result bad_provider = run_env({}, "run 'x' --provider gemini --model m");
-  BOOST_TEST(bad_provider.code == 1);
+  BOOST_TEST(bad_provider.code == 2);
   BOOST_TEST(contains(bad_provider.err, "--provider gemini is not a provider"), bad_provider.err);
   Result scripted_url = run_env({}, "run 'x' --base-url " + server.url());
-  BOOST_TEST(scripted_url.code == 1);
+  BOOST_TEST(scripted_url.code == 2);
   BOOST_TEST(contains(scripted_url.err, "--base-url is for the openai and anthropic providers"),
              scripted_url.err);
   BOOST_TEST(server.request_count() == 3u);
