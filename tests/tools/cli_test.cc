@@ -11,10 +11,10 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include <poll.h>
 #include <pty.h>
@@ -204,6 +204,39 @@ BOOST_AUTO_TEST_CASE(the_command_line_contract) {
   BOOST_TEST(contains(tail, "waiting for it to start"), tail);
 }
 
+BOOST_AUTO_TEST_CASE(sessions_newest_first_with_cost_and_filters) {
+  BOOST_REQUIRE(run("log synth --session a-old --turns 2").code == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::string ws = dir.sub("ws-sessions");
+  std::filesystem::create_directories(ws);
+  Result ran = run("run 'Summarize the workspace' --session b-new --json --scenario " + std::string(PROJECT_DIR) +
+                   "/examples/scenarios/quickstart.json --workspace " + ws);
+  BOOST_REQUIRE_MESSAGE(ran.code == 0, ran.err);
+  const double cost = json::parse(ran.out)["data"]["cost_usd"];
+  BOOST_TEST(cost > 0.0);
+
+  json all = run_json("sessions");
+  BOOST_REQUIRE(all["data"].size() == 2u);
+  BOOST_TEST(all["data"][0]["id"] == "b-new");  // newest first, though "a-old" sorts first by id
+  BOOST_TEST(all["data"][1]["id"] == "a-old");
+  BOOST_TEST(std::abs(all["data"][0]["cost_usd"].get<double>() - cost) < 1e-9);
+
+  json limited = run_json("sessions --limit 1");
+  BOOST_REQUIRE(limited["data"].size() == 1u);
+  BOOST_TEST(limited["data"][0]["id"] == "b-new");
+  BOOST_TEST(contains(limited["summary"].get<std::string>(), "1 session shown of 2 sessions"), limited["summary"]);
+  json completed = run_json("sessions --status completed");
+  for (const auto& row : completed["data"]) BOOST_TEST(row["status"] == "completed");
+  BOOST_TEST(run_json("sessions --status failed")["data"].empty());
+  BOOST_TEST(run_json("sessions --since 1h")["data"].size() == 2u);
+  BOOST_TEST(run("sessions --since banana").code == 2);
+  BOOST_TEST(run("sessions --status sleeping").code == 2);
+  BOOST_TEST(run("sessions --limit 0").code == 2);
+  Result human = run("sessions");
+  BOOST_TEST(contains(human.out, "COST"), human.out);
+  BOOST_TEST(human.out.find("b-new") < human.out.find("a-old"), human.out);
+}
+
 BOOST_AUTO_TEST_CASE(an_empty_home_says_what_to_do) {
   Result r = run("sessions");
   BOOST_TEST(r.code == 1);
@@ -235,9 +268,10 @@ BOOST_AUTO_TEST_CASE(synth_show_sessions_verify) {
 
   json sessions = run_json("sessions");
   BOOST_REQUIRE(sessions["data"].size() == 2u);
-  BOOST_TEST(sessions["data"][0]["id"] == "s1");
-  BOOST_TEST(sessions["data"][0]["status"] == "completed");
-  BOOST_TEST(sessions["data"][0]["turns"] == 6);
+  BOOST_TEST(sessions["data"][0]["id"] == "s2");  // newest first
+  BOOST_TEST(sessions["data"][1]["id"] == "s1");
+  BOOST_TEST(sessions["data"][1]["status"] == "completed");
+  BOOST_TEST(sessions["data"][1]["turns"] == 6);
 
   Result verify = run("verify");
   BOOST_TEST(verify.code == 0);
