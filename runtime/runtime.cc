@@ -499,9 +499,17 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
   if (options.task.empty()) return Status::invalid_argument("a session needs a task");
 
+  // No workspace named: one of the session's own under the home, never
+  // wherever the process happens to stand.
   std::string workspace = !options.workspace.empty()  ? options.workspace
                           : !config.workspace.empty() ? config.workspace
-                                                      : std::filesystem::current_path().string();
+                                                      : impl_->options.home + "/workspaces/" + id;
+  if (options.workspace.empty() && config.workspace.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(workspace, ec);
+    if (!ec) std::filesystem::permissions(workspace, std::filesystem::perms::owner_all, ec);
+    if (ec) return Status::io_error("cannot create the session's workspace " + workspace + ": " + ec.message());
+  }
   std::string canonical;
   CARAPACE_RETURN_IF_ERROR(canonical_workspace(workspace, &canonical));
   std::random_device rd;

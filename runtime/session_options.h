@@ -16,7 +16,7 @@ struct SessionOptions {
   std::string task;          // the first user message
   std::string model;         // empty: the configured model
   uint64_t max_turns = 0;    // 0: the configured value
-  std::string workspace;     // empty: the configured one, else the current directory
+  std::string workspace;     // empty: the configured one, else HOME/workspaces/ID (made owner-only)
   std::string instructions;  // appended to the configured session instructions
   // Messages sent one after the other, each once the session has nothing
   // left to do (`run --then`). They are recorded with the task, durably,

@@ -360,6 +360,10 @@ int run_run(Context& ctx, RunArgs& args) {
                                               .on_delta = delta_printer(status)},
                                &id);
   if (!s.ok()) return ctx.fail(s);
+  const std::string own = rt->home() + "/workspaces/" + id;
+  if (!ctx.json && args.workspace.empty() && std::filesystem::is_directory(own)) {
+    std::fprintf(stderr, "workspace: %s (the session's own: --workspace names another)\n", ctx.shown(own).c_str());
+  }
   for (const auto& m : args.then) append_line(args.runtime.ack_log, "message " + m);  // durable with the task
   return report_outcome(ctx, *rt, id, status);
 }
@@ -431,7 +435,8 @@ void register_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--max-turns", args->max_turns, "Stop after this many turns (default: the config's, 20)")
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--workspace", args->workspace,
-                  "Directory the tools are confined to (default: the current one)");
+                  "Directory the tools are confined to (default: the config's session.workspace, else "
+                  "HOME/workspaces/ID, made for the session)");
   cmd->add_option("--session", args->session, "Session id (default: generated)");
   cmd->add_option("--resume", args->resume,
                   "Resume this session instead of starting one (see `carapace resume`)");

@@ -237,6 +237,26 @@ BOOST_AUTO_TEST_CASE(sessions_newest_first_with_cost_and_filters) {
   BOOST_TEST(human.out.find("b-new") < human.out.find("a-old"), human.out);
 }
 
+// With no --workspace, the tools work in the session's own directory under
+// the home, never in the directory the command was typed in.
+BOOST_AUTO_TEST_CASE(the_default_workspace_is_the_sessions_own) {
+  const std::string here = dir.sub("standing-here");
+  std::filesystem::create_directories(here);
+  const std::string cmd = "cd '" + here + "' && " + std::string(CARAPACE_BIN) + " --home '" + dir.sub("home") +
+                          "' run 'Summarize the workspace' --session w1 --scenario " + std::string(PROJECT_DIR) +
+                          "/examples/scenarios/quickstart.json > /dev/null 2>'" + dir.sub("w.err") + "'";
+  BOOST_REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, slurp(dir.sub("w.err")));
+  BOOST_TEST(std::filesystem::is_empty(here));  // nothing written where the user stood
+  const std::string own = dir.sub("home") + "/workspaces/w1";
+  BOOST_TEST(slurp(own + "/notes/summary.txt") == "Carapace was here.\n");
+  BOOST_TEST(((std::filesystem::status(own).permissions() & std::filesystem::perms::all) ==
+              std::filesystem::perms::owner_all));
+  BOOST_TEST(contains(slurp(dir.sub("w.err")), "workspace: " + own), slurp(dir.sub("w.err")));
+  // A resume works in the same directory (recorded in session.started).
+  json started = run_json("log show w1 --type session.started");
+  BOOST_TEST(started["data"]["events"][0]["data"]["workspace"] == own);
+}
+
 BOOST_AUTO_TEST_CASE(an_empty_home_says_what_to_do) {
   Result r = run("sessions");
   BOOST_TEST(r.code == 1);
