@@ -454,6 +454,24 @@ void EventLog::drain() {
   drained.get_future().wait();
 }
 
+Status EventLog::remove_session(std::string_view session) {
+  if (impl_->options.mode != Mode::kWriter) {
+    return Status::invalid_argument("the event log at " + path() + " is open read-only");
+  }
+  const std::string from = keys::session_prefix(session), to = keys::session_upper_bound(session);
+  rocksdb::WriteBatch batch;
+  for (Family f : {kEvents, kCheckpoints, kSnapshots}) {
+    CARAPACE_RETURN_IF_ERROR(from_rocks(batch.DeleteRange(impl_->cf(f), from, to), "batching"));
+  }
+  CARAPACE_RETURN_IF_ERROR(from_rocks(batch.Delete(impl_->cf(kSessions), slice(session)), "batching"));
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  CARAPACE_RETURN_IF_ERROR(from_rocks(impl_->db->Write(wo, &batch), "removing session " + std::string(session)));
+  std::lock_guard lock(impl_->writers_mu);
+  impl_->writers.erase(std::string(session));
+  return Status();
+}
+
 Status EventLog::put_snapshot(std::string_view session, const SnapshotEntry& snapshot) {
   if (impl_->options.mode != Mode::kWriter) {
     return Status::invalid_argument("the event log at " + path() + " is open read-only");

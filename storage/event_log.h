@@ -126,6 +126,11 @@ class EventLog {
   // sessions does not grow.
   void forget_writer(std::string_view session);
 
+  // Removes every record of `session` — events, checkpoints, snapshots and
+  // its index entry — in one synced write (`carapace sessions rm`). The
+  // writer only; the caller makes sure no one appends to it.
+  Status remove_session(std::string_view session);
+
   // Writes a snapshot (buffered: a lost snapshot only means a longer
   // recovery) and drops the session's snapshots older than the one before it.
   Status put_snapshot(std::string_view session, const SnapshotEntry& snapshot);

@@ -1,13 +1,22 @@
 // carapace sessions
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <cstring>
+#include <set>
 
 #include "actors/collector/log_watch.h"
 #include "events/session_state.h"
 #include "replay/recovery.h"
+#include "storage/body_store.h"
 #include "storage/db_lock.h"
+#include "storage/keys.h"
+#include "storage/trace_store.h"
 #include "tools/cli.h"
 #include "tools/trace_load.h"
 
@@ -132,6 +141,129 @@ int run_sessions(Context& ctx, const SessionsArgs& args) {
   return kExitOk;
 }
 
+struct RemoveArgs {
+  std::vector<std::string> ids;
+  bool yes = false;
+};
+
+// One line in HOME/audit.log (owner-only, appended, synced): what was removed, when, by whom.
+Status audit(const Context& ctx, const std::string& line) {
+  const std::string path = ctx.home() + "/audit.log";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return Status::io_error("cannot open " + path + ": " + std::strerror(errno));
+  const std::string text = local_time(now_us()) + " uid " + std::to_string(::getuid()) + " pid " +
+                           std::to_string(::getpid()) + " " + line + "\n";
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  return ok ? Status() : Status::io_error("cannot write " + path);
+}
+
+int run_remove(Context& ctx, const RemoveArgs& args) {
+  for (const auto& id : args.ids) {
+    if (Status v = keys::validate_session_id(id); !v.ok()) return ctx.usage(v);
+  }
+  // The writer lock: no process runs a session of this home while they go.
+  auto log = ctx.open_log(EventLog::Mode::kWriter);
+  if (!log) return kExitFailed;
+  std::vector<SessionMeta> sessions;
+  std::vector<std::string> unreadable;
+  if (Status s = log->list_sessions(&sessions, &unreadable); !s.ok()) return ctx.fail(s);
+  if (!unreadable.empty()) {
+    return ctx.fail(Status::corruption("the session index has " + count(unreadable.size(), "unreadable entry")),
+                    "`carapace verify --all` names them; nothing is removed while the log cannot be read whole");
+  }
+  const std::set<std::string> doomed(args.ids.begin(), args.ids.end());
+  std::set<std::string> known;
+  for (const auto& m : sessions) known.insert(m.id);
+  for (const auto& id : doomed) {
+    if (!known.count(id)) {
+      return ctx.fail(Status::not_found("no session '" + id + "' in " + ctx.home() + "; nothing removed"),
+                      "`carapace sessions` lists the sessions there");
+    }
+  }
+  // Bodies only the doomed sessions reference; the events they hold.
+  std::set<std::string> theirs, others;
+  uint64_t events = 0;
+  for (const auto& m : sessions) {
+    std::vector<Event> read;
+    if (Status r = log->read(m.id, 1, UINT64_MAX, &read); !r.ok()) {
+      return ctx.fail(r.with_context("reading session " + m.id),
+                      "`carapace verify " + m.id + "` lists the damage; nothing is removed while the log cannot "
+                      "be read whole");
+    }
+    const bool gone = doomed.count(m.id) > 0;
+    if (gone) events += read.size();
+    for (const auto& e : read) {
+      const std::string& ref = body_ref_of(e);
+      if (!ref.empty()) (gone ? theirs : others).insert(ref);
+    }
+  }
+  std::vector<std::string> bodies;
+  for (const auto& ref : theirs) {
+    if (!others.count(ref)) bodies.push_back(ref);
+  }
+  std::string what = count(doomed.size(), "session") + " (" + count(events, "event") + ", " +
+                     count(bodies.size(), "body") + " only they reference, and their spans)";
+  if (!args.yes) {
+    if (ctx.json || !isatty(STDIN_FILENO)) {
+      return ctx.usage(Status::invalid_argument("removing " + what + " needs a confirmation"),
+                       "pass --yes to remove them without a question");
+    }
+    std::fprintf(stderr, "remove %s from %s? This cannot be undone. [y/N] ", what.c_str(), ctx.shown(ctx.home()).c_str());
+    std::string answer;
+    if (!std::getline(std::cin, answer) || (answer != "y" && answer != "yes")) {
+      std::fprintf(stderr, "nothing removed\n");
+      return kExitFailed;
+    }
+  }
+  // The audit line first: a removal is never unrecorded, even if it stops half-way.
+  std::string names;
+  for (const auto& id : doomed) names += " " + id;
+  if (Status a = audit(ctx, "sessions rm" + names + ": " + what); !a.ok()) return ctx.fail(a);
+  for (const auto& id : doomed) {
+    if (Status s = log->remove_session(id); !s.ok()) return ctx.fail(s);
+  }
+  log.reset();
+  std::error_code ec;
+  uint64_t spans = 0;
+  if (std::filesystem::exists(ctx.home() + "/bodies/CURRENT", ec) && !bodies.empty()) {
+    std::unique_ptr<BodyStore> store;
+    Status s = BodyStore::open(ctx.home() + "/bodies", BodyStore::Mode::kWriter, &store);
+    if (s.ok()) s = store->remove(bodies);
+    if (!s.ok()) return ctx.fail(s.with_context("removing bodies"), "the events are gone; `carapace gc` removes "
+                                                                    "bodies nothing references");
+  }
+  if (std::filesystem::exists(ctx.home() + "/traces/CURRENT", ec)) {
+    std::unique_ptr<TraceStore> traces;
+    Status s = TraceStore::open(ctx.home() + "/traces", TraceStore::Mode::kWriter, &traces);
+    if (s.ok()) s = traces->remove_spans(std::vector<std::string>(doomed.begin(), doomed.end()), &spans);
+    if (!s.ok()) return ctx.fail(s.with_context("removing spans"), "the events are gone; `carapace gc` removes "
+                                                                  "the spans later");
+  }
+  std::string summary = "removed " + count(doomed.size(), "session") + ": " + count(events, "event") + ", " +
+                        count(bodies.size(), "body") + ", " + count(spans, "span");
+  std::vector<std::string> kept_workspaces;
+  for (const auto& id : doomed) {
+    if (std::filesystem::is_directory(ctx.home() + "/workspaces/" + id, ec)) {
+      kept_workspaces.push_back(ctx.home() + "/workspaces/" + id);
+    }
+  }
+  if (ctx.json) {
+    ctx.print_success({{"removed", std::vector<std::string>(doomed.begin(), doomed.end())},
+                       {"events", events},
+                       {"bodies", bodies.size()},
+                       {"spans", spans},
+                       {"workspaces_kept", kept_workspaces}},
+                      summary);
+  } else {
+    std::cout << summary << "; recorded in " << ctx.shown(ctx.home() + "/audit.log") << "\n";
+    for (const auto& w : kept_workspaces) {
+      std::cout << "  its workspace stays (the agent's files): " << ctx.shown(w) << "\n";
+    }
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 void register_sessions_command(CLI::App& app, Context& ctx) {
@@ -143,7 +275,17 @@ void register_sessions_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--since", args->since, "Only sessions written to within this long (30m, 24h, 7d)");
   cmd->add_option("--limit", args->limit, "At most this many (the newest)")->check(whole_number_from(1));
   add_json_flag(cmd, ctx);
-  cmd->callback([&ctx, args] { ctx.run = [&ctx, args] { return run_sessions(ctx, *args); }; });
+  auto remove_args = std::make_shared<RemoveArgs>();
+  auto* rm = cmd->add_subcommand("rm", "Remove sessions: their events, the bodies only they reference, their spans "
+                                       "(asks first; recorded in HOME/audit.log; never while a process writes the home)");
+  rm->add_option("session", remove_args->ids, "Session ids")->required();
+  rm->add_flag("-y,--yes", remove_args->yes, "Do not ask");
+  add_json_flag(rm, ctx);
+  rm->callback([&ctx, remove_args] { ctx.run = [&ctx, remove_args] { return run_remove(ctx, *remove_args); }; });
+  cmd->callback([&ctx, args, rm] {
+    if (rm->parsed()) return;
+    ctx.run = [&ctx, args] { return run_sessions(ctx, *args); };
+  });
 }
 
 }  // namespace carapace::cli

@@ -26,6 +26,7 @@
 #include "base/child_process.h"
 #include "storage/event_log.h"
 #include "storage/keys.h"
+#include "storage/body_store.h"
 #include "storage/trace_store.h"
 #include "tests/support/fake_model.h"
 #include "tests/support/mock_llm_server.h"
@@ -1703,6 +1704,87 @@ BOOST_AUTO_TEST_CASE(run_and_chat_print_the_answer_as_it_streams_on_a_terminal) 
       BOOST_TEST(p.out.find("Done: remember pears", first + 30) == std::string::npos, p.out);
     }
   }
+}
+
+
+// sessions rm: asks first, never while a process writes the home, removes the
+// session's events, the bodies only it references and its spans, writes the
+// home's audit line, and leaves every other session (a fork of it too) whole.
+BOOST_AUTO_TEST_CASE(sessions_rm_removes_a_session_its_own_bodies_and_spans_and_nothing_else) {
+  play("openai");
+  // r1: two runs (a follow-up makes turn 2); r2: another task. Bodies are stored by content.
+  for (const std::string args : {"'remember figs' --session r1 --then 'and plums'", "'remember pears' --session r2"}) {
+    Result r = run_env({"OPENAI_API_KEY=" + kOpenAiKey}, "run " + args + " --provider openai --model gpt-4o-mini " +
+                                                             "--base-url " + server.url() + "/v1 --workspace " + ws);
+    BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
+  }
+  // A fork copies its parent's events up to the turn, body references too: those bodies stay.
+  BOOST_REQUIRE(run("fork r1 --at-turn 1 --task 'again' --session r1-fork --scenario " + std::string(PROJECT_DIR) +
+                    "/examples/scenarios/quickstart.json").code == 0);
+  auto refs_of = [&](const std::string& id) {
+    std::vector<std::string> refs;
+    json events = run_json("log show " + id);
+    for (const auto& e : events["data"]["events"]) {
+      if (e["data"].contains("body_ref") && !e["data"]["body_ref"].get<std::string>().empty()) {
+        refs.push_back(e["data"]["body_ref"]);
+      }
+    }
+    return refs;
+  };
+  const auto r1_refs = refs_of("r1"), r2_refs = refs_of("r2"), fork_refs = refs_of("r1-fork");
+  std::vector<std::string> only_r1;
+  for (const auto& ref : r1_refs) {
+    if (std::find(r2_refs.begin(), r2_refs.end(), ref) == r2_refs.end() &&
+        std::find(fork_refs.begin(), fork_refs.end(), ref) == fork_refs.end()) {
+      only_r1.push_back(ref);
+    }
+  }
+  BOOST_REQUIRE(!only_r1.empty());
+  BOOST_REQUIRE(!fork_refs.empty());
+  BOOST_REQUIRE(run("trace show r1").code == 0);  // its spans stored
+  const size_t fork_events = run_json("log show r1-fork")["data"]["events"].size();
+  auto body_exists = [&](const std::string& ref) {
+    std::unique_ptr<BodyStore> store;
+    BOOST_REQUIRE(BodyStore::open(dir.sub("home") + "/bodies", BodyStore::Mode::kReader, &store).ok());
+    std::string text;
+    return store->get(ref, &text).ok();
+  };
+  // No question answered, no removal; nor while a process writes the home; nor of a session that is not there.
+  Result unasked = run("sessions rm r1");
+  BOOST_TEST(unasked.code == 2);
+  BOOST_TEST(contains(unasked.err, "needs a confirmation"), unasked.err);
+  BOOST_TEST(run("sessions rm r1", "n\n").code != 0);
+  {
+    std::unique_ptr<EventLog> writer;
+    BOOST_REQUIRE(EventLog::open(EventLog::Options{.path = dir.sub("home") + "/log"}, &writer).ok());
+    Result busy = run("sessions rm r1 --yes");
+    BOOST_TEST(busy.code == 1);
+    BOOST_TEST(contains(busy.err, "another carapace process is writing"), busy.err);
+  }
+  BOOST_TEST(run("sessions rm r1 nope --yes").code == 1);
+  BOOST_TEST(run_json("log show r1")["data"]["events"].size() > 0u);
+  BOOST_TEST(!std::filesystem::exists(dir.sub("home") + "/audit.log"));
+
+  json removed = run_json("sessions rm r1 --yes");
+  BOOST_TEST(removed["data"]["removed"] == json::array({"r1"}));
+  BOOST_TEST(removed["data"]["bodies"].get<size_t>() == only_r1.size());
+  BOOST_TEST(removed["data"]["spans"].get<uint64_t>() > 0u);
+  BOOST_TEST(run("log show r1").code == 1);
+  for (const auto& ref : only_r1) BOOST_TEST(!body_exists(ref), ref);
+  for (const auto& ref : r2_refs) BOOST_TEST(body_exists(ref), ref);
+  for (const auto& ref : fork_refs) BOOST_TEST(body_exists(ref), ref);
+  BOOST_TEST(run_json("log show r1-fork")["data"]["events"].size() == fork_events);
+  Result verify = run("verify --all");
+  BOOST_TEST(verify.code == 0, verify.out << verify.err);
+  const std::string audit = slurp(dir.sub("home") + "/audit.log");
+  BOOST_TEST(contains(audit, "sessions rm r1: 1 session ("), audit);
+  BOOST_TEST(((std::filesystem::status(dir.sub("home") + "/audit.log").permissions() &
+               std::filesystem::perms::all) ==
+              (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write)));
+  json left = run_json("sessions");
+  BOOST_TEST(left["data"].size() == 2u);
+  // Asked on a terminal-less stdin with an answer: "y" removes.
+  BOOST_TEST(run("sessions rm r2", "y\n").code == 2);  // stdin is no terminal: --yes is the way
 }
 
 BOOST_AUTO_TEST_SUITE_END()
