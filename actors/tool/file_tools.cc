@@ -172,12 +172,21 @@ ToolResult append_to(int dir, const std::string& name, const std::string& path, 
 ToolResult replace(int dir, const std::string& name, const std::string& path, const std::string& content,
                    bool existed, const struct stat& old) {
   static thread_local std::mt19937_64 random{std::random_device{}()};
-  std::string temp;
-  UniqueFd fd;
-  for (int attempt = 0; fd.get() < 0; ++attempt) {
+  auto temp_name = [&] {
     char suffix[17];
     std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(random()));
-    temp = "." + name.substr(0, 200) + ".carapace-" + suffix;
+    return "." + name.substr(0, 200) + ".carapace-" + suffix;
+  };
+  // The bytes go to a file with no name (O_TMPFILE), which a crash takes
+  // away with the process; it gets its temporary name only once written,
+  // just before the rename. Where the file system has no O_TMPFILE, a named
+  // temporary file from the start. A crash between the two leaves the name,
+  // which the call's recovery removes (recover_write_file).
+  std::string temp;
+  UniqueFd fd(::openat(dir, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0644));
+  const bool unnamed = fd.get() >= 0;
+  for (int attempt = 0; fd.get() < 0; ++attempt) {
+    temp = temp_name();
     fd.reset(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (fd.get() < 0 && (errno != EEXIST || attempt == 8)) {
       return ToolResult::error("cannot create a file beside '" + path + "': " + errno_text(errno));
@@ -186,10 +195,22 @@ ToolResult replace(int dir, const std::string& name, const std::string& path, co
   size_t written = 0;
   int err = write_all(fd.get(), content, &written);
   if (err == 0 && existed && ::fchmod(fd.get(), old.st_mode & 07777) != 0) err = errno;
+  if (err == 0 && unnamed) {
+    const std::string self = "/proc/self/fd/" + std::to_string(fd.get());
+    for (int attempt = 0;; ++attempt) {
+      temp = temp_name();
+      if (::linkat(AT_FDCWD, self.c_str(), dir, temp.c_str(), AT_SYMLINK_FOLLOW) == 0) break;
+      if (errno != EEXIST || attempt == 8) {
+        err = errno;
+        temp.clear();
+        break;
+      }
+    }
+  }
   if (err == 0 && ::close(fd.release()) != 0) err = errno;
   if (err == 0 && ::renameat(dir, temp.c_str(), dir, name.c_str()) != 0) err = errno;
   if (err != 0) {
-    ::unlinkat(dir, temp.c_str(), 0);
+    if (!temp.empty()) ::unlinkat(dir, temp.c_str(), 0);
     return ToolResult::error("writing '" + path + "' failed: " + errno_text(err));
   }
   ToolResult result;
@@ -396,6 +417,35 @@ ToolResult write_file(const FileToolOptions& options, const nlohmann::json& args
 // runs again. An append that did not happen leaves a file that does not end
 // with the bytes: it runs again; one that ends with them may or may not
 // have been appended to, and that is unknown.
+// Whether `entry` is a temporary file replace() makes beside `name`:
+// ".NAME.carapace-" and 16 hex digits.
+bool replace_temp_of(std::string_view entry, const std::string& name) {
+  const std::string head = "." + name.substr(0, 200) + ".carapace-";
+  if (entry.size() != head.size() + 16 || entry.substr(0, head.size()) != head) return false;
+  return entry.substr(head.size()).find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+// A crash inside replace() leaves its temporary file beside the target:
+// removed, so that a crash leaves nothing in the workspace the call would
+// not have left.
+void remove_replace_temps(const WorkspaceRoot& root, const std::string& path, const std::string& rel) {
+  std::string dir_rel, name;
+  split_relative(rel, &dir_rel, &name);
+  int fd = -1;
+  if (!root.open(path, dir_rel, O_RDONLY | O_DIRECTORY, 0, &fd).ok()) return;
+  DIR* listing = ::fdopendir(fd);
+  if (listing == nullptr) {
+    ::close(fd);
+    return;
+  }
+  std::vector<std::string> stale;
+  while (const dirent* entry = ::readdir(listing)) {
+    if (replace_temp_of(entry->d_name, name)) stale.emplace_back(entry->d_name);
+  }
+  for (const auto& temp : stale) ::unlinkat(::dirfd(listing), temp.c_str(), 0);
+  ::closedir(listing);
+}
+
 ToolRecovery recover_write_file(const nlohmann::json& args, const ToolContext& context) {
   std::string path, content, error;
   bool append = false;
@@ -406,6 +456,7 @@ ToolRecovery recover_write_file(const nlohmann::json& args, const ToolContext& c
   WorkspaceRoot root;
   std::string rel;
   int fd = -1;
+  if (open_root(context, path, &root, &rel).ok() && rel != "." && !append) remove_replace_temps(root, path, rel);
   if (!open_root(context, path, &root, &rel).ok() ||
       !root.open(path, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, &fd).ok()) {
     return ToolRecovery{.verdict = ToolRecovery::Verdict::kRunAgain};  // not there: not written

@@ -1484,4 +1484,16 @@ BOOST_AUTO_TEST_CASE(write_file_says_what_became_of_an_interrupted_call) {
   BOOST_TEST(
       (verdict({{"path", "../outside"}, {"content", "x"}}) == V::kRunAgain));  // fails again, the same way
   BOOST_TEST(read_text(ws + "/out/a.txt") == "alpha\nbeta\n");                 // the check wrote nothing
+
+  // A crash inside the replace leaves its temporary file beside the target;
+  // the recovery of that call removes it, and nothing else.
+  const std::string stale = ws + "/out/.a.txt.carapace-0123456789abcdef";
+  std::ofstream(stale) << "half";
+  std::ofstream(ws + "/out/.a.txt.carapace-notours") << "x";
+  std::ofstream(ws + "/out/.b.txt.carapace-0123456789abcdef") << "x";
+  (void)tool.recover(replace, ctx);
+  BOOST_TEST(!fs::exists(stale));
+  BOOST_TEST(fs::exists(ws + "/out/.a.txt.carapace-notours"));
+  BOOST_TEST(fs::exists(ws + "/out/.b.txt.carapace-0123456789abcdef"));
+  BOOST_TEST(read_text(ws + "/out/a.txt") == "alpha\nbeta\n");
 }
