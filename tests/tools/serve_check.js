@@ -153,8 +153,9 @@ async function startServer(port) {
     const problem = await text("#problem");
     const missing = await apiGet("/api/sessions/no-such-session");
     assert.strictEqual(missing.status, 404, "GET an unknown session");
-    assert.ok(problem.includes(missing.body.error), "the page shows the error: " + problem);
-    if (missing.body.hint) assert.ok(problem.includes(missing.body.hint), "the page shows the hint: " + problem);
+    assert.strictEqual(missing.body.error.code, "not found", "the CLI's error envelope");
+    assert.ok(problem.includes(missing.body.error.message), "the page shows the error: " + problem);
+    if (missing.body.error.hint) assert.ok(problem.includes(missing.body.error.hint), "the page shows the hint: " + problem);
     assert.ok((await text("#traces")).includes("no-such-session"), "the trace area says which session");
     expect404 = false;
 

@@ -74,6 +74,13 @@ struct Reply {
   std::map<std::string, std::string> headers;
 };
 
+// The message of an error answer, which has the CLI's --json envelope:
+// {"success": false, "error": {"code", "message", "hint"}}.
+std::string message_of(const Reply& r) {
+  if (!r.j.is_object() || !r.j.contains("error") || !r.j["error"].is_object()) return "";
+  return r.j["error"].value("message", std::string());
+}
+
 struct Fixture {
   testing::TempDir dir;
   std::string ws = dir.sub("ws");
@@ -322,10 +329,15 @@ BOOST_AUTO_TEST_CASE(the_api_answers_as_trace_show_does_and_bad_requests_get_cle
   BOOST_TEST(get("/app.js").status == 200);
 
   // Bad requests: each named, none taking the server down.
-  auto error_of = [](const Reply& r) { return r.j.value("error", std::string()); };
+  auto error_of = [](const Reply& r) { return message_of(r); };
   Reply r = get("/api/sessions/nope");
   BOOST_TEST(r.status == 404);
   BOOST_TEST(contains(error_of(r), "no session 'nope'"));
+  // The CLI's --json envelope.
+  BOOST_TEST(r.j["success"] == false);
+  BOOST_TEST(r.j["error"]["code"] == "not found");
+  BOOST_TEST(!r.j["error"].value("hint", std::string()).empty());
+  BOOST_TEST(!r.j.contains("hint"));
   r = get("/api/sessions/..%2F..%2Fetc");
   BOOST_TEST(r.status == 400);
   BOOST_TEST(contains(error_of(r), "bad session id"));
@@ -601,7 +613,7 @@ BOOST_AUTO_TEST_CASE(with_a_token_from_the_environment_every_request_needs_it) {
   BOOST_TEST(!std::filesystem::exists(dir.sub("home/serve.token")));  // nor written
   Reply r = get("/api/sessions");
   BOOST_TEST(r.status == 401);
-  BOOST_TEST(contains(r.j.value("error", ""), "needs its token"));
+  BOOST_TEST(contains(message_of(r), "needs its token"));
   BOOST_TEST(request("GET", "/api/sessions", {"Authorization: Bearer wrong-token"}).status == 401);
   BOOST_TEST(request("GET", "/api/sessions", {"Authorization: Bearer " + env_token}).status == 200);
   BOOST_TEST(request("GET", "/api/sessions/warm", {"Authorization: Bearer " + env_token}).status == 200);
@@ -710,7 +722,7 @@ BOOST_AUTO_TEST_CASE(a_token_in_the_address_is_refused_and_never_copied_into_a_h
     BOOST_TEST(r.header("Set-Cookie").empty());
     BOOST_TEST(r.header("X-Injected").empty());
     BOOST_TEST(r.header("Location").empty());
-    BOOST_TEST(contains(r.j.is_object() ? r.j.value("error", "") : "", "#token="), r.body);
+    BOOST_TEST(contains(message_of(r), "#token="), r.body);
   };
   refused_plainly(get("/?token=x%0d%0aX-Injected:%20yes"));
   refused_plainly(request("GET", "/?token=x%0d%0aX-Injected:%20yes", {}, "", false));
@@ -734,7 +746,7 @@ BOOST_AUTO_TEST_CASE(two_hosts_are_refused_and_the_websocket_needs_exactly_its_o
   const std::string p = std::to_string(port);
   Reply r = request("GET", "/api/sessions", {"Host: 127.0.0.1:" + p, "Host: attacker.example:" + p});
   BOOST_TEST(r.status == 400);
-  BOOST_TEST(contains(r.j.value("error", ""), "more than one Host header"), r.body);
+  BOOST_TEST(contains(message_of(r), "more than one Host header"), r.body);
   r = request("GET", "/api/sessions", {"Host: attacker.example:" + p, "Host: 127.0.0.1:" + p});
   BOOST_TEST(r.status == 400);
   r = request("GET", "/", {"Host: 127.0.0.1:" + p, "Host: 127.0.0.1:" + p});

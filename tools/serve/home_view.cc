@@ -61,10 +61,23 @@ std::string stop_reason_of(const std::vector<Span>& spans) {
 
 }  // namespace
 
+json error_body(unsigned status, std::string message, std::string hint) {
+  const char* code = status == 400   ? "invalid argument"
+                     : status == 401 ? "unauthorized"
+                     : status == 403 ? "forbidden"
+                     : status == 404 ? "not found"
+                     : status == 405 ? "method not allowed"
+                     : status == 413 ? "too large"
+                     : status == 431 ? "too large"
+                     : status >= 500 ? "internal"
+                                     : "error";
+  json error = {{"code", code}, {"message", std::move(message)}};
+  if (!hint.empty()) error["hint"] = std::move(hint);
+  return {{"success", false}, {"error", std::move(error)}};
+}
+
 ApiReply api_error(unsigned status, std::string error, std::string hint) {
-  json body = {{"success", false}, {"error", std::move(error)}};
-  if (!hint.empty()) body["hint"] = std::move(hint);
-  return ApiReply{status, std::move(body)};
+  return ApiReply{status, error_body(status, std::move(error), std::move(hint))};
 }
 
 HomeView::~HomeView() = default;

@@ -43,6 +43,10 @@ struct LiveMessage {
 
 // {"success": false, "error": ..., "hint": ...}.
 ApiReply api_error(unsigned status, std::string error, std::string hint = "");
+// The body of every refusal and error the server answers, the CLI's --json
+// envelope: {"success": false, "error": {"code", "message", "hint"}}, the
+// code named from the HTTP status ("not found", "invalid argument", ...).
+nlohmann::json error_body(unsigned status, std::string message, std::string hint = "");
 
 class HomeView {
  public:

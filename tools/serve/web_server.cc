@@ -275,13 +275,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         status = 431;
         error = "request headers over " + std::to_string(kHeaderLimit) + " bytes";
       }
-      return write(json_response(status, {{"success", false}, {"error", error}}, 11, false));
+      return write(json_response(status, error_body(status, error), 11, false));
     }
     try {
       handle(parser_->release());
     } catch (const std::exception& e) {
       spdlog::error("serve: answering a request failed: {}", e.what());
-      write(json_response(500, {{"success", false}, {"error", std::string("internal error: ") + e.what()}}, 11, false));
+      write(json_response(500, error_body(500, std::string("internal error: ") + e.what()), 11, false));
     }
   }
 
@@ -289,7 +289,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     const unsigned version = req.version();
     const bool keep_alive = req.keep_alive();
     auto refuse = [&](unsigned status, const std::string& error) {
-      return write(json_response(status, {{"success", false}, {"error", error}}, version, false));
+      return write(json_response(status, error_body(status, error), version, false));
     };
     std::string_view target(req.target().data(), req.target().size());
     if (target.empty() || target.front() != '/') return refuse(400, "the request target must be a path");
@@ -321,16 +321,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                                 : check_host(server_->policy, host);
     if (access != Access::kAllowed) return refuse(access_status(access), access_error(access));
     if (req.method() != http::verb::get && req.method() != http::verb::head) {
-      auto res = json_response(405,
-                               {{"success", false},
-                                {"error", "method " + std::string(req.method_string()) + " not allowed: GET or HEAD"}},
-                               version, keep_alive);
+      auto res = json_response(
+          405, error_body(405, "method " + std::string(req.method_string()) + " not allowed: GET or HEAD"), version,
+          keep_alive);
       res.set(http::field::allow, "GET, HEAD");
       return write(std::move(res));
     }
     if (websocket) {
       if (!websocket::is_upgrade(req)) {
-        return write(json_response(400, {{"success", false}, {"error", "/ws is a WebSocket endpoint: open it with an upgrade"}},
+        return write(json_response(400, error_body(400, "/ws is a WebSocket endpoint: open it with an upgrade"),
                                    version, keep_alive));
       }
       if (req.count(http::field::origin) > 1) return refuse(400, "more than one Origin header: send one");
@@ -358,7 +357,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (asset == nullptr) {
       return write(json_response(
           404,
-          {{"success", false}, {"error", "nothing at " + std::string(path)}, {"hint", "the page is at /, the API under /api/sessions"}},
+          error_body(404, "nothing at " + std::string(path), "the page is at /, the API under /api/sessions"),
           version, keep_alive));
     }
     http::response<http::string_body> res{http::status::ok, version};
