@@ -538,7 +538,6 @@ class Runner {
     const std::string faults_differ =
         "the fault plan fired other faults than in the crash-free run (its occurrences are counted per process, "
         "and a resumed process counts from zero)";
-    ++report_->compared_with_reference;
     const std::string ref = report_->reference_home;
     std::optional<RunDifference> d;
     if (!same_faults || outcome_digest(state) != reference_) {
@@ -551,15 +550,15 @@ class Runner {
       }
     }
     if (!d) d = first_workspace_difference(ref + "/ws", home + "/ws", it.mode);
+    if (d && !same_faults) {
+      it.comparison = "skipped";
+      it.skip_reason = faults_differ;
+      return;
+    }
+    ++report_->compared_with_reference;
     if (!d) {
       it.comparison = "equal";
       ++report_->equal_to_reference;
-      return;
-    }
-    if (!same_faults) {
-      --report_->compared_with_reference;
-      it.comparison = "skipped";
-      it.skip_reason = faults_differ;
       return;
     }
     it.comparison = "differs";

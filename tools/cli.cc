@@ -114,6 +114,17 @@ std::string Context::with_home(std::string_view text) const {
   return out;
 }
 
+int Context::list_every_session(const EventLog& log, const std::string& refusal,
+                                std::vector<SessionMeta>* out) const {
+  std::vector<std::string> unreadable;
+  if (Status s = log.list_sessions(out, &unreadable); !s.ok()) return fail(s);
+  if (!unreadable.empty()) {
+    return fail(Status::corruption("the session index has " + count(unreadable.size(), "unreadable entry")),
+                "`carapace verify --all` names them; " + refusal);
+  }
+  return kExitOk;
+}
+
 int Context::fail(const Status& status, const std::string& given_hint) const {
   return report(*this, status, given_hint, kExitFailed);
 }

@@ -49,6 +49,11 @@ struct Context {
 
   // Opens the log; prints the error (with a hint) and returns nullptr on failure.
   std::unique_ptr<EventLog> open_log(EventLog::Mode mode) const;
+  // Every session of `log`, for a command that changes the home and must
+  // see all of it first (gc, sessions rm): an unreadable index entry is
+  // reported with `refusal` (what the command will not do) as the hint, and
+  // kExitFailed returned; else kExitOk.
+  int list_every_session(const EventLog& log, const std::string& refusal, std::vector<SessionMeta>* out) const;
 
   // Prints a failure as a human line on stderr or a JSON envelope on stdout
   // (the hint through with_home()); exit 1.

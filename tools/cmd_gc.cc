@@ -87,11 +87,10 @@ int run_gc(Context& ctx, const GcArgs& args) {
   auto log = ctx.open_log(EventLog::Mode::kWriter);
   if (!log) return kExitFailed;
   std::vector<SessionMeta> sessions;
-  std::vector<std::string> unreadable;
-  if (Status s = log->list_sessions(&sessions, &unreadable); !s.ok()) return ctx.fail(s);
-  if (!unreadable.empty()) {
-    return ctx.fail(Status::corruption("the session index has " + count(unreadable.size(), "unreadable entry")),
-                    "`carapace verify` names them; gc removes nothing while it cannot tell what the log references");
+  if (int rc = ctx.list_every_session(*log, "gc removes nothing while it cannot tell what the log references",
+                                      &sessions);
+      rc != kExitOk) {
+    return rc;
   }
   RetentionInputs in{.now_us = now_us()};
   std::map<std::string, int64_t> updated;

@@ -166,11 +166,9 @@ int run_remove(Context& ctx, const RemoveArgs& args) {
   auto log = ctx.open_log(EventLog::Mode::kWriter);
   if (!log) return kExitFailed;
   std::vector<SessionMeta> sessions;
-  std::vector<std::string> unreadable;
-  if (Status s = log->list_sessions(&sessions, &unreadable); !s.ok()) return ctx.fail(s);
-  if (!unreadable.empty()) {
-    return ctx.fail(Status::corruption("the session index has " + count(unreadable.size(), "unreadable entry")),
-                    "`carapace verify --all` names them; nothing is removed while the log cannot be read whole");
+  if (int rc = ctx.list_every_session(*log, "nothing is removed while the log cannot be read whole", &sessions);
+      rc != kExitOk) {
+    return rc;
   }
   const std::set<std::string> doomed(args.ids.begin(), args.ids.end());
   std::set<std::string> known;

@@ -52,6 +52,21 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
+// The home on a 2 MB tmpfs, unmounted at the end. Needs the right to mount
+// (root with CAP_SYS_ADMIN); without it, `mounted` is false and the test says so.
+struct SmallTmpfs {
+  std::string at;
+  bool mounted = false;
+  explicit SmallTmpfs(std::string where) : at(std::move(where)) {
+    std::filesystem::create_directories(at);
+    mounted = ::mount("tmpfs", at.c_str(), "tmpfs", 0, "size=2m,mode=0700") == 0;
+    if (!mounted) BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here (needs CAP_SYS_ADMIN)");
+  }
+  ~SmallTmpfs() {
+    if (mounted) ::umount2(at.c_str(), MNT_DETACH);
+  }
+};
+
 struct CliFixture {
   testing::TempDir dir;
 
@@ -406,15 +421,8 @@ BOOST_AUTO_TEST_CASE(repair_rebuilds_a_log_that_lost_its_current_file_and_says_w
 // (root with CAP_SYS_ADMIN); says so and checks nothing without it.
 BOOST_AUTO_TEST_CASE(a_full_disk_is_a_clean_error_and_writing_goes_on_once_there_is_room) {
   std::string home = dir.sub("home");
-  std::filesystem::create_directories(home);
-  if (::mount("tmpfs", home.c_str(), "tmpfs", 0, "size=2m,mode=0700") != 0) {
-    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here (needs CAP_SYS_ADMIN)");
-    return;
-  }
-  struct Unmount {
-    std::string at;
-    ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
-  } unmount{home};
+  SmallTmpfs tmpfs(home);
+  if (!tmpfs.mounted) return;
   Result big = run("log synth --session big --turns 2000 --output-bytes 2000");
   BOOST_TEST(big.code == 1, big.err);  // not 134: RocksDB's info log once aborted on a full disk
   BOOST_TEST(contains(big.err, "No space left on device"), big.err);
@@ -434,15 +442,8 @@ BOOST_AUTO_TEST_CASE(a_full_disk_is_a_clean_error_and_writing_goes_on_once_there
 // nothing committed lost, and a resume goes on once there is room.
 BOOST_AUTO_TEST_CASE(a_session_that_fills_the_disk_stops_cleanly_and_resumes_later) {
   std::string home = dir.sub("home");
-  std::filesystem::create_directories(home);
-  if (::mount("tmpfs", home.c_str(), "tmpfs", 0, "size=2m,mode=0700") != 0) {
-    BOOST_TEST_MESSAGE("skipped: cannot mount a tmpfs here (needs CAP_SYS_ADMIN)");
-    return;
-  }
-  struct Unmount {
-    std::string at;
-    ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
-  } unmount{home};
+  SmallTmpfs tmpfs(home);
+  if (!tmpfs.mounted) return;
   json replies = json::array();
   // Small replies (the scenario is stored with the session), large results.
   for (int i = 0; i < 600; ++i) {
