@@ -107,9 +107,15 @@ int main(int argc, char** argv) {
   register_gc_command(app, ctx);
   register_mcp_commands(app, ctx);
   register_serve_command(app, ctx);
-  app.add_subcommand("version", "Print carapace's version (as --version does)")->callback([&ctx] {
-    ctx.run = [] {
-      std::cout << "carapace " CARAPACE_VERSION "\n";
+  CLI::App* version = app.add_subcommand("version", "Print carapace's version (as --version does)");
+  add_json_flag(version, ctx);
+  version->callback([&ctx] {
+    ctx.run = [&ctx] {
+      if (ctx.json) {
+        ctx.print_success({{"version", CARAPACE_VERSION}}, "carapace " CARAPACE_VERSION);
+      } else {
+        std::cout << "carapace " CARAPACE_VERSION "\n";
+      }
       return kExitOk;
     };
   });
@@ -162,6 +168,10 @@ int main(int argc, char** argv) {
                        "`carapace --help` lists the commands");
   }
   if (!ctx.run) return kExitUsage;
+  for (const CLI::App* sub = &app; !sub->get_subcommands().empty();) {
+    sub = sub->get_subcommands().front();
+    ctx.command_path += (ctx.command_path.empty() ? "" : " ") + sub->get_name();
+  }
   if (log_level.empty()) log_level = verbose >= 3 ? "trace" : verbose == 2 ? "debug" : verbose == 1 ? "info" : "warn";
   // JSON lines go to the home's logs/ when the home is there and ours
   // (commands check it fully before trusting anything in it).

@@ -1,5 +1,6 @@
 #include "tools/cli.h"
 
+#include "actors/collector/export.h"
 #include "base/text.h"
 
 #include "runtime/home.h"
@@ -75,6 +76,11 @@ int report(const Context& ctx, const Status& status, const std::string& given_hi
            "(a session goes on from its last checkpoint with `carapace resume`); nothing committed was lost" +
            (given_hint.empty() ? "" : "\n  " + given_hint);
   }
+  // Every error says where to look next: at least the command's own help.
+  if (hint.empty() && !ctx.command_path.empty()) {
+    hint = "`carapace " + ctx.command_path + " --help` " +
+           (code == kExitUsage ? "lists the options" : "says what the command needs");
+  }
   hint = ctx.with_home(hint);
   if (ctx.json) {
     nlohmann::json j{
@@ -82,7 +88,7 @@ int report(const Context& ctx, const Status& status, const std::string& given_hi
         {"error",
          {{"code", code == kExitUsage ? std::string("usage") : std::string(code_name(status.code()))},
           {"message", ctx.with_home(status.message())}}}};
-    if (!hint.empty()) j["error"]["hint"] = hint;
+    j["error"]["hint"] = hint;
     print_redacted(ctx, j);
   } else {
     std::cerr << ctx.shown(ctx.with_home("carapace: " + status.to_string())) << "\n";
@@ -151,10 +157,7 @@ const Redactor& Context::redactor() const {
   return *redactor_;
 }
 
-bool our_reference(const std::string& key) {
-  return key == "ref" || key.ends_with("_id") || key.ends_with("digest") || key.ends_with("hash") ||
-         key.ends_with("_ref");
-}
+bool our_reference(const std::string& key) { return export_reference_key(key); }
 
 void redact_json(nlohmann::json& j, const Redactor& redactor) {
   if (j.is_string()) {

@@ -30,6 +30,7 @@ struct Context {
   std::string home_flag;  // --home
   std::vector<std::string> command_names;  // carapace's subcommands, for with_home()
   bool json = false;      // --json of the running subcommand
+  std::string command_path;  // the running subcommand, e.g. "trace export" (for a default hint)
   std::function<int()> run;
   // Builds spans from the events of the runtimes this command opens
   // (open_runtime starts it); outlives them, flushed when the command ends.
@@ -83,12 +84,14 @@ struct Context {
 };
 
 // Whether a JSON key holds one of Carapace's own ids, digests or references
-// (*_id, *digest, *hash, *_ref, ref): hex the redactor would take for a secret.
+// (*_id, *digest, *hash, *_ref, ref, a span's request_body / response_body):
+// hex the redactor would take for a secret. The exports' rule
+// (export_reference_key), so that `log show`, `trace show` and the exports
+// print a body reference the same way.
 bool our_reference(const std::string& key);
 
 // Masks secrets in every string of `j` (recursively), except the values of
-// keys that hold our own ids, digests and references (*_id, *digest, *hash,
-// *_ref, ref).
+// keys that hold our own ids, digests and references (our_reference).
 void redact_json(nlohmann::json& j, const Redactor& redactor);
 
 // Prints `j` as one line of JSON on stdout, redacted, with the controls

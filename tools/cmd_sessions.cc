@@ -116,7 +116,9 @@ int run_sessions(Context& ctx, const SessionsArgs& args) {
                       {"updated_us", m.updated_us},
                       {"imported_seq", m.imported_seq}});
     }
-    print_redacted(ctx, {{"success", true}, {"data", data}, {"summary", summary}, {"unreadable", unreadable}});
+    print_redacted(ctx, {{"success", true},
+                         {"data", {{"sessions", data}, {"unreadable", unreadable}}},
+                         {"summary", summary}});
     return kExitOk;
   }
   if (rows.empty()) {

@@ -64,7 +64,8 @@ int run_export(Context& ctx, const ExportArgs& args) {
                     "e.g. `carapace trace export <id> --format otlp` or `carapace trace export --since 24h --format html`");
   }
   if (!args.endpoint.empty() && args.format != "otlp") {
-    return ctx.usage(Status::invalid_argument("--endpoint sends OTLP: it needs --format otlp, not " + args.format));
+    return ctx.usage(Status::invalid_argument("--endpoint sends OTLP: it needs --format otlp, not " + args.format),
+                     "add --format otlp, or drop --endpoint and write the " + args.format + " export with -o FILE");
   }
   if (!args.endpoint.empty()) {
     std::string url;
@@ -72,7 +73,8 @@ int run_export(Context& ctx, const ExportArgs& args) {
     if (!valid.ok()) return ctx.fail(valid, "e.g. --endpoint http://localhost:4318 (an OTLP/HTTP receiver)");
   }
   if (ctx.json && args.output.empty() && args.endpoint.empty()) {
-    return ctx.usage(Status::invalid_argument("--json needs -o FILE or --endpoint: the export itself goes to stdout"));
+    return ctx.usage(Status::invalid_argument("--json needs -o FILE or --endpoint: the export itself goes to stdout"),
+                     "drop --json to print the export, or add -o FILE to write it there and get the summary as JSON");
   }
   TraceQuery query;
   if (int rc = open_trace_query(ctx, args.session, args.since, &query); rc != kExitOk) return rc;

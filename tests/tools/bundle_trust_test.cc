@@ -257,7 +257,7 @@ BOOST_AUTO_TEST_CASE(a_fork_of_an_imported_session_runs_with_the_home_configurat
   BOOST_TEST(!std::filesystem::exists(mcp_marker));
   for (const std::string& h : {fresh, dir.sub("fresh2")}) {
     json sessions = json::parse(run_in(h, "sessions --json").out);
-    for (const auto& s : sessions["data"]) {
+    for (const auto& s : sessions["data"]["sessions"]) {
       Result shown = run_in(h, "log show " + s["id"].get<std::string>() + " --json --bodies");
       BOOST_TEST(!contains(shown.out, kSecret));
       BOOST_TEST(!contains(shown.out, kKey));

@@ -19,6 +19,7 @@
 
 #include "tests/support/fake_model.h"
 #include "tests/support/mock_llm_server.h"
+#include "tests/support/cli_home.h"
 #include "tests/support/temp_dir.h"
 
 using namespace carapace;
@@ -26,53 +27,15 @@ using nlohmann::json;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using testing::contains;
+using testing::slurp;
+using Result = testing::CliResult;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-struct Fixture {
-  testing::TempDir dir;
+struct Fixture : testing::CliHome {
   std::string ws = dir.sub("ws");
   std::string scenarios = std::string(PROJECT_DIR) + "/examples/scenarios/";
 
   Fixture() { std::filesystem::create_directories(ws); }
-
-  std::string file(const std::string& name, const std::string& text) {
-    std::ofstream(dir.sub(name)) << text;
-    return dir.sub(name);
-  }
-
-  Result run(const std::string& args, const std::string& env = "") {
-    std::string out = dir.sub("out.txt"), err = dir.sub("err.txt");
-    std::string cmd = "env -u OPENAI_API_KEY -u OPENAI_BASE_URL " + env + " " + std::string(CARAPACE_BIN) +
-                      " --home '" + dir.sub("home") + "' " + args + " >'" + out + "' 2>'" + err + "' </dev/null";
-    int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
-
-  json run_json(const std::string& args, int expected_code = 0) {
-    Result r = run(args + " --json");
-    BOOST_TEST(r.code == expected_code, args << ": " << r.err);
-    json j = json::parse(r.out, nullptr, false);
-    BOOST_REQUIRE_MESSAGE(!j.is_discarded(), "not JSON: " << r.out);
-    BOOST_TEST(j.contains("success"));
-    return j;
-  }
 
   static const json& span_named(const json& spans, const std::string& name, int nth = 0) {
     for (const auto& s : spans) {

@@ -21,6 +21,7 @@
 
 #include "tests/support/fake_model.h"
 #include "tests/support/mock_llm_server.h"
+#include "tests/support/cli_home.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/trace_events_check.h"
 
@@ -29,20 +30,9 @@ using nlohmann::json;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using testing::contains;
+using testing::slurp;
+using Result = testing::CliResult;
 
 bool have_node() {
   return std::system("command -v node >/dev/null 2>&1") == 0 &&
@@ -50,29 +40,11 @@ bool have_node() {
                                  "/tests/node/node_modules/@opentelemetry/otlp-transformer/build/src/generated/root.js");
 }
 
-struct Fixture {
-  testing::TempDir dir;
+struct Fixture : testing::CliHome {
   std::string ws = dir.sub("ws");
   std::string scenarios = std::string(PROJECT_DIR) + "/examples/scenarios/";
 
   Fixture() { std::filesystem::create_directories(ws); }
-
-  std::string file(const std::string& name, const std::string& text) {
-    std::ofstream(dir.sub(name)) << text;
-    return dir.sub(name);
-  }
-
-  Result run(const std::string& args, const std::string& env = "") {
-    std::string out = dir.sub("out.txt"), err = dir.sub("err.txt");
-    std::string cmd = "env -u OPENAI_API_KEY -u OPENAI_BASE_URL " + env + " " + std::string(CARAPACE_BIN) +
-                      " --home '" + dir.sub("home") + "' " + args + " >'" + out + "' 2>'" + err + "' </dev/null";
-    int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
 
   void run_scenario(const std::string& name, const std::string& session) {
     std::filesystem::create_directories(ws + "/" + session);

@@ -133,7 +133,7 @@ json HomeView::redacted(json j) const {
       for (auto& item : v) walk(item);
     } else if (v.is_object()) {
       for (auto it = v.begin(); it != v.end(); ++it) {
-        if (it.value().is_string() && (cli::our_reference(it.key()) || export_reference_key(it.key()))) continue;
+        if (it.value().is_string() && cli::our_reference(it.key())) continue;
         walk(it.value());
       }
     }
