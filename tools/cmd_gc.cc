@@ -8,6 +8,7 @@
 #include "storage/body_store.h"
 #include "storage/retention.h"
 #include "storage/trace_store.h"
+#include "actors/collector/trace_view.h"
 #include "tools/cli.h"
 #include "tools/cli_run.h"
 #include "tools/trace_load.h"
@@ -38,20 +39,6 @@ bool parse_bytes(const std::string& text, uint64_t* out) {
   if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return false;
   *out = std::stoull(digits) * mult;
   return true;
-}
-
-std::string human_bytes(uint64_t n) {
-  char buf[32];
-  if (n < 1024) {
-    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
-  } else if (n < (1ull << 20)) {
-    std::snprintf(buf, sizeof buf, "%.1f KiB", n / 1024.0);
-  } else if (n < (1ull << 30)) {
-    std::snprintf(buf, sizeof buf, "%.1f MiB", n / 1048576.0);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.2f GiB", n / 1073741824.0);
-  }
-  return buf;
 }
 
 uint64_t directory_bytes(const std::string& path) {
@@ -161,10 +148,10 @@ int run_gc(Context& ctx, const GcArgs& args) {
   const uint64_t disk_after = directory_bytes(bodies_path) + directory_bytes(traces_path);
 
   const std::string verb = args.dry_run ? "would remove " : "removed ";
-  std::string summary = verb + count(plan.bodies.size(), "body") + " (" + human_bytes(plan.body_bytes_removed) +
+  std::string summary = verb + count(plan.bodies.size(), "body") + " (" + format_bytes(plan.body_bytes_removed) +
                         (plan.unreferenced ? ", " + std::to_string(plan.unreferenced) + " referenced by no event" : "") +
                         "), kept " + count(in.bodies.size() - plan.bodies.size(), "body") + " (" +
-                        human_bytes(plan.body_bytes_kept) + "); " + verb + "the spans of " +
+                        format_bytes(plan.body_bytes_kept) + "); " + verb + "the spans of " +
                         count(plan.span_sessions.size(), "session") +
                         (args.dry_run ? "" : " (" + count(spans_removed, "span") + ")") + "; events are never pruned";
   if (ctx.json) {
@@ -184,8 +171,8 @@ int run_gc(Context& ctx, const GcArgs& args) {
   } else {
     std::printf("%s\n", summary.c_str());
     if (!args.dry_run) {
-      std::printf("bodies and traces on disk: %s before, %s after\n", human_bytes(disk_before).c_str(),
-                  human_bytes(disk_after).c_str());
+      std::printf("bodies and traces on disk: %s before, %s after\n", format_bytes(disk_before).c_str(),
+                  format_bytes(disk_after).c_str());
     }
   }
   return kExitOk;

@@ -50,7 +50,8 @@ int run_show(Context& ctx, const ShowArgs& args) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& sp : spans) list.push_back(span_to_json(sp));
     nlohmann::json data{{"session", args.session},        {"trace_id", spans[0].trace_id},
-                        {"status", spans[0].status},      {"source", info.source},
+                        {"status", options.crashed_after_seq ? std::string("crashed") : spans[0].status},
+                        {"source", info.source},
                         {"last_seq", info.last_seq},      {"dropped_events", info.dropped},
                         {"spans", list}};
     if (options.crashed_after_seq) data["crashed_after_seq"] = options.crashed_after_seq;
@@ -229,7 +230,16 @@ int run_stats(Context& ctx, const StatsArgs& args) {
     ctx.print_success(stats, summary);
     return kExitOk;
   }
-  auto print = [&ctx](const std::string& title, const nlohmann::json& a) {
+  auto print_tool = [&ctx](const std::string& name, const nlohmann::json& tool, const char* indent) {
+    const std::string in = tool.contains("sessions") ? ", " + count(tool["sessions"].get<uint64_t>(), "session") : "";
+    std::printf("%s%-16s %5llu calls  %4llu failed (%3.0f%%)  p50 %s  p95 %s  p99 %s  max %s  %s out%s\n", indent,
+                ctx.shown(name).c_str(), tool["calls"].get<unsigned long long>(),
+                tool["errors"].get<unsigned long long>(), 100.0 * tool["error_rate"].get<double>(),
+                format_ms(tool["p50_ms"].get<double>()).c_str(), format_ms(tool["p95_ms"].get<double>()).c_str(),
+                format_ms(tool["p99_ms"].get<double>()).c_str(), format_ms(tool["max_ms"].get<double>()).c_str(),
+                format_bytes(tool["output_bytes"].get<uint64_t>()).c_str(), in.c_str());
+  };
+  auto print = [&ctx, &print_tool](const std::string& title, const nlohmann::json& a) {
     std::printf("%s\n", ctx.shown(title).c_str());
     std::printf("  sessions %llu, turns %llu, model calls %llu (%llu retried)\n",
                 a["sessions"].get<unsigned long long>(), a["turns"].get<unsigned long long>(),
@@ -244,14 +254,14 @@ int run_stats(Context& ctx, const StatsArgs& args) {
                 l["p99"].get<unsigned long long>(), l["max"].get<unsigned long long>());
     std::printf("  tool calls %llu, %llu failed (%.0f%%)\n", a["tool_calls"].get<unsigned long long>(),
                 a["tool_errors"].get<unsigned long long>(), 100.0 * a["tool_error_rate"].get<double>());
-    for (const auto& [name, tool] : a["tools"].items()) {
-      std::printf("    %-16s %5llu calls  %4llu failed (%3.0f%%)  p50 %llu ms  p95 %llu ms\n",
-                  ctx.shown(name).c_str(), tool["calls"].get<unsigned long long>(),
-                  tool["errors"].get<unsigned long long>(), 100.0 * tool["error_rate"].get<double>(),
-                  tool["p50_ms"].get<unsigned long long>(), tool["p95_ms"].get<unsigned long long>());
-    }
+    for (const auto& [name, tool] : a["tools"].items()) print_tool(name, tool, "    ");
   };
   print("all" + (args.since.empty() ? std::string() : " (last " + args.since + ")"), tot);
+  if (args.group_by == "tool") {
+    std::printf("by tool (latency from the request to the result in the log)\n");
+    for (const auto& g : stats["groups"]) print_tool(g["key"].get<std::string>(), g, "  ");
+    return kExitOk;
+  }
   for (const auto& g : stats["groups"]) print(args.group_by + " " + g["key"].get<std::string>(), g);
   return kExitOk;
 }
@@ -282,7 +292,8 @@ int run_analyze(Context& ctx, const AnalyzeArgs& args) {
       if (!args.session.empty()) return no_such_session(ctx, s);
       continue;
     }
-    auto findings = analyze_trace(spans);
+    auto findings = analyze_trace(spans, AnalyzeOptions{.crashed_after_seq = info.crashed_after_seq, .session = id});
+    for (auto& f : findings) f.message = ctx.with_home(f.message);
     total += findings.size();
     nlohmann::json list = nlohmann::json::array();
     for (const auto& f : findings) list.push_back({{"pattern", f.pattern}, {"message", f.message}, {"seqs", f.seqs}});
@@ -316,11 +327,18 @@ struct TurnDigest {
   uint64_t seq = 0;
   std::string prompt;  // prompt digest
   std::string calls;   // "shell {...} ok; read_file {...} error"
+  struct Output {
+    std::string tool, args, digest;  // digest "" in spans stored before it was recorded
+    uint64_t bytes = 0;
+  };
+  std::vector<Output> outputs;  // what each call returned, in order
   std::string answer;  // the last model call's outcome
   uint64_t tokens_in = 0, tokens_out = 0;
   nlohmann::json json() const {
-    return {{"turn", turn},   {"seq", seq},           {"prompt_digest", prompt},   {"tool_calls", calls},
-            {"answer", answer}, {"tokens_in", tokens_in}, {"tokens_out", tokens_out}};
+    nlohmann::json outs = nlohmann::json::array();
+    for (const auto& o : outputs) outs.push_back({{"tool", o.tool}, {"output_digest", o.digest}, {"output_bytes", o.bytes}});
+    return {{"turn", turn},     {"seq", seq},           {"prompt_digest", prompt},   {"tool_calls", calls},
+            {"outputs", outs},  {"answer", answer},     {"tokens_in", tokens_in},    {"tokens_out", tokens_out}};
   }
 };
 
@@ -343,6 +361,8 @@ std::map<uint64_t, TurnDigest> turn_digests(const std::vector<Span>& spans) {
     if (sp.kind == kSpanTool) {
       if (!d.calls.empty()) d.calls += "; ";
       d.calls += sp.attrs.value("tool", std::string("?")) + " " + sp.attrs.value("args", std::string()) + " " + sp.status;
+      d.outputs.push_back({sp.attrs.value("tool", std::string("?")), sp.attrs.value("args", std::string()),
+                           sp.attrs.value("output_digest", std::string()), sp.attrs.value("output_bytes", uint64_t{0})});
     } else if (sp.kind == kSpanLlm) {
       d.answer = sp.status == "ok" ? (sp.attrs.value("tool_names", std::string()).empty()
                                           ? "answer of " + std::to_string(sp.attrs.value("text_chars", uint64_t{0})) + " chars"
@@ -382,7 +402,17 @@ int run_diff(Context& ctx, const DiffArgs& args) {
     } else {
       const TurnDigest &p = x->second, &q = y->second;
       if (p.prompt != q.prompt) what.push_back("prompt " + p.prompt.substr(0, 8) + " vs " + q.prompt.substr(0, 8));
-      if (p.calls != q.calls) what.push_back("tool calls [" + p.calls + "] vs [" + q.calls + "]");
+      if (p.calls != q.calls) {
+        what.push_back("tool calls [" + p.calls + "] vs [" + q.calls + "]");
+      } else {
+        // The same calls: did they return the same?
+        for (size_t i = 0; i < p.outputs.size() && i < q.outputs.size(); ++i) {
+          const auto &o = p.outputs[i], &r = q.outputs[i];
+          if (o.digest.empty() || r.digest.empty() || o.digest == r.digest) continue;
+          what.push_back("output of " + o.tool + " " + o.args + ": " + format_bytes(o.bytes) + " (" +
+                         o.digest.substr(0, 8) + ") vs " + format_bytes(r.bytes) + " (" + r.digest.substr(0, 8) + ")");
+        }
+      }
       if (p.answer != q.answer) what.push_back("model " + p.answer + " vs " + q.answer);
       if (p.tokens_in != q.tokens_in || p.tokens_out != q.tokens_out) {
         what.push_back("tokens " + std::to_string(p.tokens_in) + "/" + std::to_string(p.tokens_out) + " vs " +

@@ -2,11 +2,30 @@
 
 #include <chrono>
 
+#include "actors/collector/log_watch.h"
 #include "actors/collector/span_builder.h"
 #include "base/bounded_json.h"
+#include "storage/db_lock.h"
 #include "storage/keys.h"
 
 namespace carapace::cli {
+
+namespace {
+
+// A session that never finished, whose runtime did not stop it, while no
+// process writes the home: its writer died after its last event. The
+// collector's rule (actors/collector/log_watch.h), and `sessions`'s, so that
+// `trace show`, `trace analyze`, `sessions` and serve give one answer before
+// any collector ran.
+void attribute_crash(const Context& ctx, const EventLog& log, const std::string& session,
+                     const std::vector<Span>& spans, TraceInfo* info) {
+  if (info->crashed_after_seq != 0 || spans.empty() || !spans[0].open()) return;
+  if (ends_stopped(log, session, info->last_seq)) return;
+  if (lock_holder(ctx.log_path()) != 0) return;  // a process writes the home: it may be running
+  info->crashed_after_seq = info->last_seq;
+}
+
+}  // namespace
 
 // The session's spans: from the trace store when the collector has folded
 // every event the log holds, else built from the log now (the same spans).
@@ -37,6 +56,7 @@ Status load_trace(const Context& ctx, const EventLog& log, const TraceStore* sto
       if (good) {
         *spans = std::move(stored);
         info->source = "store";
+        attribute_crash(ctx, log, session, *spans, info);
         return Status();
       }
     }
@@ -49,6 +69,7 @@ Status load_trace(const Context& ctx, const EventLog& log, const TraceStore* sto
   }
   *spans = build_spans(session, events);
   info->source = "log";
+  attribute_crash(ctx, log, session, *spans, info);
   return Status();
 }
 

@@ -272,6 +272,7 @@ void SpanBuilder::add(const Event& e) {
     a["tool"] = ev_tool_completed->tool;
     a["duration_ms"] = ev_tool_completed->duration_ms;
     a["output_bytes"] = ev_tool_completed->output.size();
+    a["output_digest"] = short_digest(ev_tool_completed->output);
     a["is_error"] = ev_tool_completed->is_error;
     if (ev_tool_completed->timed_out) a["timed_out"] = true;
     if (ev_tool_completed->interrupted) a["interrupted"] = true;

@@ -31,7 +31,7 @@ std::vector<std::string> split(const std::string& list) {
 
 }  // namespace
 
-std::vector<Finding> analyze_trace(const std::vector<Span>& spans) {
+std::vector<Finding> analyze_trace(const std::vector<Span>& spans, const AnalyzeOptions& options) {
   std::vector<Finding> out;
   if (spans.empty()) return out;
   const Span& root = spans[0];
@@ -53,12 +53,18 @@ std::vector<Finding> analyze_trace(const std::vector<Span>& spans) {
   }
 
   std::map<std::pair<std::string, std::string>, std::vector<uint64_t>> identical;
+  std::map<std::pair<std::string, std::string>, std::string> identical_args;  // their arguments, as shown
   std::map<std::string, std::pair<int, int>> per_tool;  // calls, failures (interrupted calls not counted)
   std::map<std::string, std::vector<uint64_t>> failures;
   std::set<std::string> used, call_ids_seen;
   for (const auto& s : spans) {
-    if (s.kind != kSpanTool || flag(s, "copied_from_parent")) continue;
+    if (s.kind != kSpanTool) continue;
     const std::string tool = text(s, "tool");
+    // The conversation the fork goes on from used it: offered and used.
+    if (flag(s, "copied_from_parent")) {
+      if (!tool.empty()) used.insert(tool);
+      continue;
+    }
     call_ids_seen.insert(text(s, "call_id"));
     if (!tool.empty()) used.insert(tool);
     if (s.open()) {
@@ -74,7 +80,10 @@ std::vector<Finding> analyze_trace(const std::vector<Span>& spans) {
                      {s.close_seq}});
     }
     if (flag(s, "interrupted") || s.status == "denied") continue;
-    if (s.attrs.contains("args_digest")) identical[{tool, text(s, "args_digest")}].push_back(number(s, "requested_seq"));
+    if (s.attrs.contains("args_digest")) {
+      identical[{tool, text(s, "args_digest")}].push_back(number(s, "requested_seq"));
+      identical_args[{tool, text(s, "args_digest")}] = text(s, "args");
+    }
     auto& [calls, failed] = per_tool[tool];
     ++calls;
     if (s.status != "ok") {
@@ -85,7 +94,9 @@ std::vector<Finding> analyze_trace(const std::vector<Span>& spans) {
   for (const auto& [key, seqs] : identical) {
     if (seqs.size() < 2) continue;
     out.push_back({"repeated_tool_call",
-                   key.first + " was called " + std::to_string(seqs.size()) + " times with the same arguments", seqs});
+                   key.first + " was called " + std::to_string(seqs.size()) + " times with the same arguments: " +
+                       identical_args[key],
+                   seqs});
   }
   // Calls the model asked for that never got as far as a tool span.
   for (const auto& s : spans) {
@@ -128,6 +139,13 @@ std::vector<Finding> analyze_trace(const std::vector<Span>& spans) {
     for (const auto& t : unused) names += (names.empty() ? "" : ", ") + t;
     out.push_back({"unused_tools", "offered to the model and never used: " + names,
                    {number(root, "tools_offered_seq")}});
+  }
+  if (options.crashed_after_seq != 0 && root.open()) {
+    out.push_back({"crashed", "the process died after seq " + std::to_string(options.crashed_after_seq) +
+                                  " and no run has resumed the session" +
+                                  (options.session.empty() ? std::string()
+                                                           : ": `carapace resume " + options.session + "` goes on"),
+                   {options.crashed_after_seq}});
   }
   if (text(root, "stop_reason") == "max_turns") {
     out.push_back({"max_turns", "the session ended by reaching its turn budget (" +

@@ -19,7 +19,15 @@ struct Finding {
   std::vector<uint64_t> seqs;
 };
 
-// Spans a fork copied from its parent are the parent's to answer for: skipped.
-std::vector<Finding> analyze_trace(const std::vector<Span>& spans);
+struct AnalyzeOptions {
+  // The session's writer died with it open after this seq and no run has
+  // resumed it yet (tools/trace_load.h attributes it; 0: not crashed).
+  uint64_t crashed_after_seq = 0;
+  std::string session;  // for the hint of a crash not resumed
+};
+
+// Spans a fork copied from its parent are the parent's to answer for:
+// skipped, except that a tool the copied turns used counts as used.
+std::vector<Finding> analyze_trace(const std::vector<Span>& spans, const AnalyzeOptions& options = {});
 
 }  // namespace carapace

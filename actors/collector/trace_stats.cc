@@ -14,16 +14,39 @@ uint64_t u(const nlohmann::json& a, const char* key) {
   return it != a.end() && it->is_number() ? it->get<uint64_t>() : 0;
 }
 
+struct ToolAgg {
+  uint64_t calls = 0, errors = 0, output_bytes = 0;
+  std::vector<uint64_t> us;  // latencies
+};
+
+// A tool call's latency: from the request to the result in the log (what
+// the session waited), else the duration the tool reported.
+uint64_t tool_latency_us(const Span& s) {
+  if (s.end_us > s.start_us && s.start_us > 0) return static_cast<uint64_t>(s.end_us - s.start_us);
+  return u(s.attrs, "duration_ms") * 1000;
+}
+
+// Microseconds as milliseconds to a tenth.
+double ms(uint64_t us) { return std::round(static_cast<double>(us) / 100.0) / 10.0; }
+
+nlohmann::json tool_json(const ToolAgg& t) {
+  return {{"calls", t.calls},
+          {"errors", t.errors},
+          {"error_rate", t.calls ? static_cast<double>(t.errors) / static_cast<double>(t.calls) : 0.0},
+          {"output_bytes", t.output_bytes},
+          {"p50_ms", ms(percentile(t.us, 50))},
+          {"p95_ms", ms(percentile(t.us, 95))},
+          {"p99_ms", ms(percentile(t.us, 99))},
+          {"max_ms", ms(t.us.empty() ? 0 : *std::max_element(t.us.begin(), t.us.end()))}};
+}
+
 struct Agg {
   std::set<std::string> sessions;
   uint64_t turns = 0, model_calls = 0, retries = 0, tokens_in = 0, tokens_out = 0, cache_read = 0,
            cache_write = 0, tool_calls = 0, tool_errors = 0;
   double cost = 0;
   std::vector<uint64_t> latency;
-  struct Tool {
-    uint64_t calls = 0, errors = 0;
-    std::vector<uint64_t> ms;
-  };
+  using Tool = ToolAgg;
   std::map<std::string, Tool> tools;
 
   void add(const Span& s) {
@@ -47,7 +70,8 @@ struct Agg {
       ++tool_calls;
       auto& t = tools[a.value("tool", std::string("?"))];
       ++t.calls;
-      t.ms.push_back(u(a, "duration_ms"));
+      t.output_bytes += u(a, "output_bytes");
+      t.us.push_back(tool_latency_us(s));
       if (s.status != "ok") {
         ++tool_errors;
         ++t.errors;
@@ -57,13 +81,7 @@ struct Agg {
 
   nlohmann::json json() const {
     nlohmann::json tj = nlohmann::json::object();
-    for (const auto& [name, t] : tools) {
-      tj[name] = {{"calls", t.calls},
-                  {"errors", t.errors},
-                  {"error_rate", t.calls ? static_cast<double>(t.errors) / static_cast<double>(t.calls) : 0.0},
-                  {"p50_ms", percentile(t.ms, 50)},
-                  {"p95_ms", percentile(t.ms, 95)}};
-    }
+    for (const auto& [name, t] : tools) tj[name] = tool_json(t);
     return {{"sessions", sessions.size()},
             {"turns", turns},
             {"model_calls", model_calls},
@@ -85,6 +103,15 @@ struct Agg {
             {"tools", tj}};
   }
 };
+
+// A group of one tool's calls: what the calls did, and nothing of the model
+// calls (they are no tool's).
+nlohmann::json tool_group_json(const Agg& agg, const std::string& tool) {
+  auto it = agg.tools.find(tool);
+  nlohmann::json j = it == agg.tools.end() ? tool_json(ToolAgg{}) : tool_json(it->second);
+  j["sessions"] = agg.sessions.size();
+  return j;
+}
 
 std::string day_of(int64_t ts_us, int64_t offset_s) {
   std::time_t t = static_cast<std::time_t>(ts_us / 1'000'000 + offset_s);
@@ -133,7 +160,7 @@ nlohmann::json trace_stats(const std::vector<std::vector<Span>>& traces, const S
   }
   nlohmann::json g = nlohmann::json::array();
   for (const auto& [key, agg] : groups) {
-    auto j = agg.json();
+    auto j = options.group_by == "tool" ? tool_group_json(agg, key) : agg.json();
     j["key"] = key;
     g.push_back(std::move(j));
   }

@@ -23,9 +23,12 @@ struct StatsOptions {
 
 // {"totals": {...}, "groups": [{"key": ..., ...}, ...]} where each aggregate
 // has sessions, turns, model_calls, retries, tokens_in, tokens_out,
-// cache_read, cache_write, cost_usd, latency_ms {p50, p95, p99, max},
-// tool_calls, tool_errors, tool_error_rate, tools {name: {calls, errors,
-// error_rate, p50_ms, p95_ms}}.
+// cache_read, cache_write, cost_usd, latency_ms {p50, p95, p99, max} (of the
+// model calls), tool_calls, tool_errors, tool_error_rate, tools {name:
+// {calls, errors, error_rate, output_bytes, p50_ms, p95_ms, p99_ms, max_ms}}.
+// A tool's latency runs from its request to its result in the log (to a
+// tenth of a millisecond). Grouped by tool, a group is that tool's entry
+// with "sessions" and "key": model calls are no tool's.
 nlohmann::json trace_stats(const std::vector<std::vector<Span>>& traces, const StatsOptions& options);
 
 // The nearest-rank percentile `p` (0-100) of `values` (sorted here); 0 if empty.

@@ -344,6 +344,32 @@ std::string format_cost(double usd) {
   return buf;
 }
 
+std::string format_ms(double ms) {
+  char buf[32];
+  if (ms < 10) {
+    std::snprintf(buf, sizeof buf, "%.1f ms", ms);
+  } else if (ms < 1000) {
+    std::snprintf(buf, sizeof buf, "%.0f ms", ms);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f s", ms / 1000);
+  }
+  return buf;
+}
+
+std::string format_bytes(uint64_t n) {
+  char buf[32];
+  if (n < 1024) {
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
+  } else if (n < (1ull << 20)) {
+    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(n) / 1024.0);
+  } else if (n < (1ull << 30)) {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(n) / 1048576.0);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(n) / 1073741824.0);
+  }
+  return buf;
+}
+
 std::string render_skeleton(const std::vector<Span>& spans, const SkeletonOptions& options) {
   if (spans.empty()) return "";
   Tree tree(spans);
@@ -357,7 +383,7 @@ std::string render_skeleton(const std::vector<Span>& spans, const SkeletonOption
   } else if (root.status == "stopped") {
     head += "STOPPED (" + s(a, "stop_reason") + "), resumable";
   } else if (options.crashed_after_seq) {
-    head += "CRASHED after seq " + std::to_string(options.crashed_after_seq);
+    head += "CRASHED after seq " + std::to_string(options.crashed_after_seq) + ", not resumed";
   } else {
     head += "OPEN: running, or its process died after seq " + std::to_string(u(a, "last_seq"));
   }

@@ -35,9 +35,11 @@ std::string render_skeleton(const std::vector<Span>& spans, const SkeletonOption
 // spans (a seq that opened a tool span and its hook).
 long find_span(const std::vector<Span>& spans, const std::string& handle, bool* ambiguous);
 
-// "1.2 s", "40 ms"; "1,204"; "$0.0042".
+// "1.2 s", "40 ms"; "1,204"; "$0.0042"; "0.4 ms", "12 ms", "1.3 s"; "912 B", "1.5 KiB".
 std::string format_duration_us(int64_t us);
 std::string format_count(uint64_t n);
 std::string format_cost(double usd);
+std::string format_ms(double ms);
+std::string format_bytes(uint64_t n);
 
 }  // namespace carapace

@@ -108,13 +108,15 @@ BOOST_AUTO_TEST_CASE(a_crashed_session_shows_where_it_stopped_and_its_resume_lin
   Result r = run("run 'Write a note' --scenario " + scenarios + "quickstart.json --workspace " + ws +
                  " --session c --faults " + faults);
   BOOST_REQUIRE(r.code != 0);
-  // Crashed: the last event is the shell call's tool.requested (seq 20).
+  // Crashed: the last event is the shell call's tool.requested (seq 20);
+  // no process writes the home, so its writer died.
   Result open = run("trace show c");
   BOOST_TEST(open.code == 0, open.err);
-  BOOST_TEST(contains(open.out, "OPEN: running, or its process died after seq 20"), open.out);
+  BOOST_TEST(contains(open.out, "CRASHED after seq 20, not resumed"), open.out);
   BOOST_TEST(contains(open.out, "tool shell  …  NO RESULT"), open.out);
-  BOOST_TEST(run_json("trace show c")["data"]["status"] == "open");
+  BOOST_TEST(run_json("trace show c")["data"]["status"] == "crashed");
   BOOST_TEST(patterns("c").count("tool_call_without_result") == 1u);
+  BOOST_TEST(patterns("c").count("crashed") == 1u);
 
   Result resumed = run("resume c");
   BOOST_REQUIRE_MESSAGE(resumed.code == 0, resumed.err);
@@ -327,6 +329,99 @@ BOOST_AUTO_TEST_CASE(diff_aligns_a_fork_with_its_parent_and_tail_follows_a_run_l
   BOOST_TEST(contains(text.out, "p and f part at turn 3"), text.out);
   BOOST_TEST(run_json("trace diff p p")["data"]["first_difference"] == 0);
   BOOST_TEST(run("trace tail").code == 2);  // neither an id nor --all
+}
+
+// The analysis views as a user reads them: per-tool latencies measured (not
+// the whole milliseconds a tool reports, nor the model's); `trace diff`
+// compares what the tools returned; a fork's copied turns are its parent's
+// (not counted, but their tools were used); a repeated call shows its
+// arguments; a crash no run resumed is one answer in sessions, trace show,
+// trace analyze before any collector ran.
+BOOST_AUTO_TEST_CASE(analysis_views_measure_compare_and_agree) {
+  const std::string quickstart = scenarios + "quickstart.json";
+  const std::string wa = dir.sub("wa"), wb = dir.sub("wb");
+  std::filesystem::create_directories(wa);
+  std::filesystem::create_directories(wb);
+  std::ofstream(wb + "/extra.txt") << "one more file for list_dir";
+  BOOST_REQUIRE(run("run 'Write a note' --scenario " + quickstart + " --workspace " + wa + " --session a").code == 0);
+  BOOST_REQUIRE(run("run 'Write a note' --scenario " + quickstart + " --workspace " + wb + " --session b").code == 0);
+
+  // Grouped by tool: each tool's own calls and latencies, no model figures.
+  json stats = run_json("trace stats --group-by tool");
+  const json& groups = stats["data"]["groups"];
+  BOOST_REQUIRE(groups.size() == 3u);  // list_dir, shell, write_file
+  for (const auto& g : groups) {
+    BOOST_TEST(!g.contains("tokens_in"), g.dump());
+    BOOST_TEST(g["sessions"] == 2);
+    BOOST_TEST(g["p50_ms"].get<double>() <= g["p95_ms"].get<double>());
+    BOOST_TEST(g["p95_ms"].get<double>() <= g["max_ms"].get<double>());
+    BOOST_TEST(g["output_bytes"].get<uint64_t>() > 0u, g.dump());
+  }
+  // A shell call (a child process) takes a measurable time; each group's median is a real one.
+  for (const auto& g : groups) {
+    if (g["key"] == "shell") BOOST_TEST(g["p50_ms"].get<double>() > 0.0, g.dump());
+  }
+  Result human = run("trace stats --group-by tool");
+  BOOST_TEST(contains(human.out, "by tool"), human.out);
+  BOOST_TEST(!contains(human.out.substr(human.out.find("by tool")), "tokens"), human.out);
+
+  // The same calls, different outputs: turn 1's list_dir saw another directory.
+  json diff = run_json("trace diff a b");
+  BOOST_TEST(diff["data"]["first_difference"] == 1, diff.dump());
+  BOOST_TEST(contains(diff["data"]["turns"][0]["differences"].dump(), "output of list_dir"), diff.dump());
+  BOOST_TEST(run_json("trace diff a a")["data"]["first_difference"] == 0);
+
+  // A fork at turn 1: list_dir was used in the turn it copied.
+  BOOST_REQUIRE(run("fork a --at-turn 1 --session af --scenario " + quickstart).code == 0);
+  json fork_findings = run_json("trace analyze af");
+  for (const auto& f : fork_findings["data"]["sessions"][0]["findings"]) {
+    if (f["pattern"] == "unused_tools") BOOST_TEST(!contains(f["message"].get<std::string>(), "list_dir"), f.dump());
+  }
+  json fork_stats = run_json("trace stats af");
+  BOOST_TEST(fork_stats["data"]["totals"]["turns"] == 2);  // turns 2 and 3; turn 1 is a's
+  BOOST_TEST(fork_stats["data"]["totals"]["tools"].count("list_dir") == 0u, fork_stats.dump());
+
+  // The same call twice: the finding shows which.
+  const std::string twice = file("twice.json", R"({"replies": [
+      {"text": "Look.", "tool_calls": [{"name": "list_dir", "args": {"path": "."}}]},
+      {"text": "Again.", "tool_calls": [{"name": "list_dir", "args": {"path": "."}}]},
+      {"text": "Done."}]})");
+  BOOST_REQUIRE(run("run go --scenario " + twice + " --workspace " + wa + " --session r").code == 0);
+  bool repeated = false;
+  const json r_findings = run_json("trace analyze r")["data"]["sessions"][0]["findings"];
+  for (const auto& f : r_findings) {
+    if (f["pattern"] != "repeated_tool_call") continue;
+    repeated = true;
+    BOOST_TEST(contains(f["message"].get<std::string>(), "list_dir was called 2 times with the same arguments: {\"path\":\".\"}"),
+               f.dump());
+  }
+  BOOST_TEST(repeated);
+
+  // Killed by a fault plan in its second turn, and not resumed.
+  const std::string crash = file("crash.json", R"({"faults": [{"point": "tool.after_exec", "action": "crash", "tool": "^shell$", "nth": 1}]})");
+  Result killed = run("run 'Write a note' --scenario " + quickstart + " --workspace " + wa + " --session c --faults " + crash);
+  BOOST_REQUIRE_MESSAGE(killed.code == 137, killed.code << killed.err);
+  const json rows = run_json("sessions")["data"]["sessions"];
+  size_t crashed_rows = 0;
+  for (const auto& row : rows) crashed_rows += row["id"] == "c" && row["status"] == "crashed";
+  BOOST_TEST(crashed_rows == 1u, rows.dump());
+  json shown = run_json("trace show c");
+  BOOST_TEST(shown["data"]["status"] == "crashed", shown["data"]["status"]);
+  const uint64_t last = shown["data"]["last_seq"];
+  BOOST_TEST(shown["data"]["crashed_after_seq"] == last);
+  BOOST_TEST(contains(run("trace show c").out, "CRASHED after seq " + std::to_string(last) + ", not resumed"));
+  bool flagged = false;
+  const json c_findings = run_json("trace analyze c")["data"]["sessions"][0]["findings"];
+  for (const auto& f : c_findings) {
+    if (f["pattern"] != "crashed") continue;
+    flagged = true;
+    BOOST_TEST(contains(f["message"].get<std::string>(), "resume c"), f.dump());
+    BOOST_TEST(f["seqs"][0] == last);
+  }
+  BOOST_TEST(flagged);
+  // Resumed, it is no longer an open crash.
+  BOOST_REQUIRE(run("resume c --scenario " + quickstart).code == 0);
+  BOOST_TEST(!run_json("trace show c")["data"].contains("crashed_after_seq"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
