@@ -45,8 +45,14 @@ struct Tree {
   std::map<std::string, size_t> by_id;
   std::map<std::string, std::vector<size_t>> children;
 
-  explicit Tree(const std::vector<Span>& all) : spans(all) {
-    for (size_t i = 0; i < spans.size(); ++i) by_id[spans[i].span_id] = i;
+  std::vector<bool> shares_seq;  // another span before it opened at the same seq
+
+  explicit Tree(const std::vector<Span>& all) : spans(all), shares_seq(all.size(), false) {
+    std::map<uint64_t, size_t> opened_at;
+    for (size_t i = 0; i < spans.size(); ++i) {
+      by_id[spans[i].span_id] = i;
+      shares_seq[i] = !opened_at.emplace(spans[i].open_seq, i).second;
+    }
     for (size_t i = 0; i < spans.size(); ++i) {
       if (!spans[i].parent_id.empty()) children[spans[i].parent_id].push_back(i);
     }
@@ -59,10 +65,7 @@ struct Tree {
   // The span's handle: its opening seq, with the kind when another span shares it.
   std::string handle(size_t i) const {
     std::string h = std::to_string(spans[i].open_seq);
-    for (size_t j = 0; j < i; ++j) {
-      if (spans[j].open_seq == spans[i].open_seq) return h + ":" + spans[i].kind;
-    }
-    return h;
+    return shares_seq[i] ? h + ":" + spans[i].kind : h;
   }
   std::string seq_of(const SpanLink& l) const {
     auto it = by_id.find(l.span_id);
