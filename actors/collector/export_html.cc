@@ -1,6 +1,7 @@
 #include "actors/collector/export_html.h"
 
 #include "actors/collector/html_assets.h"
+#include "actors/collector/trace_view.h"
 
 namespace carapace {
 namespace {
@@ -113,7 +114,8 @@ std::string export_html(const ExportInput& input) {
       }
     }
     traces.push_back({{"session", trace[0].session}, {"trace_id", trace[0].trace_id},
-                      {"last_us", export_last_us(trace)}, {"spans", spans}, {"content", content}});
+                      {"last_us", export_last_us(trace)}, {"spans", spans}, {"skeleton", skeleton_json(trace)},
+                      {"content", content}});
   }
   json data = {{"traces", traces}, {"bodies", bodies}, {"with_content", input.with_content},
                {"generator", "carapace " + input.service_version}};

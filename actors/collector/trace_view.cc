@@ -1,6 +1,7 @@
 #include "actors/collector/trace_view.h"
 
 #include <cstdio>
+#include <iterator>
 #include <map>
 
 namespace carapace {
@@ -45,8 +46,14 @@ struct Tree {
   std::map<std::string, size_t> by_id;
   std::map<std::string, std::vector<size_t>> children;
 
-  explicit Tree(const std::vector<Span>& all) : spans(all) {
-    for (size_t i = 0; i < spans.size(); ++i) by_id[spans[i].span_id] = i;
+  std::vector<bool> shares_seq;  // another span before it opened at the same seq
+
+  explicit Tree(const std::vector<Span>& all) : spans(all), shares_seq(all.size(), false) {
+    std::map<uint64_t, size_t> opened_at;
+    for (size_t i = 0; i < spans.size(); ++i) {
+      by_id[spans[i].span_id] = i;
+      shares_seq[i] = !opened_at.emplace(spans[i].open_seq, i).second;
+    }
     for (size_t i = 0; i < spans.size(); ++i) {
       if (!spans[i].parent_id.empty()) children[spans[i].parent_id].push_back(i);
     }
@@ -59,10 +66,7 @@ struct Tree {
   // The span's handle: its opening seq, with the kind when another span shares it.
   std::string handle(size_t i) const {
     std::string h = std::to_string(spans[i].open_seq);
-    for (size_t j = 0; j < i; ++j) {
-      if (spans[j].open_seq == spans[i].open_seq) return h + ":" + spans[i].kind;
-    }
-    return h;
+    return shares_seq[i] ? h + ":" + spans[i].kind : h;
   }
   std::string seq_of(const SpanLink& l) const {
     auto it = by_id.find(l.span_id);
@@ -180,6 +184,12 @@ struct Renderer {
   const Tree& tree;
   const SkeletonOptions& options;
   std::string out;
+  // The same lines as data: what each line under the session's header stands for.
+  std::vector<SkeletonItem> items;
+
+  void item(SkeletonItem::Show show, size_t first, size_t last, uint64_t count, std::string text) {
+    items.push_back(SkeletonItem{show, first, last, count, std::move(text), {}});
+  }
 
   void line(const std::string& handle, int depth, const std::string& text) {
     char h[24];
@@ -203,13 +213,16 @@ struct Renderer {
 
   void compact_turn(size_t i, int depth) {
     const Span& sp = tree.spans[i];
-    line(tree.handle(i), depth, sp.name + "  " + describe(tree, sp) + "  " + steps(tree, i));
+    const std::string what = steps(tree, i);
+    line(tree.handle(i), depth, sp.name + "  " + describe(tree, sp) + "  " + what);
+    item(SkeletonItem::Show::kCompact, i, i, 1, what);
   }
 
   // What session() renders for one child of the session, or one run of them.
   struct Block {
     std::string text;
     size_t first = 0, last = 0;  // the children it covers, [first, last)
+    std::vector<SkeletonItem> items;
   };
   // Past this many blocks, the middle ones become one line (unless `full`).
   static constexpr size_t kMaxBlocks = 60, kKeptAtEachEnd = 25;
@@ -217,18 +230,25 @@ struct Renderer {
   void session(size_t root) {
     const auto& kids = tree.kids(root);
     std::vector<Block> blocks;
-    const size_t top = out.size();
+    const size_t top = out.size(), items_top = items.size();
     for (size_t n = 0; n < kids.size();) {
       const size_t from = n;
       n = block(root, n);
-      blocks.push_back(Block{out.substr(top), from, n});
+      blocks.push_back(Block{out.substr(top), from, n,
+                             std::vector<SkeletonItem>(std::make_move_iterator(items.begin() + static_cast<long>(items_top)),
+                                                       std::make_move_iterator(items.end()))});
       out.resize(top);
+      items.resize(items_top);
     }
+    auto keep = [&](Block& b) {
+      out += b.text;
+      for (auto& i : b.items) items.push_back(std::move(i));
+    };
     if (options.full || blocks.size() <= kMaxBlocks) {
-      for (const auto& b : blocks) out += b.text;
+      for (auto& b : blocks) keep(b);
       return;
     }
-    for (size_t i = 0; i < kKeptAtEachEnd; ++i) out += blocks[i].text;
+    for (size_t i = 0; i < kKeptAtEachEnd; ++i) keep(blocks[i]);
     const size_t first = blocks[kKeptAtEachEnd].first, last = blocks[blocks.size() - kKeptAtEachEnd - 1].last;
     uint64_t turns = 0, notable_turns = 0, first_turn = 0, last_turn = 0;
     for (size_t m = first; m < last; ++m) {
@@ -238,12 +258,17 @@ struct Renderer {
       last_turn = u(sp.attrs, "turn");
       if (notable(tree, kids[m])) ++notable_turns;
     }
+    std::string text = "… turns " + std::to_string(first_turn) + "-" + std::to_string(last_turn) + ": " +
+                       plural(turns, "turn", "turns") + " not shown, " + std::to_string(notable_turns) +
+                       " of them with an error, retry, fault or other event";
     line(tree.handle(kids[first]), 1,
-         "… turns " + std::to_string(first_turn) + "-" + std::to_string(last_turn) + ": " +
-             plural(turns, "turn", "turns") + " not shown, " + std::to_string(notable_turns) +
-             " of them with an error, retry, fault or other event (--full shows them; `carapace trace analyze` "
-             "lists the patterns with their seqs)");
-    for (size_t i = blocks.size() - kKeptAtEachEnd; i < blocks.size(); ++i) out += blocks[i].text;
+         text + " (--full shows them; `carapace trace analyze` lists the patterns with their seqs)");
+    SkeletonItem middle{SkeletonItem::Show::kFold, kids[first], kids[last - 1], last - first, std::move(text), {}};
+    for (size_t i = kKeptAtEachEnd; i < blocks.size() - kKeptAtEachEnd; ++i) {
+      for (auto& it : blocks[i].items) middle.items.push_back(std::move(it));
+    }
+    items.push_back(std::move(middle));
+    for (size_t i = blocks.size() - kKeptAtEachEnd; i < blocks.size(); ++i) keep(blocks[i]);
   }
 
   // Renders kids[n] (or a run of turns from it) and returns the index after it.
@@ -253,19 +278,22 @@ struct Renderer {
     const Span& sp = tree.spans[k];
     if (options.full || sp.kind != kSpanTurn) {
       span(k, 1);
+      item(SkeletonItem::Show::kWhole, k, k, 1, "");
       return n + 1;
     }
     if (b(sp.attrs, "copied_from_parent")) {
       size_t m = n;
       while (m < kids.size() && b(tree.spans[kids[m]].attrs, "copied_from_parent")) ++m;
-      line(tree.handle(k), 1,
-           "turns " + tree.spans[k].attrs.value("turn", nlohmann::json(0)).dump() + "-" +
-               tree.spans[kids[m - 1]].attrs.value("turn", nlohmann::json(0)).dump() + " copied from the parent " +
-               s(tree.spans[root].attrs, "parent_session") + " (--full shows them)");
+      std::string text = "turns " + tree.spans[k].attrs.value("turn", nlohmann::json(0)).dump() + "-" +
+                         tree.spans[kids[m - 1]].attrs.value("turn", nlohmann::json(0)).dump() +
+                         " copied from the parent " + s(tree.spans[root].attrs, "parent_session");
+      line(tree.handle(k), 1, text + " (--full shows them)");
+      item(SkeletonItem::Show::kFold, k, kids[m - 1], m - n, std::move(text));
       return m;
     }
     if (notable(tree, k)) {
       span(k, 1);
+      item(SkeletonItem::Show::kWhole, k, k, 1, "");
       return n + 1;
     }
     // A run of clean turns: the first and the last, and one line for those between.
@@ -306,6 +334,7 @@ struct Renderer {
       text += "  " + format_duration_us(us) + "  " + tokens(sum);
       if (f(sum, "cost_usd") > 0) text += "  " + format_cost(f(sum, "cost_usd"));
       line(tree.handle(kids[n + 1]), 1, text + "  (--full expands)");
+      item(SkeletonItem::Show::kFold, kids[n + 1], kids[m - 2], m - n - 2, std::move(text));
       compact_turn(kids[m - 1], 1);
       return m;
     }
@@ -403,7 +432,7 @@ std::string render_skeleton(const std::vector<Span>& spans, const SkeletonOption
     head += "\n        WARNING: the collector dropped " + std::to_string(options.dropped_events) +
             " events of this session (its queue was full) and read them back from the log";
   }
-  Renderer r{tree, options, ""};
+  Renderer r{tree, options, "", {}};
   r.line(tree.handle(0), 0, head);
   for (const auto& e : root.events) {
     if (e.name != "user_message") r.line(std::to_string(e.seq), 1, "· " + event_line(e));
@@ -411,6 +440,41 @@ std::string render_skeleton(const std::vector<Span>& spans, const SkeletonOption
   r.session(0);
   return r.out;
 }
+
+std::vector<SkeletonItem> skeleton_items(const std::vector<Span>& spans) {
+  if (spans.empty()) return {};
+  Tree tree(spans);
+  SkeletonOptions options;
+  Renderer r{tree, options, "", {}};
+  r.session(0);
+  return std::move(r.items);
+}
+
+namespace {
+
+nlohmann::json items_json(const std::vector<Span>& spans, const std::vector<SkeletonItem>& items) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& it : items) {
+    if (it.show == SkeletonItem::Show::kFold) {
+      nlohmann::json fold = {{"show", "fold"},
+                             {"first", spans[it.first].span_id},
+                             {"last", spans[it.last].span_id},
+                             {"count", it.count},
+                             {"text", it.text}};
+      if (!it.items.empty()) fold["items"] = items_json(spans, it.items);
+      list.push_back(std::move(fold));
+    } else if (it.show == SkeletonItem::Show::kCompact) {
+      list.push_back({{"show", "compact"}, {"span", spans[it.first].span_id}, {"steps", it.text}});
+    } else {
+      list.push_back({{"show", "whole"}, {"span", spans[it.first].span_id}});
+    }
+  }
+  return list;
+}
+
+}  // namespace
+
+nlohmann::json skeleton_json(const std::vector<Span>& spans) { return items_json(spans, skeleton_items(spans)); }
 
 long find_span(const std::vector<Span>& spans, const std::string& handle, bool* ambiguous) {
   *ambiguous = false;

@@ -30,6 +30,31 @@ struct SkeletonOptions {
 // Lines ending in '\n'. `spans` as SpanBuilder gives them (root first).
 std::string render_skeleton(const std::vector<Span>& spans, const SkeletonOptions& options);
 
+// What the skeleton shows of the session span's children, as data, for a
+// view that draws the spans itself (html/trace_view.js: the HTML export and
+// `carapace serve`): by the same rule as render_skeleton (not `full`), one
+// item per line it prints under the session's header.
+struct SkeletonItem {
+  enum class Show {
+    kWhole,    // a span with what is under it (a notable turn, a resume)
+    kCompact,  // a clean turn on one line; `text` is what it did ("llm → shell")
+    kFold,     // one line (`text`) standing for the children `first` to `last`: a run of clean
+               // turns, a fork's copied turns, or the middle of a long session (then `items` holds
+               // what it stands for, item by item)
+  };
+  Show show = Show::kWhole;
+  size_t first = 0, last = 0;  // indexes into the spans: the span; a fold's first and last child
+  uint64_t count = 1;          // children of the session it stands for
+  std::string text;            // without the command line's "--full" hint
+  std::vector<SkeletonItem> items;
+};
+std::vector<SkeletonItem> skeleton_items(const std::vector<Span>& spans);
+
+// skeleton_items as JSON, spans named by id: [{"show": "whole", "span"},
+// {"show": "compact", "span", "steps"}, {"show": "fold", "first", "last",
+// "count", "text", "items"?}].
+nlohmann::json skeleton_json(const std::vector<Span>& spans);
+
 // A span's handle in the skeleton: its opening seq, or its id. Returns the
 // index into `spans`, or -1; *ambiguous is set when `handle` names several
 // spans (a seq that opened a tool span and its hook).

@@ -1,10 +1,12 @@
 // Opens an HTML trace export in Debian's Chromium, headless, with the
 // network cut off (an offline context; every request but the page itself
-// aborted and counted), and checks that it renders: one tree row per span
-// with a timeline bar, a hostile name shown as text and never run, a
-// collapsible tree, a span's details on click.
+// aborted and counted), and checks that it renders: collapsed as `carapace
+// trace show` collapses it (--rows: one row per line of the CLI naming a span
+// or standing for several), a folded turn opening on a click, then with
+// "every span" one tree row per span with a timeline bar, a hostile name
+// shown as text and never run, a collapsible tree, a span's details on click.
 //
-//   node html_check.js NODE_MODULES PAGE.html SPANS [--hostile TEXT] [--click NAME [--nth N] --expect TEXT] [--screenshot OUT.png]
+//   node html_check.js NODE_MODULES PAGE.html SPANS --rows N [--hostile TEXT] [--click NAME [--nth N] --expect TEXT] [--screenshot OUT.png]
 //
 // Exit 0 and one summary line when it holds; 1 and the first problem otherwise.
 "use strict";
@@ -12,9 +14,10 @@ const path = require("path");
 const assert = require("assert");
 
 const [nodeModules, page, spans, ...rest] = process.argv.slice(2);
-const opt = { hostile: "", click: "", nth: 0, expect: [], screenshot: "" };
+const opt = { rows: -1, hostile: "", click: "", nth: 0, expect: [], screenshot: "" };
 for (let i = 0; i < rest.length; ++i) {
-  if (rest[i] === "--hostile") opt.hostile = rest[++i];
+  if (rest[i] === "--rows") opt.rows = Number(rest[++i]);
+  else if (rest[i] === "--hostile") opt.hostile = rest[++i];
   else if (rest[i] === "--click") opt.click = rest[++i];
   else if (rest[i] === "--nth") opt.nth = Number(rest[++i]);
   else if (rest[i] === "--expect") opt.expect.push(rest[++i]);
@@ -44,7 +47,19 @@ const { chromium } = require(path.resolve(nodeModules, "playwright-core"));
     await tab.goto(pageUrl);
     await tab.waitForSelector(".row");
 
-    // The tree: one row per span, each with a timeline bar.
+    // Collapsed as the CLI collapses it; a turn on one line opens on a click.
+    const shownRows = () => tab.evaluate(() => Number(document.querySelector("section.trace").dataset.rows));
+    assert.strictEqual(await shownRows(), opt.rows, "rows against the CLI's lines");
+    assert.strictEqual(await tab.locator(".row").count(), opt.rows, "rows built");
+    const folded = tab.locator('.row[data-kind="turn"][data-collapsed="1"]');
+    const foldedTurns = await folded.count();
+    if (foldedTurns) {
+      await folded.first().locator(".toggle").click();
+      assert.ok(await shownRows() > opt.rows, "a folded turn opened");
+    }
+
+    // Every span: the tree, one row per span, each with a timeline bar.
+    await tab.locator(".filter-full").check();
     const rows = tab.locator(".row");
     assert.strictEqual(await rows.count(), Number(spans), "rows");
     assert.strictEqual(await tab.locator(".row .bar").count(), Number(spans), "timeline bars");
@@ -81,7 +96,8 @@ const { chromium } = require(path.resolve(nodeModules, "playwright-core"));
     if (opt.screenshot) await tab.screenshot({ path: opt.screenshot, fullPage: true });
     assert.deepStrictEqual(errors, [], "errors in the page");
     assert.deepStrictEqual(blocked, [], "the page asked the network for something");
-    console.log(`html_check: ${path.basename(page)}: ${total} rows with timeline bars, collapsible, details on click, ` +
+    console.log(`html_check: ${path.basename(page)}: ${opt.rows} rows as the CLI's lines (${foldedTurns} turns folded), ` +
+                `${total} rows with timeline bars with every span, collapsible, details on click, ` +
                 `no request, no error` + (opt.hostile ? ", hostile name shown as text" : ""));
   } catch (e) {
     console.error(e && e.stack ? e.stack : String(e));

@@ -13,7 +13,8 @@
 // sessionStorage), and a page opened without it says what is missing.
 //
 //   node serve_check.js NODE_MODULES URL --bin CARAPACE --home HOME --workspace DIR --live-scenario FILE
-//        --spans-q N --spans-h N --hostile TEXT [--serve-pid PID] [--screenshots DIR]
+//        --spans-q N --rows-q N --spans-h N --rows-h N --hostile TEXT [--serve-pid PID] [--screenshots DIR]
+// (--rows-*: the lines of `carapace trace show` naming a span or standing for several.)
 // With --serve-pid it stops that server at the end and starts another on its port, and checks the
 // page reconnects.
 //
@@ -24,7 +25,8 @@ const assert = require("assert");
 const { spawn, execFileSync } = require("child_process");
 
 const [nodeModules, url, ...rest] = process.argv.slice(2);
-const opt = { servePid: "", bin: "", home: "", workspace: "", liveScenario: "", spansQ: 0, spansH: 0, hostile: "", screenshots: "" };
+const opt = { servePid: "", bin: "", home: "", workspace: "", liveScenario: "", spansQ: 0, rowsQ: 0, spansH: 0, rowsH: 0,
+              hostile: "", screenshots: "" };
 for (let i = 0; i < rest.length; ++i) {
   const key = rest[i].replace(/^--/, "").replace(/-([a-z])/g, (_, c) => c.toUpperCase());
   if (!(key in opt)) throw new Error("unknown option " + rest[i]);
@@ -108,7 +110,7 @@ async function startServer(port) {
     const text = async (selector) => (await tab.locator(selector).first().textContent()).trim();
 
     // A span the span API has more of: quickstart's `tool shell`, whose result only /spans/ID gives.
-    const q = await apiGet("/api/sessions/q");
+    const q = await apiGet("/api/sessions/q?spans=all");
     assert.strictEqual(q.status, 200, "GET /api/sessions/q");
     const shell = q.body.data.spans.find((s) => s.name === "tool shell");
     assert.ok(shell, "quickstart has a `tool shell` span");
@@ -159,9 +161,13 @@ async function startServer(port) {
     assert.ok((await text("#traces")).includes("no-such-session"), "the trace area says which session");
     expect404 = false;
 
-    // The trace: a click on the row, a tree row and a timeline bar per span, the session first.
+    // The trace: a click on the row; collapsed as `trace show` collapses it; with every span, a
+    // tree row and a timeline bar per span, the session first.
     await tab.evaluate(() => { location.hash = "#/"; });
     await rowQ.click();
+    await tab.waitForFunction((n) => document.querySelectorAll(".row").length === n, Number(opt.rowsQ), WAIT);
+    await tab.locator('section.trace[data-complete="1"]').waitFor(WAIT);
+    await tab.locator(".filter-full").check();
     await tab.waitForFunction((n) => document.querySelectorAll(".row").length === n, Number(opt.spansQ), WAIT);
     assert.strictEqual(await tab.locator(".row .bar").count(), Number(opt.spansQ), "timeline bars");
     assert.match(await text(".row .name"), /^session q/, "the first row is the session");
@@ -174,11 +180,13 @@ async function startServer(port) {
     await tab.locator("#details pre", { hasText: onlyInDetails }).waitFor(WAIT);
     assert.strictEqual(await text("#details h3"), "tool shell");
     assert.ok((await text("#details")).includes("wc -c notes/summary.txt"), "the tool's arguments");
-    assert.ok((await tab.evaluate(() => location.hash)).endsWith("/span/" + shell.span_id), "the span in the address");
+    assert.strictEqual(await tab.evaluate(() => location.hash), "#/session/q/span/" + shell.span_id + "?full=1", "the span and the filter in the address");
     if (opt.screenshots) await tab.screenshot({ path: path.join(opt.screenshots, "serve-trace.png") });
 
     // A hostile tool name: shown as text, never run.
     await tab.evaluate(() => { location.hash = "#/session/h"; });
+    await tab.waitForFunction((n) => document.querySelectorAll(".row").length === n, Number(opt.rowsH), WAIT);
+    await tab.evaluate(() => { location.hash = "#/session/h?full=1"; });  // every span, from the address
     await tab.waitForFunction((n) => document.querySelectorAll(".row").length === n, Number(opt.spansH), WAIT);
     await until(() => sent.some((m) => m.type === "unwatch" && m.session === "q"), "q unwatched on leaving it");
     const names = await tab.$$eval(".row .name", (all) => all.map((n) => n.textContent));
@@ -213,6 +221,7 @@ async function startServer(port) {
     // Its trace while it runs: spans arrive over the socket.
     await rowLive.click();
     await tab.waitForSelector(".row", WAIT);
+    await tab.locator(".filter-full").check();
     const before = await tab.locator(".row").count();
     await tab.waitForFunction((n) => document.querySelectorAll(".row").length > n, before, WAIT);
     await until(() => received.some((m) => m.type === "spans" && m.session === "live" && m.reset === false), "a spans update for live");
@@ -242,7 +251,7 @@ async function startServer(port) {
       expectSocketDown = false;
       await until(() => sent.filter((m) => m.type === "watch" && m.session === "q").length > watches, "the watch sent again on reconnecting");
       await tab.locator("#trace-head .badge", { hasText: "completed" }).waitFor(WAIT);
-      assert.strictEqual(await tab.locator(".row").count(), Number(opt.spansQ), "q's rows after reconnecting");
+      assert.strictEqual(await tab.locator(".row").count(), Number(opt.rowsQ), "q's rows after reconnecting");
     }
 
     assert.deepStrictEqual(errors, [], "errors in the page");

@@ -21,6 +21,10 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$dir/ws" "$dir/ws2" "$dir/ws3"
 home=$dir/home
+# The lines of `trace show` naming a span or standing for several (the events' say "· ").
+cli_rows() {
+  "$bin" --home "$home" trace show "$1" | awk '/^#/ && !/^#[^ ]+ +· / { n++ } END { print n + 0 }'
+}
 span_count() {
   "$bin" --home "$home" trace show "$1" --json | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).data.spans.length))'
 }
@@ -62,5 +66,5 @@ if [ -z "$url" ]; then echo "carapace serve printed no URL in 10 s:"; cat "$dir/
 
 node "$project/tests/tools/serve_check.js" "$modules" "$url" \
   --bin "$bin" --home "$home" --workspace "$dir/ws3" --live-scenario "$dir/live.json" \
-  --spans-q "$(span_count q)" --spans-h "$(span_count h)" --hostile "$hostile" --serve-pid "$server" \
+  --spans-q "$(span_count q)" --rows-q "$(cli_rows q)" --spans-h "$(span_count h)" --rows-h "$(cli_rows h)" --hostile "$hostile" --serve-pid "$server" \
   ${shots:+--screenshots "$shots"}

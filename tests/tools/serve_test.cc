@@ -311,9 +311,23 @@ BOOST_AUTO_TEST_CASE(the_api_answers_as_trace_show_does_and_bad_requests_get_cle
   BOOST_TEST(row["cost_usd"].get<double>() > 0);
   BOOST_TEST(row["retries"] == 1);
 
-  Reply session = get("/api/sessions/q");
+  Reply session = get("/api/sessions/q?spans=all");
   BOOST_TEST(session.status == 200);
   BOOST_TEST(session.j["data"]["spans"] == trace["data"]["spans"]);
+  BOOST_TEST(session.j["data"]["complete"] == true);
+  // Without spans=all: the skeleton `trace show` prints, as data, and the spans it shows.
+  Reply outline = get("/api/sessions/q");
+  BOOST_TEST(outline.status == 200);
+  const json& skeleton = outline.j["data"]["skeleton"];
+  BOOST_TEST(skeleton == session.j["data"]["skeleton"]);
+  BOOST_REQUIRE(skeleton.is_array());
+  BOOST_TEST(skeleton.size() == 3u, skeleton.dump());  // quickstart's three turns, the second with its retry whole
+  BOOST_TEST(outline.j["data"]["span_count"] == trace["data"]["spans"].size());
+  BOOST_TEST(outline.j["data"]["complete"] == (outline.j["data"]["spans"].size() == trace["data"]["spans"].size()));
+  for (const auto& sp : outline.j["data"]["spans"]) {
+    BOOST_TEST(span_named(trace["data"]["spans"], sp["name"].get<std::string>()) != nullptr);
+  }
+  BOOST_TEST(get("/api/sessions/q?spans=some").status == 400);
   const json* tool = span_named(session.j["data"]["spans"], "tool write_file");
   BOOST_REQUIRE(tool != nullptr);
   Reply span = get("/api/sessions/q/spans/" + (*tool)["span_id"].get<std::string>());
@@ -422,7 +436,7 @@ BOOST_AUTO_TEST_CASE(a_session_started_while_a_client_is_connected_appears_live_
   }));
   std::string shown;
   BOOST_REQUIRE(run("trace show live --json", &shown) == 0);
-  Reply trace = get("/api/sessions/live");
+  Reply trace = get("/api/sessions/live?spans=all");
   BOOST_TEST(trace.j["data"]["spans"] == json::parse(shown)["data"]["spans"]);
 
   // A run killed mid-way: reported crashed once its process is gone.
@@ -529,7 +543,7 @@ BOOST_AUTO_TEST_CASE(what_a_tool_printed_reaches_the_page_redacted) {
       {{"text", "The key is " + canary}}})}}).dump());
   BOOST_REQUIRE(run("run go --scenario " + leaky + " --workspace " + ws + " --session leak") == 0);
   start_server();
-  Reply session = get("/api/sessions/leak");
+  Reply session = get("/api/sessions/leak?spans=all");
   BOOST_REQUIRE(session.status == 200);
   const json* tool = span_named(session.j["data"]["spans"], "tool shell");
   BOOST_REQUIRE(tool != nullptr);
@@ -540,10 +554,138 @@ BOOST_AUTO_TEST_CASE(what_a_tool_printed_reaches_the_page_redacted) {
   client.send(R"({"type":"watch","session":"leak"})");
   json reset;
   BOOST_REQUIRE(client.wait([](const json& m) { return m["type"] == "spans"; }, &reset));
-  for (const std::string& text : {session.body, span.body, reset.dump()}) {
+  // The events' payloads too; and a search never finds a secret by its hidden part.
+  Reply events = get("/api/sessions/leak/events");
+  BOOST_REQUIRE(events.status == 200);
+  BOOST_TEST(contains(events.body, "redacted"), events.body);
+  Reply search = get("/api/sessions/leak/events?q=" + canary.substr(10, 16));
+  BOOST_REQUIRE(search.status == 200);
+  BOOST_TEST(search.j["data"]["events"].size() == 0u, search.body);
+  Reply marked = get("/api/sessions/leak/events?q=REDACTED&type=tool.completed");
+  BOOST_REQUIRE(marked.status == 200);
+  BOOST_TEST(marked.j["data"]["events"].size() == 1u, marked.body);  // what is shown is what is searched
+  for (const std::string& text : {session.body, span.body, reset.dump(), events.body, marked.body}) {
     BOOST_TEST(!contains(text, canary));
     BOOST_TEST(!contains(text, canary.substr(8, 20)));
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_sessions_events_come_a_page_at_a_time_filtered_with_bad_parameters_named) {
+  BOOST_REQUIRE(run("run 'Write a note' --scenario " + scenarios + "quickstart.json --workspace " + ws +
+                    " --session q") == 0);
+  std::string shown;
+  BOOST_REQUIRE(run("log show q --json", &shown) == 0);
+  const json log = json::parse(shown)["data"]["events"];
+  start_server();
+
+  // Every event, in order, with its payload, as `log show --json` gives it.
+  Reply all = get("/api/sessions/q/events");
+  BOOST_REQUIRE(all.status == 200);
+  BOOST_TEST(all.j["success"] == true);
+  const json& data = all.j["data"];
+  BOOST_TEST(data["events"] == log);
+  BOOST_TEST(data["last_seq"] == log.size());
+  BOOST_TEST(data["next"].is_null());
+  BOOST_TEST(data["limit"] == 100);
+  BOOST_TEST(contains(data["types"].dump(), "\"llm.failed\""));
+  // A page, and the next from where it stopped.
+  Reply page = get("/api/sessions/q/events?limit=5");
+  BOOST_REQUIRE(page.j["data"]["events"].size() == 5u);
+  BOOST_TEST(page.j["data"]["events"][4]["seq"] == 5);
+  BOOST_TEST(page.j["data"]["next"] == 6);
+  page = get("/api/sessions/q/events?from=6&limit=5");
+  BOOST_TEST(page.j["data"]["events"][0]["seq"] == 6);
+  BOOST_TEST(page.j["data"]["events"].size() == 5u);
+  // A larger limit is cut to the cap.
+  BOOST_TEST(get("/api/sessions/q/events?limit=100000").j["data"]["limit"] == 500);
+  // By type (one or several), by text (case-insensitive).
+  Reply failed = get("/api/sessions/q/events?type=llm.failed");
+  BOOST_REQUIRE(failed.j["data"]["events"].size() == 1u);  // quickstart rides out one 429
+  BOOST_TEST(failed.j["data"]["events"][0]["data"]["http_status"] == 429);
+  Reply tools = get("/api/sessions/q/events?type=tool.requested,tool.completed");
+  size_t tool_events = 0;
+  for (const auto& e : log) tool_events += e["type"] == "tool.requested" || e["type"] == "tool.completed";
+  BOOST_TEST(tools.j["data"]["events"].size() == tool_events);
+  Reply text = get("/api/sessions/q/events?q=CARAPACE+WAS+HERE");
+  BOOST_REQUIRE(text.j["data"]["events"].size() >= 1u);
+  for (const auto& e : text.j["data"]["events"]) BOOST_TEST(contains(e.dump(), "Carapace was here"));
+  BOOST_TEST(get("/api/sessions/q/events?q=no%20such%20text%20anywhere").j["data"]["events"].size() == 0u);
+
+  // Bad parameters: 400, naming what was wrong, in the CLI's envelope.
+  for (const auto& [query, says] : std::vector<std::pair<std::string, std::string>>{
+           {"from=0", "from=0 is not a seq"},
+           {"from=abc", "from=abc is not a seq"},
+           {"limit=0", "limit=0 is not a whole number"},
+           {"limit=-5", "limit=-5 is not a whole number"},
+           {"limit=99999999999999999999999", "is not a whole number"},
+           {"type=llm.nope", "type=llm.nope is not an event type"},
+           {"q=" + std::string(201, 'x'), "q is 201 bytes, over 200"},
+           {"from=1&from=2", "'from' is given twice"},
+           {"colour=red", "no parameter 'colour'"},
+           {"q=%zz", "a bad %-escape"}}) {
+    Reply r = get("/api/sessions/q/events?" + query);
+    BOOST_TEST(r.status == 400, query);
+    BOOST_TEST(r.j["error"]["code"] == "invalid argument", query);
+    BOOST_TEST(contains(message_of(r), says), query + ": " + message_of(r));
+    BOOST_TEST(contains(r.j["error"].value("hint", std::string()), "limit=N (at most 500)"), query);
+  }
+  Reply missing = get("/api/sessions/nope/events");
+  BOOST_TEST(missing.status == 404);
+  BOOST_TEST(contains(message_of(missing), "no session 'nope'"));
+  BOOST_TEST(get("/api/sessions/q/events/more").status == 404);
+  BOOST_TEST(get("/api/sessions").status == 200);  // still up
+}
+
+BOOST_AUTO_TEST_CASE(the_activity_feed_holds_what_the_log_held_before_the_server_started) {
+  // A retry (quickstart rides out a 429), a call that failed for good, and a crash.
+  BOOST_REQUIRE(run("run 'Write a note' --scenario " + scenarios + "quickstart.json --workspace " + ws +
+                    " --session q") == 0);
+  std::string refused = file("refused.json", R"({"replies": [{"error": {"status": 401, "message": "bad key"}}]})");
+  BOOST_TEST(run("run go --scenario " + refused + " --workspace " + ws + " --session refused") != 0);
+  std::string slow = file("slow.json", R"({"replies": [
+    {"text": "Waiting.", "tool_calls": [{"name": "shell", "args": {"command": "sleep 60"}}]},
+    {"text": "Done."}
+  ]})");
+  pid_t writer = spawn("run go --scenario " + slow + " --workspace " + ws + " --session doomed", dir.sub("doomed.out"));
+  BOOST_REQUIRE(wait_for([&] {
+    std::string out;
+    run("log show doomed", &out);
+    return contains(out, "tool.requested");
+  }));
+  ::kill(writer, SIGKILL);
+  BOOST_REQUIRE(wait_for([&] { return gone(writer); }));
+  start_server();
+
+  Reply activity = get("/api/activity");
+  BOOST_REQUIRE(activity.status == 200);
+  const json& feed = activity.j["data"];
+  auto has = [&](const std::string& type, const std::string& session, const std::string& text) {
+    for (const auto& m : feed) {
+      if (m["type"] == type && m["session"] == session && contains(m["message"].get<std::string>(), text)) return true;
+    }
+    return false;
+  };
+  BOOST_TEST(has("status", "q", "retrying in"), feed.dump());
+  BOOST_TEST(has("status", "q", "HTTP 429"), feed.dump());
+  BOOST_TEST(has("error", "refused", "the model call failed (attempt 1): HTTP 401"), feed.dump());
+  BOOST_TEST(has("error", "refused", "the session failed"), feed.dump());
+  BOOST_TEST(has("error", "doomed", "crashed after seq"), feed.dump());
+  for (size_t i = 1; i < feed.size(); ++i) {
+    BOOST_TEST(feed[i - 1]["at_us"].get<int64_t>() >= feed[i]["at_us"].get<int64_t>(), "newest first");
+  }
+  // The page gets it in the socket's hello.
+  WsClient client(port, token);
+  json hello;
+  BOOST_REQUIRE(client.wait([](const json& m) { return m["type"] == "hello"; }, &hello));
+  BOOST_TEST(hello["feed"] == feed);
+  stop_server();
+
+  // Kept to the last 50: a long session with a retry in one turn of ten.
+  BOOST_REQUIRE(run("log synth --session long --turns 800") == 0);
+  start_server();
+  Reply full = get("/api/activity");
+  BOOST_TEST(full.j["data"].size() == 50u);
+  BOOST_TEST(contains(full.body, "\"session\":\"long\""));
 }
 
 BOOST_AUTO_TEST_CASE(bad_websocket_messages_get_errors_and_never_take_the_server_down) {
@@ -922,7 +1064,7 @@ BOOST_AUTO_TEST_CASE(a_client_that_never_reads_is_dropped_and_idle_or_surplus_co
   BOOST_TEST(get("/api/sessions").status == 200);
   // Dropped once 16 MiB were queued for it: what it can still read is far
   // less than the 200 traces it asked for.
-  size_t trace_bytes = get("/api/sessions/big").body.size();
+  size_t trace_bytes = get("/api/sessions/big?spans=all").body.size();
   BOOST_REQUIRE(trace_bytes > 1'000'000);
   size_t got = 0;
   std::vector<char> scratch(1 << 16);
@@ -978,7 +1120,7 @@ BOOST_AUTO_TEST_CASE(spans_holding_deep_json_are_served_as_text) {
   std::string out;
   BOOST_REQUIRE_MESSAGE(run("bundle import '" + dir.sub("deep.bundle") + "' --as d1", &out) == 0, out);
   start_server();
-  Reply session = get("/api/sessions/d1");
+  Reply session = get("/api/sessions/d1?spans=all");
   BOOST_REQUIRE(session.status == 200);
   size_t served = 0;
   for (const auto& sp : session.j["data"]["spans"]) {

@@ -1,13 +1,18 @@
 #include "tools/serve/home_view.h"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cstdio>
+#include <set>
 
 #include "actors/collector/export.h"
 #include "actors/collector/export_content.h"
 #include "actors/collector/span_builder.h"
 #include "actors/collector/trace_view.h"
 #include "base/bounded_json.h"
+#include "base/redactor.h"
+#include "events/event_json.h"
 #include "events/session_state.h"
 #include "storage/body_store.h"
 #include "storage/keys.h"
@@ -43,13 +48,109 @@ std::string seconds(uint64_t ms) {
   return text;
 }
 
-json status_message(const std::string& session, const json& live) {
-  return {{"type", "status"}, {"session", session}, {"message", live["message"]},
-          {"reason", live.value("reason", std::string())}, {"retry_at_us", live.value("retry_at_us", int64_t{0})}};
+// The messages of the WebSocket (and the feed's entries): at_us is when it happened.
+json status_message(const std::string& session, const json& live, int64_t at_us) {
+  return {{"type", "status"},
+          {"session", session},
+          {"message", live["message"]},
+          {"reason", live.value("reason", std::string())},
+          {"retry_at_us", live.value("retry_at_us", int64_t{0})},
+          {"at_us", at_us}};
 }
 
-json error_message(const std::string& session, const std::string& message) {
-  return {{"type", "error"}, {"session", session}, {"message", message}};
+json error_message(const std::string& session, const std::string& message, int64_t at_us) {
+  return {{"type", "error"}, {"session", session}, {"message", message}, {"at_us", at_us}};
+}
+
+// What a session's row says while a failed model call waits for its retry.
+json retry_live(const LlmFailed& failed, int64_t ts_us) {
+  std::string what = failed.http_status ? "HTTP " + std::to_string(failed.http_status) + " " : "";
+  std::string reason = "attempt " + std::to_string(failed.attempt) + " failed: " + what + failed.error;
+  return {{"message", "retrying in " + seconds(failed.retry_delay_ms) + " (" + reason + ")"},
+          {"reason", reason},
+          {"retry_at_us", ts_us + static_cast<int64_t>(failed.retry_delay_ms) * 1000}};
+}
+
+std::string gave_up_error(const LlmFailed& failed) {
+  std::string what = failed.http_status ? "HTTP " + std::to_string(failed.http_status) + " " : "";
+  return "the model call failed (attempt " + std::to_string(failed.attempt) + "): " + what + failed.error;
+}
+
+std::string session_failed_error(const SessionFailed& failed) {
+  return "the session failed (" + failed.stop_reason + "): " + failed.error;
+}
+
+std::string crash_error(const std::string& session, uint64_t crashed_after) {
+  return "crashed after seq " + std::to_string(crashed_after) + ": the process writing it died (`carapace resume " +
+         session + "` goes on)";
+}
+
+// The parameters of GET /api/sessions/ID/events.
+constexpr uint64_t kEventsLimit = 100;      // events in an answer, unless asked for fewer or more
+constexpr uint64_t kEventsMaxLimit = 500;   // a larger limit is cut to this
+constexpr uint64_t kEventsScanned = 20000;  // events read for one answer, matching or not
+constexpr size_t kEventsMaxText = 200;      // bytes of the text searched for
+constexpr size_t kEventsMaxTypes = 32;
+
+struct EventsQuery {
+  uint64_t from = 1;
+  uint64_t limit = kEventsLimit;
+  std::set<std::string> types;
+  std::string text;  // lowercase
+};
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// ?from=SEQ&limit=N&type=T1,T2&q=TEXT; "" or what was wrong.
+std::string parse_events_query(std::string_view query, EventsQuery* out) {
+  std::set<std::string> seen;
+  auto number = [](const std::string& text, uint64_t* n) {
+    if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+    return std::from_chars(text.data(), text.data() + text.size(), *n).ec == std::errc() && *n >= 1;
+  };
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    size_t eq = pair.find('=');
+    std::string key, value;
+    if (!percent_decode(pair.substr(0, eq), &key, true) ||
+        !percent_decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1), &value, true)) {
+      return "a bad %-escape in the query";
+    }
+    if (key.size() > 16) key = key.substr(0, 16) + "…";
+    if (!seen.insert(key).second) return "'" + key + "' is given twice";
+    if (key == "from") {
+      if (!number(value, &out->from)) return "from=" + value.substr(0, 24) + " is not a seq (a whole number from 1)";
+    } else if (key == "limit") {
+      if (!number(value, &out->limit)) return "limit=" + value.substr(0, 24) + " is not a whole number from 1";
+      out->limit = std::min(out->limit, kEventsMaxLimit);
+    } else if (key == "type") {
+      size_t at = 0;
+      while (at <= value.size()) {
+        size_t comma = value.find(',', at);
+        if (comma == std::string::npos) comma = value.size();
+        std::string type = value.substr(at, comma - at);
+        at = comma + 1;
+        if (type.empty()) continue;
+        if (!event_type_from_name(type)) return "type=" + type.substr(0, 40) + " is not an event type";
+        out->types.insert(type);
+        if (out->types.size() > kEventsMaxTypes) return "more than " + std::to_string(kEventsMaxTypes) + " types";
+      }
+    } else if (key == "q") {
+      if (value.size() > kEventsMaxText) {
+        return "q is " + std::to_string(value.size()) + " bytes, over " + std::to_string(kEventsMaxText);
+      }
+      out->text = lower(std::move(value));
+    } else {
+      return "no parameter '" + key + "'";
+    }
+  }
+  return "";
 }
 
 // Why the session was stopped, when its session span ended so (session.stopped); "" otherwise.
@@ -90,6 +191,7 @@ Status HomeView::open(const cli::Context& ctx, std::unique_ptr<HomeView>* out) {
     auto store = cli::open_store(ctx);
     std::vector<SessionMeta> metas;
     std::vector<std::string> unreadable;
+    std::vector<FeedSeed> seeds;
     CARAPACE_RETURN_IF_ERROR(view->log_->list_sessions(&metas, &unreadable));
     for (auto& meta : metas) {
       std::vector<Span> spans;
@@ -102,8 +204,11 @@ Status HomeView::open(const cli::Context& ctx, std::unique_ptr<HomeView>* out) {
       row.stopped = stop_reason_of(spans);
       if (info.crashed_after_seq) row.last_error = "crashed after seq " + std::to_string(info.crashed_after_seq);
       view->watch_->seed(meta.id, info.last_seq, info.crashed_after_seq);
+      feed_seeds_of(spans, info.crashed_after_seq, &seeds);
+      view->outlines_[meta.id] = view->outline_of(spans, export_last_us(spans));
       row.meta = std::move(meta);
     }
+    view->seed_feed(std::move(seeds));
   }
   *out = std::move(view);
   return Status();
@@ -172,6 +277,54 @@ json HomeView::row_json(const Row& row) const {
           {"last_error", row.last_error}};
 }
 
+void HomeView::feed_seeds_of(const std::vector<Span>& spans, uint64_t crashed_after, std::vector<FeedSeed>* seeds) {
+  if (spans.empty()) return;
+  const std::string& session = spans[0].session;
+  // A failed model call is an llm span closed as an error; a failed session, the session span.
+  for (const auto& sp : spans) {
+    if ((sp.kind == kSpanLlm && sp.status == "error") || (sp.kind == kSpanSession && sp.status == "failed")) {
+      seeds->push_back(FeedSeed{sp.end_us, session, sp.close_seq, 0});
+    }
+  }
+  if (crashed_after) {
+    seeds->push_back(FeedSeed{spans[0].attrs.value("last_ts_us", int64_t{0}), session, 0, crashed_after});
+  }
+}
+
+void HomeView::seed_feed(std::vector<FeedSeed> seeds) {
+  std::sort(seeds.begin(), seeds.end(), [](const FeedSeed& x, const FeedSeed& y) {
+    return x.at_us != y.at_us ? x.at_us > y.at_us : x.seq > y.seq;
+  });
+  if (seeds.size() > kFeedMax) seeds.resize(kFeedMax);
+  // The messages the WebSocket carried when they happened, from their events.
+  for (const auto& seed : seeds) {
+    json message;
+    if (seed.crashed_after) {
+      message = error_message(seed.session, crash_error(seed.session, seed.crashed_after), seed.at_us);
+    } else {
+      std::vector<Event> events;
+      if (!log_ || !log_->read(seed.session, seed.seq, seed.seq, &events).ok() || events.empty()) continue;
+      const Event& e = events[0];
+      if (const auto* failed = get_if<LlmFailed>(e)) {
+        message = failed->will_retry ? status_message(seed.session, retry_live(*failed, e.ts_us), e.ts_us)
+                                     : error_message(seed.session, gave_up_error(*failed), e.ts_us);
+      } else if (const auto* session_failed = get_if<SessionFailed>(e)) {
+        message = error_message(seed.session, session_failed_error(*session_failed), e.ts_us);
+      } else {
+        continue;
+      }
+    }
+    feed_.push_back(redacted(std::move(message)));
+  }
+}
+
+void HomeView::remember(const json& message) {
+  feed_.push_front(message);
+  if (feed_.size() > kFeedMax) feed_.pop_back();
+}
+
+json HomeView::feed() const { return json(std::vector<json>(feed_.begin(), feed_.end())); }
+
 json HomeView::hello(const std::string& version) const {
   std::vector<const Row*> rows;
   for (const auto& [id, row] : rows_) rows.push_back(&row);
@@ -179,7 +332,7 @@ json HomeView::hello(const std::string& version) const {
                    [](const Row* x, const Row* y) { return x->meta.updated_us > y->meta.updated_us; });
   json sessions = json::array();
   for (const Row* row : rows) sessions.push_back(row_json(*row));
-  return redacted({{"type", "hello"}, {"version", version}, {"sessions", std::move(sessions)}});
+  return {{"type", "hello"}, {"version", version}, {"sessions", redacted(std::move(sessions))}, {"feed", feed()}};
 }
 
 Status HomeView::spans_of(const std::string& session, std::vector<Span>* spans, int64_t* last_us) {
@@ -194,11 +347,21 @@ Status HomeView::spans_of(const std::string& session, std::vector<Span>* spans, 
   return Status();
 }
 
-ApiReply HomeView::get(std::string_view path) {
+namespace {
+constexpr const char* kEndpoints =
+    "the API has /api/sessions, /api/sessions/ID, /api/sessions/ID/spans/SPAN_ID, /api/sessions/ID/events and "
+    "/api/activity";
+}  // namespace
+
+ApiReply HomeView::get(std::string_view path, std::string_view query) {
   std::vector<std::string_view> parts = split_path(path);  // "", "api", ...
+  if (parts.size() == 3 && parts[1] == "api" && parts[2] == "activity") {
+    return ApiReply{200, {{"success", true},
+                          {"data", feed()},
+                          {"summary", std::to_string(feed_.size()) + " retries, failures and crashes, newest first"}}};
+  }
   if (parts.size() < 3 || parts[1] != "api" || parts[2] != "sessions") {
-    return api_error(404, "no API endpoint " + std::string(path),
-                     "the API has /api/sessions, /api/sessions/ID and /api/sessions/ID/spans/SPAN_ID");
+    return api_error(404, "no API endpoint " + std::string(path), kEndpoints);
   }
   if (parts.size() == 3) {
     json hello_data = hello("");
@@ -213,7 +376,8 @@ ApiReply HomeView::get(std::string_view path) {
   if (Status valid = keys::validate_session_id(session); !valid.ok()) {
     return api_error(400, "bad session id: " + valid.message(), "the session list gives every session's id");
   }
-  if (parts.size() == 4) return get_session(session);
+  if (parts.size() == 4) return get_session(session, query);
+  if (parts.size() == 5 && parts[4] == "events") return get_events(session, query);
   if (parts.size() == 6 && parts[4] == "spans") {
     std::string span_id;
     if (!percent_decode(parts[5], &span_id) || !is_span_id(span_id)) {
@@ -222,8 +386,64 @@ ApiReply HomeView::get(std::string_view path) {
     }
     return get_span(session, span_id);
   }
-  return api_error(404, "no API endpoint " + std::string(path),
-                   "the API has /api/sessions, /api/sessions/ID and /api/sessions/ID/spans/SPAN_ID");
+  return api_error(404, "no API endpoint " + std::string(path), kEndpoints);
+}
+
+ApiReply HomeView::get_events(const std::string& session, std::string_view query) {
+  EventsQuery q;
+  if (std::string wrong = parse_events_query(query, &q); !wrong.empty()) {
+    return api_error(400, "bad query for /api/sessions/" + session + "/events: " + wrong,
+                     "it takes from=SEQ, limit=N (at most " + std::to_string(kEventsMaxLimit) +
+                         "), type=T[,T...] (event types such as llm.failed) and q=TEXT (at most " +
+                         std::to_string(kEventsMaxText) + " bytes)");
+  }
+  uint64_t last = 0;
+  if (log_) (void)log_->last_seq(session, &last);
+  if (last == 0) {
+    return api_error(404, "no session '" + session + "' in " + ctx_.home(), "the session list shows what there is");
+  }
+  // The text is looked for in what is shown, the redacted event: a search
+  // never finds a secret by its hidden part. Only an event whose raw text
+  // holds it (or a search the marker could match) is redacted to be sure.
+  const std::string marker = lower(std::string(Redactor::kMarker));
+  const bool marker_may_match = !q.text.empty() && marker.find(q.text) != std::string::npos;
+  json events = json::array();
+  uint64_t scanned = 0, next = 0;
+  auto cursor = log_->cursor(session, q.from);
+  for (; cursor->valid(); cursor->next()) {
+    if (events.size() >= q.limit || scanned >= kEventsScanned) {
+      next = cursor->seq();
+      break;
+    }
+    ++scanned;
+    Event e;
+    if (Status decoded = cursor->event(&e); !decoded.ok()) {
+      if (q.types.empty() && q.text.empty()) {
+        events.push_back({{"seq", cursor->seq()}, {"type", "unreadable"}, {"error", decoded.message()}});
+      }
+      continue;
+    }
+    if (!q.types.empty() && !q.types.count(std::string(e.type_name()))) continue;
+    json j = event_to_json(e);
+    if (!q.text.empty()) {
+      const bool raw = lower(j.dump(-1, ' ', false, json::error_handler_t::replace)).find(q.text) != std::string::npos;
+      if (!raw && !marker_may_match) continue;
+      j = redacted(std::move(j));
+      if (lower(j.dump(-1, ' ', false, json::error_handler_t::replace)).find(q.text) == std::string::npos) continue;
+      events.push_back(std::move(j));
+    } else {
+      events.push_back(redacted(std::move(j)));
+    }
+  }
+  if (Status read = cursor->status(); !read.ok()) {
+    return api_error(500, "cannot read the events of session '" + session + "': " + read.message());
+  }
+  std::string summary = std::to_string(events.size()) + " events of session " + session;
+  json types = json::array();
+  for (uint16_t t = 1; t <= kMaxKnownEventType; ++t) types.push_back(std::string(wire_name(t)));
+  json data = {{"session", session}, {"events", std::move(events)}, {"types", std::move(types)}, {"from", q.from}, {"limit", q.limit},
+               {"scanned", scanned}, {"last_seq", last}, {"next", next ? json(next) : json(nullptr)}};
+  return ApiReply{200, {{"success", true}, {"data", std::move(data)}, {"summary", summary}}};
 }
 
 bool HomeView::load_spans(const std::string& session, std::vector<Span>* spans, int64_t* last_us, ApiReply* failed) {
@@ -236,18 +456,73 @@ bool HomeView::load_spans(const std::string& session, std::vector<Span>* spans, 
   return s.ok();
 }
 
-ApiReply HomeView::get_session(const std::string& session) {
-  std::vector<Span> spans;
-  int64_t last_us = 0;
-  if (ApiReply failed; !load_spans(session, &spans, &last_us, &failed)) return failed;
-  json span_list = json::array();
-  for (const auto& sp : spans) span_list.push_back(span_to_json(sp));
-  json data = {{"spans", std::move(span_list)}, {"last_us", last_us}};
+json HomeView::outline_of(const std::vector<Span>& spans, int64_t last_us) const {
+  // The spans the skeleton shows: the session, each span shown whole with
+  // what is under it, each turn shown on one line, the first and last of
+  // what a fold stands for. Not what is inside the middle of a long session.
+  std::set<std::string> shown;
+  std::map<std::string, std::vector<size_t>> children;
+  for (size_t i = 0; i < spans.size(); ++i) children[spans[i].parent_id].push_back(i);
+  std::function<void(const std::string&)> subtree = [&](const std::string& id) {
+    shown.insert(id);
+    for (size_t k : children[id]) subtree(spans[k].span_id);
+  };
+  json skeleton = skeleton_json(spans);
+  if (!spans.empty()) shown.insert(spans[0].span_id);
+  for (const auto& item : skeleton) {
+    if (item["show"] == "whole") subtree(item["span"].get<std::string>());
+    if (item["show"] == "compact") shown.insert(item["span"].get<std::string>());
+    if (item["show"] == "fold") {
+      shown.insert(item["first"].get<std::string>());
+      shown.insert(item["last"].get<std::string>());
+    }
+  }
+  json list = json::array();
+  for (const auto& sp : spans) {
+    if (shown.count(sp.span_id)) list.push_back(span_to_json(sp));
+  }
+  const bool complete = list.size() == spans.size();
+  return redacted({{"spans", std::move(list)},
+                   {"skeleton", std::move(skeleton)},
+                   {"span_count", spans.size()},
+                   {"complete", complete},
+                   {"last_us", last_us}});
+}
+
+ApiReply HomeView::get_session(const std::string& session, std::string_view query) {
+  bool all = false;
+  if (query == "spans=all") {
+    all = true;
+  } else if (!query.empty()) {
+    return api_error(400, "bad query for /api/sessions/" + session + ": " + std::string(query.substr(0, 64)),
+                     "it takes spans=all (every span; without it, the spans the skeleton shows)");
+  }
+  json data;
+  auto outline = outlines_.find(session);
+  if (!all && outline != outlines_.end()) {
+    data = outline->second;
+  } else {
+    std::vector<Span> spans;
+    int64_t last_us = 0;
+    if (ApiReply failed; !load_spans(session, &spans, &last_us, &failed)) return failed;
+    if (all) {
+      json span_list = json::array();
+      for (const auto& sp : spans) span_list.push_back(span_to_json(sp));
+      data = redacted({{"spans", std::move(span_list)},
+                       {"skeleton", skeleton_json(spans)},
+                       {"span_count", spans.size()},
+                       {"complete", true},
+                       {"last_us", last_us}});
+    } else {
+      data = outline_of(spans, last_us);
+      if (rows_.count(session)) outlines_[session] = data;
+    }
+  }
   auto row = rows_.find(session);
-  data["session"] = row != rows_.end() ? row_json(row->second) : json(nullptr);
-  return ApiReply{200, redacted({{"success", true},
-                                 {"data", std::move(data)},
-                                 {"summary", "session " + session + ": " + std::to_string(spans.size()) + " spans"}})};
+  data["session"] = row != rows_.end() ? redacted(row_json(row->second)) : json(nullptr);
+  std::string summary = "session " + session + ": " + std::to_string(data["spans"].size()) + " of " +
+                        std::to_string(data["span_count"].get<size_t>()) + " spans";
+  return ApiReply{200, {{"success", true}, {"data", std::move(data)}, {"summary", std::move(summary)}}};
 }
 
 ApiReply HomeView::get_span(const std::string& session, const std::string& span_id) {
@@ -298,10 +573,16 @@ ApiReply HomeView::get_span(const std::string& session, const std::string& span_
                                  {"summary", sp.name + " of session " + session + ": " + sp.status}})};
 }
 
-bool HomeView::watch_message(const std::string& session, json* out) {
+bool HomeView::watch_message(const std::string& session, json* out, bool reset) {
   if (Status valid = keys::validate_session_id(session); !valid.ok()) {
     *out = {{"type", "error"}, {"message", "cannot watch: bad session id: " + valid.message()}};
     return false;
+  }
+  // A client that has the spans (from the API) of a session nothing writes
+  // needs no fold of it: its changes will come when it grows.
+  if (!reset && rows_.count(session) && !(watch_ && watch_->builder(session))) {
+    *out = {{"type", "spans"}, {"session", session}, {"spans", json::array()}, {"last_us", 0}, {"reset", false}};
+    return true;
   }
   std::vector<Span> spans;
   int64_t last_us = 0;
@@ -313,8 +594,8 @@ bool HomeView::watch_message(const std::string& session, json* out) {
   }
   json list = json::array();
   for (const auto& sp : spans) list.push_back(span_to_json(sp));
-  *out = redacted({{"type", "spans"}, {"session", session}, {"spans", std::move(list)}, {"last_us", last_us},
-                   {"reset", true}});
+  *out = redacted({{"type", "spans"}, {"session", session}, {"spans", std::move(list)},
+                   {"skeleton", skeleton_json(spans)}, {"last_us", last_us}, {"reset", true}});
   return true;
 }
 
@@ -324,18 +605,13 @@ void HomeView::note_events(Row& row, const std::vector<Event>& events, uint64_t 
   for (const auto& e : events) {
     if (e.seq <= after_seq) continue;
     if (const auto* failed = get_if<LlmFailed>(e)) {
-      std::string what = failed->http_status ? "HTTP " + std::to_string(failed->http_status) + " " : "";
-      what += failed->error;
       if (failed->will_retry) {
-        std::string reason = "attempt " + std::to_string(failed->attempt) + " failed: " + what;
-        row.live = {{"message", "retrying in " + seconds(failed->retry_delay_ms) + " (" + reason + ")"},
-                    {"reason", reason},
-                    {"retry_at_us", e.ts_us + static_cast<int64_t>(failed->retry_delay_ms) * 1000}};
-        out->push_back({redacted(status_message(id, row.live)), ""});
+        row.live = retry_live(*failed, e.ts_us);
+        out->push_back({redacted(status_message(id, row.live, e.ts_us)), ""});
       } else {
         row.live = nullptr;
-        row.last_error = "the model call failed (attempt " + std::to_string(failed->attempt) + "): " + what;
-        out->push_back({redacted(error_message(id, row.last_error)), ""});
+        row.last_error = gave_up_error(*failed);
+        out->push_back({redacted(error_message(id, row.last_error, e.ts_us)), ""});
       }
     } else if (const auto* requested = get_if<LlmRequested>(e)) {
       row.live = {{"message", "waiting for the model (attempt " + std::to_string(requested->attempt) + ")"},
@@ -350,13 +626,14 @@ void HomeView::note_events(Row& row, const std::vector<Event>& events, uint64_t 
       row.last_error.clear();
     } else if (const auto* session_failed = get_if<SessionFailed>(e)) {
       row.live = nullptr;
-      row.last_error = "the session failed (" + session_failed->stop_reason + "): " + session_failed->error;
-      out->push_back({redacted(error_message(id, row.last_error)), ""});
+      row.last_error = session_failed_error(*session_failed);
+      out->push_back({redacted(error_message(id, row.last_error, e.ts_us)), ""});
     }
   }
 }
 
-Status HomeView::poll(std::vector<LiveMessage>* out) {
+Status HomeView::poll(std::vector<LiveMessage>* out, const std::function<bool(const std::string&)>& watched) {
+  const size_t first_new = out->size();
   if (!log_) {
     Status opened = open_log();
     if (opened.is_not_found()) return Status();  // still no log: nothing to show
@@ -371,6 +648,7 @@ Status HomeView::poll(std::vector<LiveMessage>* out) {
     CARAPACE_RETURN_IF_ERROR(watch_->poll(&changes));
   }
   for (auto& change : changes) {
+    outlines_.erase(change.session);
     Row& row = rows_[change.session];
     row.meta = std::move(change.meta);
     uint64_t last = 0;
@@ -384,22 +662,28 @@ Status HomeView::poll(std::vector<LiveMessage>* out) {
     row.crashed_after = change.crashed_after;
     if (change.newly_crashed) {
       row.live = nullptr;
-      row.last_error = "crashed after seq " + std::to_string(change.crashed_after) +
-                       ": the process writing it died (`carapace resume " + change.session + "` goes on)";
-      out->push_back({redacted(error_message(change.session, row.last_error)), ""});
+      row.last_error = crash_error(change.session, change.crashed_after);
+      out->push_back({redacted(error_message(change.session, row.last_error, row.meta.updated_us)), ""});
     }
     out->push_back({redacted({{"type", "session"}, {"session", row_json(row)}}), ""});
-    if (!change.changed.empty()) {
+    if (!change.changed.empty() && (!watched || watched(change.session))) {
       json list = json::array();
       for (const auto& sp : change.changed) list.push_back(span_to_json(sp));
       int64_t last_us = change.root ? change.root->attrs.value("last_ts_us", int64_t{0}) : 0;
+      // The skeleton of the whole session: a change may regroup its turns.
+      const SpanBuilder* builder = watch_->builder(change.session);
       out->push_back({redacted({{"type", "spans"},
                                 {"session", change.session},
                                 {"spans", std::move(list)},
+                                {"skeleton", builder ? skeleton_json(builder->spans()) : json::array()},
                                 {"last_us", last_us},
                                 {"reset", false}}),
                       change.session});
     }
+  }
+  for (size_t i = first_new; i < out->size(); ++i) {
+    const json& m = (*out)[i].message;
+    if (m["type"] == "status" || m["type"] == "error") remember(m);
   }
   return Status();
 }

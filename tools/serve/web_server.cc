@@ -8,6 +8,7 @@
 #include <boost/beast/websocket.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <optional>
@@ -198,7 +199,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
         msg.contains("session") && msg["session"].is_string() ? msg["session"].get<std::string>() : "";
     if (type == "watch") {
       json answer;
-      if (server_->home->watch_message(session, &answer)) watched_.insert(session);
+      const bool reset = !(msg.contains("reset") && msg["reset"].is_boolean() && !msg["reset"].get<bool>());
+      if (server_->home->watch_message(session, &answer, reset)) watched_.insert(session);
       send(std::make_shared<const std::string>(dump(answer)));
     } else if (type == "unwatch") {
       watched_.erase(session);
@@ -349,7 +351,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       ApiReply reply =
           path == "/api/status"
               ? ApiReply{200, {{"success", true}, {"data", server_->status()}, {"summary", "carapace serve"}}}
-              : server_->home->get(path);
+              : server_->home->get(path, query);
       auto res = json_response(reply.status, reply.body, version, keep_alive);
       if (req.method() == http::verb::head) res.body().clear();
       return write(std::move(res));
@@ -484,7 +486,9 @@ void WebServer::Impl::read_log() {
   ++log_reads;
   std::vector<LiveMessage> messages;
   try {
-    Status polled = home->poll(&messages);
+    Status polled = home->poll(&messages, [this](const std::string& session) {
+      return std::any_of(sockets.begin(), sockets.end(), [&](const auto& s) { return s->watches(session); });
+    });
     if (!polled.ok()) spdlog::warn("serve: reading the log: {} (trying again)", polled.message());
     for (const auto& m : messages) broadcast(m);
   } catch (const std::exception& e) {

@@ -1,6 +1,8 @@
 // analyze_trace on sessions built to show one pattern each, and on a clean one.
 #include <boost/test/unit_test.hpp>
 
+#include <functional>
+
 #include "actors/collector/span_builder.h"
 #include "actors/collector/trace_analyze.h"
 #include "actors/collector/trace_stats.h"
@@ -145,6 +147,15 @@ BOOST_AUTO_TEST_CASE(the_skeleton_of_a_hundred_clean_turns_fits_a_screen) {
   BOOST_TEST(find_span(spans, "4", &ambiguous) == 1);
   BOOST_TEST(find_span(spans, spans[2].span_id.substr(0, 8), &ambiguous) == 2);
   BOOST_TEST(find_span(spans, "99999", &ambiguous) == -1);
+  // The same lines as data, for the trace view of the page and the HTML export.
+  nlohmann::json items = skeleton_json(spans);
+  BOOST_TEST(items.size() == 3u, items.dump());
+  BOOST_TEST(items[0] == (nlohmann::json{{"show", "compact"}, {"span", spans[1].span_id}, {"steps", "llm → shell"}}));
+  BOOST_TEST(items[1]["show"] == "fold");
+  BOOST_TEST(items[1]["count"] == 98);
+  BOOST_TEST(items[1]["text"].get<std::string>().find("98 more turns, all ok, each llm → shell") != std::string::npos);
+  BOOST_TEST(items[1]["first"] == spans[4].span_id);  // turn 2, after turn 1's llm and tool
+  BOOST_TEST(items[2]["show"] == "compact");
 }
 
 BOOST_AUTO_TEST_CASE(the_skeleton_of_ten_thousand_turns_with_errors_in_half_still_fits_a_screen_or_two) {
@@ -160,6 +171,23 @@ BOOST_AUTO_TEST_CASE(the_skeleton_of_ten_thousand_turns_with_errors_in_half_stil
   BOOST_TEST(lines < 200u, lines);
   BOOST_TEST(text.find("turns 26-9975: 9950 turns not shown, 4975 of them with an error") != std::string::npos, text);
   BOOST_TEST(text.find("turn 10000 ") != std::string::npos, text);  // the last ones are there
+  // As data: one item per line under the header, the middle one fold holding the items it stands for.
+  std::vector<SkeletonItem> items = skeleton_items(spans);
+  size_t shown_lines = 0, middle = 0;
+  std::function<size_t(const std::vector<SkeletonItem>&)> count_lines = [&](const std::vector<SkeletonItem>& list) {
+    size_t n = 0;
+    for (const auto& it : list) {
+      // A whole turn here is its line, its llm line and its tool line (no hooks, no events).
+      n += it.show == SkeletonItem::Show::kWhole ? 3 : 1;
+    }
+    return n;
+  };
+  shown_lines = count_lines(items);
+  for (const auto& it : items) {
+    if (!it.items.empty()) middle = it.count;
+  }
+  BOOST_TEST(shown_lines + 2 == lines, text);  // + the header's two lines
+  BOOST_TEST(middle == 9950u);
   std::string full = render_skeleton(spans, {.full = true});
   BOOST_TEST(static_cast<size_t>(std::count(full.begin(), full.end(), '\n')) > 30'000u);
 }

@@ -1,9 +1,11 @@
 // The page of `carapace serve`: the sessions of a home, live, and one
 // session's trace (the renderer the HTML export uses too: trace_view.js).
 // Routes: #/ the list, #/session/ID its trace, #/session/ID/span/SPANID with
-// that span's details open. Data arrives over HTTP (/api/...) and a WebSocket
-// (/ws). Every id, name, message and body is hostile text: the DOM is built
-// with createElement and textContent only.
+// that span's details open, #/session/ID/events its events a page at a time.
+// A trace's filter rides after a `?` (q=TEXT&kind=KIND&full=1), and so does
+// the events' (type=T&q=TEXT&from=SEQ). Data arrives over HTTP (/api/...) and
+// a WebSocket (/ws). Every id, name, message and body is hostile text: the
+// DOM is built with createElement and textContent only.
 //
 // The token: the URL carapace serve prints ends in #token=T (a fragment,
 // which the browser never sends: no log has it), optionally followed by
@@ -31,11 +33,13 @@
     return t;
   })();
   const FEED_MAX = 50;
+  const EVENTS_PAGE = 200;     // events asked for at a time
+  const EVENTS_ROUNDS = 20;    // requests one look makes at most while a filter finds too few
 
   const state = {
     sessions: new Map(),  // id -> Row
     haveHello: false,
-    feed: [],             // {type, session, message, at}, newest first
+    feed: [],             // {type, session, message, at_us}, newest first
     view: { kind: "none" },
     ws: null,
     backoff: 500,
@@ -48,6 +52,18 @@
   }
   function sessionHash(id, spanId) {
     return "#/session/" + encodeURIComponent(id) + (spanId ? "/span/" + encodeURIComponent(spanId) : "");
+  }
+  function eventsHash(id) { return "#/session/" + encodeURIComponent(id) + "/events"; }
+  // "?a=1&b=2" of the pairs that have a value, or "".
+  function hashQuery(pairs) {
+    const p = new URLSearchParams();
+    for (const [k, v] of pairs) if (v) p.set(k, String(v));
+    const q = p.toString();
+    return q ? "?" + q : "";
+  }
+  function traceQuery(view) {
+    const f = view.filter;
+    return hashQuery([["q", f.q], ["kind", f.kind], ["full", f.full ? "1" : ""]]);
   }
   function classSafe(text) { return String(text || "").replace(/[^a-z0-9_-]/gi, ""); }
   function num(n) { return Number(n || 0).toLocaleString(); }
@@ -173,12 +189,12 @@
     const list = document.getElementById("feed");
     if (!list) return;
     if (!state.feed.length) {
-      list.replaceChildren(el("li", "hint", "Retries, failures and crashes show here as they happen."));
+      list.replaceChildren(el("li", "hint", "No retries, failures or crashes in this home yet; they show here as they happen."));
       return;
     }
     list.replaceChildren(...state.feed.map((f) => {
       const li = el("li", f.type);
-      li.appendChild(el("span", "when", new Date(f.at).toLocaleTimeString()));
+      li.appendChild(el("span", "when", f.at_us ? new Date(f.at_us / 1000).toLocaleString() : ""));
       if (f.session) li.appendChild(link(sessionHash(f.session), f.session, "sid"));
       li.appendChild(el("span", "msg", f.message));
       return li;
@@ -221,6 +237,10 @@
     head.replaceChildren(link("#/", "← all sessions"));
     const row = state.sessions.get(view.id);
     head.appendChild(el("strong", "", "session " + view.id));
+    const tabs = el("span", "tabs");
+    tabs.appendChild(view.kind === "events" ? link(sessionHash(view.id), "trace", "tab") : el("span", "tab current", "trace"));
+    tabs.appendChild(view.kind === "events" ? el("span", "tab current", "events") : link(eventsHash(view.id), "events", "tab"));
+    head.appendChild(tabs);
     if (row) {
       head.appendChild(el("span", "badge " + classSafe(row.status), row.status));
       head.appendChild(el("span", "meta", num(row.turns) + " turns · " + num(row.last_seq) + " events · " + num(row.tokens_in) + " / " +
@@ -259,20 +279,29 @@
     if (!traces || !view.trace) return;
     if (!view.trace.spans.length) {
       traces.replaceChildren(el("p", "hint", "No spans yet."));
+      view.tv = null;
       return;
     }
-    traces.replaceChildren(T.renderTrace(view.trace, {
-      live: true, collapsed: view.collapsed, selected: view.selected,
-      onSelect: (span) => {
-        view.selected = span.span_id;
-        history.pushState(null, "", sessionHash(view.id, span.span_id));
-        showDetails(view, span);
-      },
-    }));
+    if (!view.tv) {
+      view.tv = T.traceView({
+        live: true, state: view.filter, selected: view.selected,
+        onSelect: (span) => {
+          view.selected = span.span_id;
+          history.pushState(null, "", sessionHash(view.id, span.span_id) + traceQuery(view));
+          showDetails(view, span);
+        },
+        onState: () => history.replaceState(null, "", sessionHash(view.id, view.selected) + traceQuery(view)),
+      });
+      traces.replaceChildren(view.tv.element);
+    }
+    view.tv.setTrace(view.trace);
     // The span in the address, once it is there.
     if (view.selected && view.detailsFor !== view.selected) {
       const span = view.trace.spans.find((s) => s.span_id === view.selected);
-      if (span) showDetails(view, span);
+      if (span) {
+        view.tv.reveal(span.span_id);
+        showDetails(view, span);
+      }
     }
   }
 
@@ -309,7 +338,8 @@
   function applySpans(view, m) {
     if (m.reset || !view.trace) {
       if (!m.reset) return;  // a change before any base: the reset that follows the watch carries it
-      view.trace = { session: view.id, spans: (m.spans || []).slice(), last_us: m.last_us || 0 };
+      view.trace = { session: view.id, spans: (m.spans || []).slice(), last_us: m.last_us || 0, skeleton: m.skeleton,
+                     complete: true };
       view.fromSocket = true;
     } else {
       const spans = view.trace.spans;
@@ -320,6 +350,7 @@
         if (after < 0) spans.push(s); else spans.splice(after, 0, s);
       }
       view.trace.last_us = Math.max(view.trace.last_us || 0, m.last_us || 0);
+      if (m.skeleton) view.trace.skeleton = m.skeleton;
     }
     renderSpans(view);
     // The open span changed (it closed, say): its details again.
@@ -329,20 +360,36 @@
     }
   }
 
-  async function openSession(id, spanId) {
-    const view = { kind: "session", id: id, trace: null, collapsed: new Set(), selected: spanId || "", detailsFor: "",
-                   watching: false, fromSocket: false, failed: false };
+  function filterOf(params) {
+    return { q: params.get("q") || "", kind: params.get("kind") || "", full: params.get("full") === "1",
+             collapsed: new Set(), expanded: new Set() };
+  }
+
+  async function openSession(id, spanId, params) {
+    const view = { kind: "session", id: id, trace: null, filter: filterOf(params || new URLSearchParams()), tv: null,
+                   selected: spanId || "", detailsFor: "", watching: false, fromSocket: false, failed: false };
     state.view = view;
     renderTraceShell(view);
     try {
       const data = await api("/api/sessions/" + encodeURIComponent(id));
       if (state.view !== view) return;
       if (data.session) state.sessions.set(data.session.id, data.session);
-      if (!view.fromSocket) view.trace = { session: id, spans: data.spans || [], last_us: data.last_us || 0 };
+      if (!view.fromSocket) {
+        view.trace = { session: id, spans: data.spans || [], last_us: data.last_us || 0, skeleton: data.skeleton,
+                       complete: data.complete !== false };
+      }
       renderTraceHead(view);
       renderSpans(view);
       view.watching = true;
-      send({ type: "watch", session: id });
+      send({ type: "watch", session: id, reset: false });
+      // The skeleton came with the spans it shows; every span follows (to open a fold, to filter).
+      if (!view.trace.complete) {
+        const every = await api("/api/sessions/" + encodeURIComponent(id) + "?spans=all");
+        if (state.view !== view || view.trace.complete) return;
+        view.trace = { session: id, spans: every.spans || [], last_us: Math.max(view.trace.last_us || 0, every.last_us || 0),
+                       skeleton: every.skeleton, complete: true };
+        renderSpans(view);
+      }
     } catch (problem) {
       if (state.view !== view) return;
       view.failed = true;
@@ -355,12 +402,171 @@
     }
   }
 
+  // ---- one session's events, as the log holds them ----
+  function eventsQuery(view) {
+    return hashQuery([["type", view.type], ["q", view.q], ["from", view.from > 1 ? view.from : ""]]);
+  }
+
+  function eventTime(us) {
+    if (!us) return "";
+    const d = new Date(us / 1000);
+    return d.toLocaleTimeString() + "." + String(d.getMilliseconds()).padStart(3, "0");
+  }
+
+  function eventRow(view, e) {
+    const li = el("li", "event-row");
+    li.setAttribute("data-seq", String(e.seq));
+    li.setAttribute("data-type", String(e.type || ""));
+    const head = el("div", "event-head");
+    head.appendChild(el("span", "seq", "#" + e.seq));
+    head.appendChild(el("span", "when", eventTime(e.ts_us)));
+    head.appendChild(el("span", "type " + classSafe(String(e.type || "").replace(/\./g, "-")), e.type));
+    const data = e.data !== undefined ? e.data : e.error;
+    const preview = typeof data === "string" ? data : JSON.stringify(data === undefined ? {} : data);
+    head.appendChild(el("span", "preview", preview.length > 240 ? preview.slice(0, 240) + "…" : preview));
+    li.appendChild(head);
+    const open = () => {
+      const pre = el("pre", "payload", JSON.stringify(e, null, 2));
+      li.appendChild(pre);
+      li.classList.add("open");
+    };
+    head.addEventListener("click", () => {
+      const pre = li.querySelector("pre.payload");
+      if (pre) { pre.remove(); li.classList.remove("open"); view.open.delete(e.seq); } else { open(); view.open.add(e.seq); }
+    });
+    if (view.open.has(e.seq)) open();
+    return li;
+  }
+
+  function renderEventsShell(view) {
+    document.getElementById("where").textContent = "session " + view.id + ": events";
+    document.title = "Carapace: events of " + view.id;
+    const main = document.getElementById("app");
+    const head = el("div", "trace-head");
+    head.id = "trace-head";
+    const tools = el("div", "events-tools");
+    const type = el("select", "filter-type");
+    type.setAttribute("aria-label", "only events of this type");
+    const text = el("input", "filter-text");
+    text.type = "search";
+    text.placeholder = "filter: text in the event…";
+    text.value = view.q;
+    text.setAttribute("aria-label", "only events holding this text");
+    const from = el("input", "filter-from");
+    from.type = "number";
+    from.min = "1";
+    from.placeholder = "from seq";
+    from.value = view.from > 1 ? String(view.from) : "";
+    from.setAttribute("aria-label", "from this seq");
+    const count = el("span", "events-count");
+    count.id = "events-count";
+    tools.append(type, text, from, count);
+    const list = el("ol", "events");
+    list.id = "events";
+    const more = el("button", "more", "more");
+    more.id = "events-more";
+    more.hidden = true;
+    main.replaceChildren(head, tools, list, more);
+    renderTraceHead(view);
+    fillTypes(view, type, []);
+    const again = () => {
+      history.replaceState(null, "", eventsHash(view.id) + eventsQuery(view));
+      loadEvents(view, true);
+    };
+    let typing = 0;
+    text.addEventListener("input", () => {
+      clearTimeout(typing);
+      typing = setTimeout(() => { view.q = text.value; again(); }, 250);
+    });
+    type.addEventListener("change", () => { view.type = type.value; again(); });
+    from.addEventListener("change", () => { view.from = Math.max(1, Math.floor(Number(from.value) || 1)); again(); });
+    more.addEventListener("click", () => loadEvents(view, false));
+    view.typeSelect = type;
+  }
+
+  function fillTypes(view, select, types) {
+    const all = [...new Set([...types, ...(view.type ? [view.type] : [])])];
+    if (select.dataset.types === all.join(",")) return;
+    select.dataset.types = all.join(",");
+    select.replaceChildren(...["", ...all].map((t) => {
+      const o = el("option", "", t ? "type: " + t : "every type");
+      o.value = t;
+      return o;
+    }));
+    select.value = view.type;
+  }
+
+  // The next page of events (or, `reset`, the first): asks again while a
+  // filter finds fewer than a page and the log goes on, a few times at most.
+  async function loadEvents(view, reset) {
+    const gen = reset ? ++view.gen : view.gen;
+    const list = document.getElementById("events");
+    const count = document.getElementById("events-count");
+    const more = document.getElementById("events-more");
+    if (!list) return;
+    if (reset) {
+      view.shown = 0;
+      view.cursor = view.from;
+      view.lastSeq = 0;
+      list.replaceChildren(el("li", "hint", "Loading the events…"));
+      view.started = performance.now();
+    }
+    more.disabled = true;
+    let got = 0, rounds = 0, data = null;
+    try {
+      do {
+        const query = hashQuery([["from", view.cursor], ["limit", EVENTS_PAGE - got], ["type", view.type], ["q", view.q]]);
+        data = await api("/api/sessions/" + encodeURIComponent(view.id) + "/events" + query);
+        if (state.view !== view || gen !== view.gen) return;
+        if (view.shown === 0 && got === 0) list.replaceChildren();
+        list.append(...data.events.map((e) => eventRow(view, e)));
+        got += data.events.length;
+        view.shown += data.events.length;
+        view.lastSeq = data.last_seq;
+        const lastEvent = data.events.length ? data.events[data.events.length - 1].seq : 0;
+        view.cursor = data.next !== null && data.next !== undefined ? data.next : Math.max(view.cursor, lastEvent + 1, data.last_seq + 1);
+        view.more = data.next !== null && data.next !== undefined;
+        if (view.typeSelect) fillTypes(view, view.typeSelect, data.types || []);
+        if (reset && got && !list.dataset.firstMs) list.dataset.firstMs = String(Math.round(performance.now() - view.started));
+      } while (view.more && got < EVENTS_PAGE && ++rounds < EVENTS_ROUNDS);
+    } catch (problem) {
+      if (state.view !== view || gen !== view.gen) return;
+      showProblem(problem);
+      list.replaceChildren(el("p", "not-found", "The events of " + view.id + " could not be read: " + problem.error));
+      if (problem.hint) list.appendChild(el("p", "hint", problem.hint));
+      more.hidden = true;
+      return;
+    }
+    if (view.shown === 0) list.replaceChildren(el("li", "hint", view.more ? "No match yet." : "No event matches."));
+    const filtered = view.type || view.q;
+    count.textContent = view.shown.toLocaleString() + (filtered ? " matching" : "") + " events shown, " +
+      (view.more ? "read up to seq " + (view.cursor - 1).toLocaleString() + " of " : "to the last, seq ") +
+      view.lastSeq.toLocaleString();
+    more.hidden = false;
+    more.disabled = false;
+    more.textContent = view.more ? "more" : "newer events?";
+    list.dataset.loaded = String(view.shown);
+  }
+
+  function openEvents(id, params) {
+    const view = { kind: "events", id: id, type: params.get("type") || "", q: params.get("q") || "",
+                   from: Math.max(1, Math.floor(Number(params.get("from")) || 1)), open: new Set(), gen: 0,
+                   shown: 0, cursor: 1, more: false, lastSeq: 0, typeSelect: null };
+    state.view = view;
+    renderEventsShell(view);
+    loadEvents(view, true);
+  }
+
   // ---- routing ----
   function parseHash() {
-    const parts = location.hash.replace(/^#\/?/, "").split("/").filter((p) => p.length);
+    const raw = location.hash.replace(/^#\/?/, "");
+    const mark = raw.indexOf("?");
+    const params = new URLSearchParams(mark >= 0 ? raw.slice(mark + 1) : "");
+    const parts = (mark >= 0 ? raw.slice(0, mark) : raw).split("/").filter((p) => p.length);
     const dec = (p) => { try { return decodeURIComponent(p); } catch (e) { return p; } };
+    if (parts[0] === "session" && parts[1] && parts[2] === "events") return { kind: "events", id: dec(parts[1]), params };
     if (parts[0] === "session" && parts[1]) {
-      return { kind: "session", id: dec(parts[1]), span: parts[2] === "span" && parts[3] ? dec(parts[3]) : "" };
+      return { kind: "session", id: dec(parts[1]), span: parts[2] === "span" && parts[3] ? dec(parts[3]) : "", params };
     }
     return { kind: "list" };
   }
@@ -373,21 +579,36 @@
     const want = parseHash();
     const view = state.view;
     if (want.kind === "session" && view.kind === "session" && view.id === want.id) {
-      // The same trace: only the span changes.
+      // The same trace: the span, or the filter, changes.
       view.selected = want.span;
+      const f = filterOf(want.params);
+      if (f.q !== view.filter.q || f.kind !== view.filter.kind || f.full !== view.filter.full) {
+        Object.assign(view.filter, { q: f.q, kind: f.kind, full: f.full });
+        if (view.tv) { view.tv.element.remove(); view.tv = null; renderSpans(view); }
+      }
       for (const r of document.querySelectorAll(".row.selected")) r.classList.remove("selected");
       if (want.span) {
-        const row = document.querySelector('.row[data-span-id="' + classSafe(want.span) + '"]');
-        if (row) row.classList.add("selected");
         const span = view.trace && view.trace.spans.find((s) => s.span_id === want.span);
-        if (span) showDetails(view, span);
+        if (span) {
+          if (view.tv) view.tv.reveal(span.span_id);
+          showDetails(view, span);
+        }
       }
+      return;
+    }
+    if (want.kind === "events" && view.kind === "events" && view.id === want.id) {
+      const type = want.params.get("type") || "", q = want.params.get("q") || "";
+      const from = Math.max(1, Math.floor(Number(want.params.get("from")) || 1));
+      if (type === view.type && q === view.q && from === view.from) return;
+      openEvents(want.id, want.params);
       return;
     }
     leave(view);
     clearProblem();
     if (want.kind === "session") {
-      openSession(want.id, want.span);
+      openSession(want.id, want.span, want.params);
+    } else if (want.kind === "events") {
+      openEvents(want.id, want.params);
     } else {
       state.view = { kind: "list" };
       renderList();
@@ -404,8 +625,13 @@
     if (m.type === "hello") {
       state.haveHello = true;
       state.sessions = new Map((m.sessions || []).map((r) => [r.id, r]));
+      if (Array.isArray(m.feed)) {
+        state.feed = m.feed.slice(0, FEED_MAX).map((f) => ({ type: String(f.type || ""), session: String(f.session || ""),
+                                                             message: String(f.message || ""), at_us: Number(f.at_us) || 0 }));
+        renderFeed();
+      }
       renderRows();
-      if (view.kind === "session") renderTraceHead(view);
+      if (view.kind === "session" || view.kind === "events") renderTraceHead(view);
     } else if (m.type === "session" && m.session) {
       state.sessions.set(m.session.id, m.session);
       renderRows();
@@ -413,7 +639,8 @@
     } else if (m.type === "spans") {
       if (view.kind === "session" && view.id === m.session) applySpans(view, m);
     } else if (m.type === "status" || m.type === "error") {
-      state.feed.unshift({ type: m.type, session: m.session || "", message: String(m.message || ""), at: Date.now() });
+      state.feed.unshift({ type: m.type, session: String(m.session || ""), message: String(m.message || ""),
+                           at_us: Number(m.at_us) || Date.now() * 1000 });
       if (state.feed.length > FEED_MAX) state.feed.length = FEED_MAX;
       const row = m.session && state.sessions.get(m.session);
       if (row && m.type === "status") {
