@@ -38,7 +38,13 @@ struct Summarizer {
     }
     return s;
   }
-  std::string operator()(const UserMessage& x) const { return quote_preview(x.text, 80); }
+  std::string operator()(const UserMessage& x) const {
+    std::string text = quote_preview(x.text, 80);
+    if (x.follow_up) return text + " (follow-up: sent when the session has nothing left to do)";
+    if (x.from_follow_ups) return text + " (from the follow-ups)";
+    if (x.queued) return text + " (queued: joins at the next turn)";
+    return text;
+  }
   std::string operator()(const TurnStarted& x) const { return "turn " + std::to_string(x.turn); }
   std::string operator()(const PromptAssembled& x) const {
     return "turn " + std::to_string(x.turn) + ": " + std::to_string(x.segments.size()) + " segments, " +

@@ -306,6 +306,14 @@ class Replay {
       }
       // Nothing happens any more by itself.
       if (next == nullptr) return Status();
+      if (message != nullptr && message->follow_up && sent_ != written_) {
+        // A finished session woken with follow-ups (chat's next message):
+        // they were written from outside its loop, then it started again.
+        sent_ = written_;
+        CARAPACE_RETURN_IF_ERROR(reenact_follow_ups(journal_.get()));
+        caf::anon_send(session_, start_atom::value);
+        continue;
+      }
       if (message != nullptr && !message->queued && sent_ != written_) {
         sent_ = written_;
         caf::anon_send(session_, UserInput{message->text});

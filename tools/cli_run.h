@@ -124,12 +124,15 @@ class StatusLine {
         line("model call failed: " + what);
       }
     } else if (const auto* t = get_if<TurnStarted>(e)) {
+      turn_ = t->turn;
       status_ = "turn " + std::to_string(t->turn) + ": starting";
     } else if (const auto* r = get_if<LlmRequested>(e)) {
+      turn_ = r->turn;
       status_ = "turn " + std::to_string(r->turn) + ": waiting for the model";
     } else if (const auto* q = get_if<ToolRequested>(e)) {
-      status_ = "running " + ctx_.shown(q->tool) + " " + quote_preview(ctx_.shown(q->args.text), 50);
-      if (!tty_) line(status_);
+      const std::string what = "running " + ctx_.shown(q->tool) + " " + quote_preview(ctx_.shown(q->args.text), 50);
+      status_ = turn_ == 0 ? what : "turn " + std::to_string(turn_) + ": " + what;
+      if (!tty_) line(what);
     } else if (const auto* c = get_if<ToolCompleted>(e)) {
       if (c->is_error && !tty_)
         line(ctx_.shown(c->tool) + " failed: " + quote_preview(ctx_.shown(c->output), 60));
@@ -161,6 +164,26 @@ class StatusLine {
     if (tty_) std::fprintf(stderr, "\r\033[K");
   }
 
+  // Prints `text` as a line of its own on stdout, the live line cleared
+  // first (from any thread: the events' and the waiting one share a lock).
+  void say(const std::string& text) {
+    std::lock_guard lock(mu_);
+    if (streaming_) {
+      std::fputs("\n", stdout);
+      streaming_ = false;
+    }
+    if (tty_) std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+    std::fputs((text + "\n").c_str(), stdout);
+    std::fflush(stdout);
+  }
+
+  // What the status line says now.
+  std::string status() {
+    std::lock_guard lock(mu_);
+    return status_;
+  }
+
  private:
   static std::string seconds(uint64_t ms) {
     char buf[32];
@@ -183,6 +206,7 @@ class StatusLine {
   std::string last_streamed_;  // the last answer, if it was streamed in full
   std::mutex mu_;
   std::string status_ = "starting";
+  uint64_t turn_ = 0;  // of the last turn.started or llm.requested
   std::chrono::steady_clock::time_point retry_until_{};
   std::string retry_what_;
 };

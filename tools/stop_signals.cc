@@ -55,4 +55,6 @@ void disarm_stop_signals() { armed.store(false); }
 
 int stop_signal() { return received.load(); }
 
+int take_stop_signal() { return received.exchange(0); }
+
 }  // namespace carapace::cli

@@ -27,4 +27,8 @@ void disarm_stop_signals();
 // The signal received while armed, or 0.
 int stop_signal();
 
+// The signal received while armed, or 0; forgotten, so that the next one
+// is seen (`chat`, which goes on after a Ctrl-C).
+int take_stop_signal();
+
 }  // namespace carapace::cli

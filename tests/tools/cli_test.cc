@@ -34,6 +34,7 @@
 #include "tests/support/fake_model.h"
 #include "tests/support/mock_llm_server.h"
 #include "tests/support/proc_watch.h"
+#include "tests/support/pty_process.h"
 #include "tests/support/raw_db.h"
 #include "tests/support/temp_dir.h"
 
@@ -764,13 +765,24 @@ BOOST_AUTO_TEST_CASE(chat_talks_resumes_and_forks) {
                                                            {"text": "answer in the fork"}, {"text": "after resume"}]})";
   std::string common = "--scenario " + dir.sub("chat.json") + " --workspace " + ws;
   Result first =
-      run("chat --session c1 " + common, "hi there\n/sessions\nand again\n/fork 1\n/bogus\n/exit\n");
+      run("chat --session c1 " + common, "hi there\n/sessions\nand again\n/fork 1\nin the fork\n/bogus\n/exit\n");
   BOOST_TEST(first.code == 0, first.err);
   BOOST_TEST(contains(first.out, "session c1\nagent> hello, human\n"), first.out);
   BOOST_TEST(contains(first.out, "* c1  completed, 1 turns"));
   BOOST_TEST(contains(first.out, "agent> second answer"));
+  BOOST_TEST(contains(first.out, "forking c1 at turn 1: type the fork's first message"), first.out);
   BOOST_TEST(contains(first.out, "forked c1 at turn 1 as "));
   BOOST_TEST(contains(first.out, "! unknown command /bogus"));
+  // The fork waited for its first message, and starts from it.
+  const size_t named = first.out.find("forked c1 at turn 1 as ");
+  BOOST_REQUIRE(named != std::string::npos);
+  const std::string fork_id = first.out.substr(named + 23, first.out.find('\n', named) - named - 23);
+  const json fork_events = run_json("log show " + fork_id)["data"]["events"];
+  std::vector<std::string> said;
+  for (const auto& e : fork_events) {
+    if (e["type"] == "user.message") said.push_back(e["data"]["text"]);
+  }
+  BOOST_TEST((said == std::vector<std::string>{"hi there", "in the fork"}), fork_events.dump());
   Result help = run("chat " + common, "/help\n/resume\n/fork 2\n");
   BOOST_TEST(contains(help.out, "/resume <id>"));
   BOOST_TEST(contains(help.out, "! usage: /resume <id>"));
@@ -1365,7 +1377,18 @@ BOOST_AUTO_TEST_CASE(sigint_stops_a_run_and_kills_its_tools) {
   BOOST_TEST(replayed.code == 0, replayed.out + replayed.err);
 }
 
-// chat stops a turn on Ctrl-C as run does: the stop recorded, the tools killed, exit 130.
+// Whether the file at `path` holds `text` within 10 s.
+bool wait_for_text(const std::string& path, const std::string& text) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!contains(slurp(path), text)) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// chat stops a turn on SIGINT as run does (the stop recorded, the tools
+// killed) and goes on reading; at the end of its input it leaves with 0.
 BOOST_AUTO_TEST_CASE(sigint_stops_a_chat_turn_as_run_does) {
   const std::string ws = dir.sub("ws-chat");
   std::filesystem::create_directories(ws);
@@ -1389,6 +1412,13 @@ BOOST_AUTO_TEST_CASE(sigint_stops_a_chat_turn_as_run_does) {
   }
   BOOST_REQUIRE_MESSAGE(!testing::find_processes({"sleep", "1035"}).empty(), slurp(dir.sub("chat-stop.log")));
   ::kill(pid, SIGINT);
+  BOOST_TEST(wait_for_text(dir.sub("chat-stop.log"), "stopped turn 1 of chat-stop"), slurp(dir.sub("chat-stop.log")));
+  BOOST_TEST(testing::survivors({{"sleep", "1035"}}) == 0u);
+  BOOST_TEST(::kill(pid, 0) == 0);  // still reading
+  const json last = run_json("log show chat-stop")["data"]["events"].back();
+  BOOST_TEST(last["type"] == "session.stopped", last.dump());
+  BOOST_TEST(last["data"]["reason"] == "SIGINT", last.dump());
+  in.close();  // the end of its input
   int status = -1;
   bool ended = wait_child_process(pid, 10000, &status);
   BOOST_TEST(ended);
@@ -1396,13 +1426,8 @@ BOOST_AUTO_TEST_CASE(sigint_stops_a_chat_turn_as_run_does) {
     ::kill(pid, SIGKILL);
     wait_child_process(pid, 10000, &status);
   }
-  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT), status);
-  BOOST_TEST(testing::survivors({{"sleep", "1035"}}) == 0u);
-  std::string log = slurp(dir.sub("chat-stop.log"));
-  BOOST_TEST(contains(log, "carapace: SIGINT: stopping session chat-stop"), log);
-  const json last = run_json("log show chat-stop")["data"]["events"].back();
-  BOOST_TEST(last["type"] == "session.stopped", last.dump());
-  BOOST_TEST(last["data"]["reason"] == "SIGINT", last.dump());
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0), status);
+  BOOST_TEST(contains(slurp(dir.sub("chat-stop.log")), "bye: the session stays in the log"));
 }
 
 // No handler runs: the guards' parent-death signal does the killing.
@@ -1432,65 +1457,6 @@ namespace {
 
 const std::string kOpenAiKey = "sk-proj-cli0canary0Zx81Qw7Er4Ty2Ui9Op3As6Df";
 const std::string kAnthropicKey = "sk-ant-api03-cli0canary0Lk5Jh8Gf1Ds4Az7Xc";
-
-// The binary on a pseudo-terminal (stdin, stdout and stderr all on it), as a
-// person runs it.
-struct PtyProcess {
-  pid_t pid = -1;
-  int master = -1;
-  std::string out;
-
-  PtyProcess(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-    std::vector<std::string> argv_s = {CARAPACE_BIN};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv, envp;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_s = env;
-    for (auto& e : env_s) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    pid = ::forkpty(&master, nullptr, nullptr, nullptr);
-    if (pid == 0) {
-      ::execve(argv[0], argv.data(), envp.data());
-      ::_exit(127);
-    }
-  }
-  ~PtyProcess() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-    if (master >= 0) ::close(master);
-  }
-
-  // Reads until `pred(out)` holds or the timeout passes; whether it held.
-  bool read_until(const std::function<bool(const std::string&)>& pred,
-                  std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-    auto until = std::chrono::steady_clock::now() + timeout;
-    while (!pred(out)) {
-      if (std::chrono::steady_clock::now() > until) return false;
-      pollfd p{master, POLLIN, 0};
-      if (::poll(&p, 1, 10) <= 0) continue;
-      char buf[4096];
-      ssize_t n = ::read(master, buf, sizeof buf);
-      if (n <= 0) return pred(out);  // the child closed the terminal
-      out.append(buf, static_cast<size_t>(n));
-    }
-    return true;
-  }
-
-  void write(const std::string& text) {
-    [[maybe_unused]] ssize_t n = ::write(master, text.data(), text.size());
-  }
-
-  int wait() {
-    read_until([](const std::string&) { return false; }, std::chrono::seconds(30));
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    pid = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-};
 
 // The environment of this process without the providers' variables, plus `set`.
 std::vector<std::string> clean_env(const std::vector<std::string>& set) {
@@ -1788,7 +1754,7 @@ BOOST_AUTO_TEST_CASE(run_and_chat_print_the_answer_as_it_streams_on_a_terminal) 
       std::vector<std::string> args = {"--home", dir.sub("home"), "run", "remember apples"};
       args.insert(args.end(), common.begin(), common.end());
       int stalls = server.stalls();
-      PtyProcess p(args, clean_env({key}));
+      testing::PtyProcess p(CARAPACE_BIN, args, clean_env({key}));
       BOOST_REQUIRE(p.read_until([](const std::string& o) { return contains(o, "Done: r"); }));
       // The server counts its stall just after sending the piece: give it a moment.
       BOOST_TEST(testing::MockLlmServer::wait_for([&] { return server.stalling() == 1; }, std::chrono::seconds(10)),
@@ -1807,7 +1773,7 @@ BOOST_AUTO_TEST_CASE(run_and_chat_print_the_answer_as_it_streams_on_a_terminal) 
     {
       std::vector<std::string> args = {"--home", dir.sub("home"), "chat"};
       args.insert(args.end(), common.begin(), common.end());
-      PtyProcess p(args, clean_env({key}));
+      testing::PtyProcess p(CARAPACE_BIN, args, clean_env({key}));
       BOOST_REQUIRE(p.read_until([](const std::string& o) { return contains(o, "you> "); }));
       p.write("remember pears\n");
       BOOST_REQUIRE(p.read_until([](const std::string& o) { return contains(o, "agent> Done: r"); }));
@@ -1905,6 +1871,82 @@ BOOST_AUTO_TEST_CASE(sessions_rm_removes_a_session_its_own_bodies_and_spans_and_
   BOOST_TEST(left["data"].size() == 2u);
   // Asked on a terminal-less stdin with an answer: "y" removes.
   BOOST_TEST(run("sessions rm r2", "y\n").code == 2);  // stdin is no terminal: --yes is the way
+}
+
+
+// chat on a real terminal, as a person uses it: the status line names the
+// turn that runs; Ctrl-C in a turn stops it (recorded, its tool killed) and
+// returns to the prompt, chat still there; the next message goes on (the
+// stopped turn finished, then the message answered), every model message and
+// tool call shown; Ctrl-C at the prompt says how to leave; Ctrl-D leaves, and
+// so does Ctrl-C twice.
+BOOST_AUTO_TEST_CASE(chat_is_a_repl_on_a_terminal) {
+  const std::string scenario = dir.sub("repl.json");
+  std::ofstream(scenario) << R"({"replies": [
+      {"text": "Working on it.", "tool_calls": [{"name": "shell", "args": {"command": "sleep 1036", "timeout_ms": 600000}}]},
+      {"text": "Stopped, as you asked."},
+      {"text": "Checking.", "tool_calls": [{"name": "shell", "args": {"command": "sleep 0.7"}}]},
+      {"text": "Here is your next answer."}]})";
+  const std::vector<std::string> args = {"--home", dir.sub("home"), "chat", "--session", "r1", "--scenario", scenario,
+                                         "--workspace", ws};
+  testing::PtyProcess p(CARAPACE_BIN, args, clean_env({}));
+  BOOST_REQUIRE_MESSAGE(p.read_until([](const std::string& o) { return contains(o, "you> "); }), p.out);
+  p.write("go\r");
+  BOOST_REQUIRE_MESSAGE(p.read_until([](const std::string& o) { return contains(o, "turn 1: running shell"); }), p.out);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (testing::find_processes({"sleep", "1036"}).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  BOOST_REQUIRE(!testing::find_processes({"sleep", "1036"}).empty());
+  BOOST_TEST(contains(p.out, "agent> Working on it."), p.out);
+
+  // Ctrl-C in the turn: stopped, back at the prompt.
+  size_t mark = p.out.size();
+  p.write("\x03");
+  BOOST_REQUIRE_MESSAGE(p.read_until([mark](const std::string& o) {
+    return contains(o.substr(mark), "stopped turn 1 of r1") && contains(o.substr(mark), "you> ");
+  }), p.out);
+  BOOST_TEST(::kill(p.pid, 0) == 0);  // chat is still there
+  BOOST_TEST(testing::survivors({{"sleep", "1036"}}) == 0u);
+  const json stopped = run_json("log show r1")["data"]["events"].back();
+  BOOST_TEST(stopped["type"] == "session.stopped", stopped.dump());
+  BOOST_TEST(stopped["data"]["reason"] == "SIGINT", stopped.dump());
+
+  // The next message goes on: the stopped call shown, the turn finished, then the message's own turn.
+  mark = p.out.size();
+  p.write("and now?\r");
+  BOOST_REQUIRE_MESSAGE(p.read_until([mark](const std::string& o) {
+    return contains(o.substr(mark), "Here is your next answer.") && contains(o.substr(mark), "you> ");
+  }), p.out);
+  const std::string after = p.out.substr(mark);
+  BOOST_TEST(contains(after, "shell \"{\"command\":\"sleep 1036\""), after);
+  BOOST_TEST(contains(after, "stopped (SIGINT)"), after);
+  BOOST_TEST(contains(after, "agent> Stopped, as you asked."), after);
+  // The stopped turn's call ended it; turn 2 answered; the message's turns are 3 and 4.
+  BOOST_TEST(contains(after, "turn 3: running shell"), after);  // the status line follows the real turn
+  BOOST_TEST(after.find("Stopped, as you asked.") == after.rfind("Stopped, as you asked."), after);  // once
+  BOOST_TEST(after.find("Stopped, as you asked.") < after.find("Here is your next answer."), after);
+
+  // Ctrl-C at the prompt says how to leave; Ctrl-D leaves.
+  mark = p.out.size();
+  p.write("\x03");
+  BOOST_REQUIRE_MESSAGE(p.read_until([mark](const std::string& o) {
+    return contains(o.substr(mark), "(Ctrl-C again or Ctrl-D to leave");
+  }), p.out);
+  BOOST_TEST(::kill(p.pid, 0) == 0);
+  p.write("\x04");
+  BOOST_TEST(p.wait() == 0);
+  BOOST_TEST(contains(p.out, "bye: the session stays in the log"), p.out);
+  BOOST_TEST(run("verify r1").code == 0);
+
+  // Ctrl-C twice at the prompt leaves too.
+  testing::PtyProcess twice(CARAPACE_BIN, args, clean_env({}));
+  BOOST_REQUIRE(twice.read_until([](const std::string& o) { return contains(o, "you> "); }));
+  twice.write("\x03");
+  BOOST_REQUIRE(twice.read_until([](const std::string& o) { return contains(o, "Ctrl-D to leave"); }));
+  twice.write("\x03");
+  BOOST_TEST(twice.wait() == 0);
+  BOOST_TEST(contains(twice.out, "bye"), twice.out);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
