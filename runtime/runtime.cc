@@ -717,6 +717,67 @@ Status Runtime::send_message(const std::string& id, const std::string& text) {
   }
 }
 
+Status Runtime::stop(const std::string& id, const std::string& reason) {
+  CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
+  SessionActor session;
+  std::shared_ptr<SessionJournal> journal;
+  {
+    std::lock_guard lock(impl_->mu);
+    auto it = impl_->sessions.find(id);
+    auto j = impl_->journals.find(id);
+    if (it == impl_->sessions.end() || j == impl_->journals.end()) {
+      return Status::not_found("no session '" + id + "' runs in this runtime");
+    }
+    session = it->second;
+    journal = j->second;
+  }
+  auto stopped_outcome = [&] {
+    const SessionState& s = journal->state();
+    return SessionOutcome{.session_id = id,
+                          .status = s.status,
+                          .final_answer = "",
+                          .stop_reason = "stopped",
+                          .error = reason,
+                          .turns = s.committed_turn,
+                          .tokens = s.tokens,
+                          .cost_usd = s.cost_usd,
+                          .last_seq = journal->last_seq()};
+  };
+  // A waiter that sees the actor gone finds this outcome, not a crash.
+  impl_->settled(id, stopped_outcome());
+  caf::scoped_actor self{*impl_->system};
+  self->send_exit(caf::actor_cast<caf::actor>(session), caf::exit_reason::user_shutdown);
+  self->wait_for(session);
+  // Its calls' processes (and all they started); their results reach no one.
+  impl_->processes->terminate_session(id);
+  impl_->log->drain();  // its durable writes in flight land before the stop
+  {
+    std::lock_guard lock(impl_->mu);
+    if (auto it = impl_->sessions.find(id); it != impl_->sessions.end() && it->second == session) {
+      impl_->sessions.erase(it);
+    }
+    impl_->journals.erase(id);
+  }
+  const SessionStatus status = journal->state().status;
+  if (status == SessionStatus::kCompleted || status == SessionStatus::kFailed) {
+    // It finished before the stop reached it: how it finished.
+    const SessionState& s = journal->state();
+    impl_->settled(id, SessionOutcome{.session_id = id,
+                                      .status = s.status,
+                                      .final_answer = s.final_answer,
+                                      .stop_reason = s.stop_reason,
+                                      .error = s.status == SessionStatus::kFailed ? s.last_error : "",
+                                      .turns = s.committed_turn,
+                                      .tokens = s.tokens,
+                                      .cost_usd = s.cost_usd,
+                                      .last_seq = journal->last_seq()});
+    return Status();
+  }
+  impl_->record_stops({{id, journal}}, reason);
+  impl_->settled(id, stopped_outcome());
+  return Status();
+}
+
 Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, SessionOutcome* out) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   caf::scoped_actor self{*impl_->system};

@@ -169,6 +169,17 @@ class Runtime {
   // turn starts (and, if its run ends first, runs again for it).
   Status send_message(const std::string& id, const std::string& text);
 
+  // Stops session `id`, which runs in this runtime, and returns once it has
+  // stopped: its actor ends, every process its tool calls started is
+  // killed, and session.stopped is recorded with `reason` as its last
+  // event, so that nothing takes it for a crash and resume_session goes on
+  // with it. A C++ tool or an MCP call in flight is not interrupted: its
+  // result is dropped (the resume reports the call interrupted). Other
+  // sessions run on. wait() then answers at once: status kRunning (it did
+  // not finish), stop_reason "stopped", error `reason`. not_found when no
+  // session of that id runs here.
+  Status stop(const std::string& id, const std::string& reason);
+
   // Waits until the session's loop stops; *out says how it stands. By then
   // the session's subscribers have been handed every event it appended.
   // A session whose loop has stopped closes its actor and releases its

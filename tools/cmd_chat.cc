@@ -348,9 +348,9 @@ class Chat {
   }
 
   // Waits for the session's runs to end, with the live status line, and
-  // prints how they ended. Ctrl-C stops the turn (the runtime closed, which
-  // records session.stopped and kills its tool processes, and opened again)
-  // and returns to the prompt; SIGTERM stops it and ends chat (128 + 15).
+  // prints how they ended. Ctrl-C stops the session (Runtime::stop:
+  // session.stopped recorded, its tool processes killed) and returns to the
+  // prompt; SIGTERM stops it and ends chat (128 + 15).
   int answer(const std::string& id) {
     shown_.begin();
     SessionOutcome o;
@@ -383,14 +383,13 @@ class Chat {
       return 128 + sig;
     }
     const uint64_t turn = shown_.turn();
-    rt_.reset();
+    if (Status s = rt_->stop(id, name); !s.ok()) std::printf("! %s\n", ctx_.shown(s.to_string()).c_str());
     std::printf("\nstopped turn %llu of %s (recorded; its tool processes killed)\n"
                 "  your next message goes on from here: the stopped turn is finished first, then your message "
                 "answered; /exit leaves\n",
                 static_cast<unsigned long long>(turn), id.c_str());
     std::fflush(stdout);
     stopped_ = true;
-    if (int rc = open_runtime(ctx_, args_.runtime, &rt_); rc != kExitOk) return rc;
     return kExitOk;
   }
 

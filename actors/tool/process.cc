@@ -309,7 +309,14 @@ void ProcessSet::terminate_all() {
   terminating_ = true;
   // A guard is removed before it is reaped, so each pid here is a live
   // process or an unreaped zombie: never someone else's.
-  for (pid_t guard : guards_) ::kill(guard, SIGTERM);
+  for (const auto& [guard, session] : guards_) ::kill(guard, SIGTERM);
+}
+
+void ProcessSet::terminate_session(const std::string& session) {
+  std::lock_guard lock(mu_);
+  for (const auto& [guard, of] : guards_) {
+    if (of == session) ::kill(guard, SIGTERM);
+  }
 }
 
 bool ProcessSet::terminating() const {
@@ -322,10 +329,10 @@ size_t ProcessSet::running() const {
   return guards_.size();
 }
 
-bool ProcessSet::add(pid_t guard) {
+bool ProcessSet::add(pid_t guard, const std::string& session) {
   std::lock_guard lock(mu_);
   if (terminating_) return false;
-  guards_.insert(guard);
+  guards_[guard] = session;
   return true;
 }
 
@@ -430,7 +437,7 @@ ProcessResult run_process(const ProcessOptions& options) {
   }
   if (guard == 0) process_guard::run_guard(plan);  // never returns
 
-  bool registered = options.processes != nullptr && options.processes->add(guard);
+  bool registered = options.processes != nullptr && options.processes->add(guard, options.session);
   if (options.processes != nullptr && !registered) ::kill(guard, SIGTERM);  // stopping meanwhile
   in_read.reset();
   out_write.reset();

@@ -30,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -52,14 +53,18 @@ class ProcessSet {
   bool terminating() const;
   size_t running() const;
 
+  // Ends the running calls of one session (Runtime::stop) as terminate_all
+  // does; calls go on being taken.
+  void terminate_session(const std::string& session);
+
   // For run_process: false (and nothing recorded) when terminating.
-  bool add(pid_t guard);
+  bool add(pid_t guard, const std::string& session = "");
   void remove(pid_t guard);
 
  private:
   mutable std::mutex mu_;
   bool terminating_ = false;
-  std::set<pid_t> guards_;
+  std::map<pid_t, std::string> guards_;  // guard -> the session of its call
 };
 
 // Makes this process a child subreaper (PR_SET_CHILD_SUBREAPER): orphans of
@@ -86,6 +91,7 @@ struct ProcessOptions {
   uint64_t timeout_ms = 30000;            // 0 (or >= 2^40) = no deadline
   uint64_t max_output_bytes = 64 * 1024;  // cap of ProcessResult::output (see truncate_output)
   ProcessSet* processes = nullptr;        // registers the call there while it runs (may be null)
+  std::string session;                    // the session of the call, for ProcessSet::terminate_session
   ProcessConfinement confinement;         // applied in the child before exec (none by default)
 };
 

@@ -179,6 +179,7 @@ ToolResult run_shell(const ShellConfig& config, const nlohmann::json& args, cons
                                                      .timeout_ms = timeout_ms,
                                                      .max_output_bytes = config.options.max_output_bytes,
                                                      .processes = config.options.processes.get(),
+                                                     .session = context.session_id,
                                                      .confinement = sandbox ? sandbox->confinement()
                                                                             : ProcessConfinement{}});
   if (!process.started) return ToolResult::error(process.error);

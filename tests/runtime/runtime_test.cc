@@ -402,6 +402,59 @@ BOOST_AUTO_TEST_CASE(a_runtime_destroyed_mid_call_kills_every_process_the_call_s
   BOOST_TEST(std::holds_alternative<ToolRequested>(events[events.size() - 2].body));
 }
 
+// Runtime::stop ends one session: its tool's processes killed, the stop
+// recorded last with its reason, wait() answering at once; the other
+// session runs on to its end; the stopped one resumes.
+BOOST_AUTO_TEST_CASE(stop_ends_one_session_and_leaves_the_others_running) {
+  open(R"({"replies": [
+      {"tool_calls": [{"name": "shell", "args": {"command": "sleep 2.5 && echo ok > finished", "timeout_ms": 600000}}]},
+      {"text": "done"}]})");
+  std::filesystem::create_directories(dir.sub("ws-a"));
+  std::filesystem::create_directories(dir.sub("ws-b"));
+  std::string a, b;
+  CHECK_OK(rt->start_session(SessionOptions{.id = "stop-a", .task = "sleep", .workspace = dir.sub("ws-a")}, &a));
+  CHECK_OK(rt->start_session(SessionOptions{.id = "stop-b", .task = "sleep", .workspace = dir.sub("ws-b")}, &b));
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (testing::find_processes({"sleep", "2.5"}).size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  BOOST_REQUIRE(testing::find_processes({"sleep", "2.5"}).size() == 2u);
+
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_OK(rt->stop("stop-a", "cancelled by the test"));
+  BOOST_TEST((std::chrono::steady_clock::now() - start < 2s));
+  std::this_thread::sleep_for(100ms);
+  BOOST_TEST(testing::find_processes({"sleep", "2.5"}).size() == 1u);  // b's
+  SessionOutcome stopped;
+  CHECK_OK(rt->wait("stop-a", 1s, &stopped));
+  BOOST_TEST((stopped.status == SessionStatus::kRunning));
+  BOOST_TEST(stopped.stop_reason == "stopped");
+  BOOST_TEST(stopped.error == "cancelled by the test");
+  BOOST_TEST(rt->stop("stop-a", "again").is_not_found());
+  BOOST_TEST(rt->stop("nobody", "why").is_not_found());
+
+  SessionOutcome other;
+  CHECK_OK(rt->wait("stop-b", 60s, &other));
+  BOOST_TEST((other.status == SessionStatus::kCompleted));
+  BOOST_TEST(std::filesystem::exists(dir.sub("ws-b/finished")));
+  BOOST_TEST(!std::filesystem::exists(dir.sub("ws-a/finished")));
+
+  std::vector<Event> events;
+  CHECK_OK(rt->read_events("stop-a", 1, &events));
+  BOOST_REQUIRE(events.size() >= 2u);
+  const auto* recorded = get_if<SessionStopped>(events.back());
+  BOOST_REQUIRE_MESSAGE(recorded != nullptr, "the last event is " << events.back().type_name());
+  BOOST_TEST(recorded->reason == "cancelled by the test");
+  BOOST_TEST(std::holds_alternative<ToolRequested>(events[events.size() - 2].body));
+
+  // It goes on from there: the interrupted call reported, the session finished.
+  CHECK_OK(rt->resume_session("stop-a", Runtime::ResumeOptions{}));
+  SessionOutcome resumed;
+  CHECK_OK(rt->wait("stop-a", 60s, &resumed));
+  BOOST_TEST((resumed.status == SessionStatus::kCompleted));
+  BOOST_TEST(!std::filesystem::exists(dir.sub("ws-a/finished")));  // not run again
+}
+
 BOOST_AUTO_TEST_CASE(a_runtime_closed_after_its_sessions_finished_records_no_stop) {
   open(R"({"replies": [{"text": "done"}]})");
   BOOST_TEST((run("finish", "finished").status == SessionStatus::kCompleted));
