@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <algorithm>
 #include <set>
 #include <thread>
 
@@ -131,6 +132,17 @@ struct Runtime::Impl {
   static constexpr size_t kFinishedKept = 1024;
   std::map<std::string, SessionOutcome> finished;
   std::deque<std::string> finished_order;
+  // SessionOptions::on_complete of the sessions launched here, called once (under mu).
+  std::map<std::string, std::function<void(const SessionOutcome&)>> completions;
+
+  void expect_completion(const std::string& id, std::function<void(const SessionOutcome&)> on_complete) {
+    std::lock_guard lock(mu);
+    if (on_complete) {
+      completions[id] = std::move(on_complete);
+    } else {
+      completions.erase(id);
+    }
+  }
   struct Subscription {
     std::string session;
     SubscriberActor actor;
@@ -153,17 +165,27 @@ struct Runtime::Impl {
     return it == sessions.end() ? SessionActor{} : it->second;
   }
 
-  void settled(const std::string& id, const SessionOutcome& outcome) {
-    std::lock_guard lock(mu);
-    if (finished.emplace(id, outcome).second) {
-      finished_order.push_back(id);
-    } else {
-      finished[id] = outcome;
+  // `complete`: the outcome is final, for on_complete (a stop records a
+  // provisional one first).
+  void settled(const std::string& id, const SessionOutcome& outcome, bool complete = true) {
+    std::function<void(const SessionOutcome&)> on_complete;
+    {
+      std::lock_guard lock(mu);
+      if (finished.emplace(id, outcome).second) {
+        finished_order.push_back(id);
+      } else {
+        finished[id] = outcome;
+      }
+      while (finished_order.size() > kFinishedKept) {
+        finished.erase(finished_order.front());
+        finished_order.pop_front();
+      }
+      if (auto it = completions.find(id); complete && it != completions.end()) {
+        on_complete = std::move(it->second);
+        completions.erase(it);
+      }
     }
-    while (finished_order.size() > kFinishedKept) {
-      finished.erase(finished_order.front());
-      finished_order.pop_front();
-    }
+    if (on_complete) on_complete(outcome);
   }
 
   // A session actor closed itself: forget it (unless a newer one took its
@@ -548,9 +570,13 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
   CARAPACE_RETURN_IF_ERROR(impl_->log->read(id, 1, UINT64_MAX, &opening_events));
   for (const auto& e : opening_events) log_session_event(id, e);
   if (!options.on_event && !impl_->options.observe) opening_events.clear();
-  CARAPACE_RETURN_IF_ERROR(launch(id, std::move(journal),
-                                  impl_->settings_for(canonical, max_turns, options.instructions),
-                                  options.on_event, options.on_delta, "", opening_events));
+  impl_->expect_completion(id, options.on_complete);
+  Status launched = launch(id, std::move(journal), impl_->settings_for(canonical, max_turns, options.instructions),
+                           options.on_event, options.on_delta, "", opening_events);
+  if (!launched.ok()) {
+    impl_->expect_completion(id, nullptr);
+    return launched;
+  }
   if (id_out != nullptr) *id_out = id;
   return Status();
 }
@@ -608,7 +634,10 @@ Status Runtime::resume(const std::string& id, const ResumeOptions& options, cons
   }
   spdlog::info("session {}: resumed in {} mode at seq {}", id, options.mode == ResumeMode::kStep ? "step" : "turn",
                journal->last_seq());
-  return launch(id, std::move(journal), std::move(settings), options.on_event, options.on_delta, first_input);
+  if (first_input != kNoStart) impl_->expect_completion(id, options.on_complete);
+  Status launched = launch(id, std::move(journal), std::move(settings), options.on_event, options.on_delta, first_input);
+  if (!launched.ok() && first_input != kNoStart) impl_->expect_completion(id, nullptr);
+  return launched;
 }
 
 Status Runtime::fork_session(const std::string& source, uint64_t at_turn, const ForkOptions& options,
@@ -744,7 +773,7 @@ Status Runtime::stop(const std::string& id, const std::string& reason) {
                           .last_seq = journal->last_seq()};
   };
   // A waiter that sees the actor gone finds this outcome, not a crash.
-  impl_->settled(id, stopped_outcome());
+  impl_->settled(id, stopped_outcome(), /*complete=*/false);
   caf::scoped_actor self{*impl_->system};
   self->send_exit(caf::actor_cast<caf::actor>(session), caf::exit_reason::user_shutdown);
   self->wait_for(session);
@@ -938,6 +967,62 @@ void Runtime::unsubscribe(uint64_t subscription) {
 size_t Runtime::live_sessions() const {
   std::lock_guard lock(impl_->mu);
   return impl_->sessions.size();
+}
+
+Status Runtime::list_sessions(const SessionFilter& filter, std::vector<SessionSummary>* out) const {
+  static const std::set<std::string> kStatuses = {"new", "running", "completed", "failed", "stopped", "crashed"};
+  if (!filter.status.empty() && !kStatuses.count(filter.status)) {
+    return Status::invalid_argument("no session status '" + filter.status +
+                                    "': new, running, completed, failed, stopped or crashed");
+  }
+  std::vector<SessionMeta> metas;
+  std::vector<std::string> unreadable;
+  Status listed = impl_->log->list_sessions(&metas, &unreadable);
+  if (!listed.ok()) return listed;
+  for (const auto& entry : unreadable) spdlog::warn("the session index entry {} does not decode: skipped", entry);
+  std::vector<SessionSummary> rows;
+  for (const auto& m : metas) {
+    SessionSummary r{.id = m.id,
+                     .status = std::string(status_name(m.status)),
+                     .turns = m.committed_turn,
+                     .provider = m.provider,
+                     .model = m.model,
+                     .parent_session = m.parent_session,
+                     .created_us = m.created_us,
+                     .updated_us = m.updated_us};
+    (void)impl_->log->last_seq(m.id, &r.last_seq);
+    if (m.status == SessionStatus::kRunning && r.last_seq > 0 && !impl_->find(m.id)) {
+      // Not finished and not run here: stopped if its last event says so;
+      // else its writer died (this runtime holds the home: nobody else writes).
+      std::vector<Event> last;
+      const bool stopped = impl_->log->read(m.id, r.last_seq, r.last_seq, &last).ok() && !last.empty() &&
+                           std::holds_alternative<SessionStopped>(last.back().body);
+      r.status = stopped ? "stopped" : "crashed";
+    }
+    if (!filter.status.empty() && r.status != filter.status) continue;
+    if (filter.since_us != 0 && std::max(r.updated_us, r.created_us) < filter.since_us) continue;
+    rows.push_back(std::move(r));
+  }
+  std::sort(rows.begin(), rows.end(), [](const SessionSummary& a, const SessionSummary& b) {
+    const int64_t x = std::max(a.updated_us, a.created_us), y = std::max(b.updated_us, b.created_us);
+    return x != y ? x > y : a.id < b.id;
+  });
+  if (filter.limit != 0 && rows.size() > filter.limit) rows.resize(filter.limit);
+  *out = std::move(rows);
+  return Status();
+}
+
+Status Runtime::resume_unfinished(const ResumeOptions& options, std::vector<ResumedSession>* report) {
+  std::vector<SessionSummary> all;
+  CARAPACE_RETURN_IF_ERROR(list_sessions(SessionFilter{}, &all));
+  std::reverse(all.begin(), all.end());  // oldest first
+  for (const auto& row : all) {
+    if (row.status != "crashed" && row.status != "stopped") continue;
+    Status s = resume_session(row.id, options);
+    spdlog::info("session {}: {} ({})", row.id, s.ok() ? "resumed" : "not resumed: " + s.to_string(), row.status);
+    if (report != nullptr) report->push_back(ResumedSession{.id = row.id, .was = row.status, .status = s});
+  }
+  return Status();
 }
 
 Status Runtime::read_events(const std::string& id, uint64_t from_seq, std::vector<Event>* out) const {

@@ -141,6 +141,7 @@ class Runtime {
     std::vector<std::string> follow_ups;
     std::function<void(const Event&)> on_event;
     std::function<void(const StreamDelta&)> on_delta;
+    std::function<void(const SessionOutcome&)> on_complete;  // as SessionOptions::on_complete
   };
 
   // Resumes a session from its log under the same id: checks every record's
@@ -203,6 +204,19 @@ class Runtime {
 
   // Session actors alive in this runtime (running, or idle and not yet closed).
   size_t live_sessions() const;
+
+  // The sessions of the home, newest first (by the last checkpoint, else
+  // the start), with the statuses of `carapace sessions` (SessionSummary),
+  // filtered. A damaged index entry is skipped and named in the error only
+  // when nothing could be listed.
+  Status list_sessions(const SessionFilter& filter, std::vector<SessionSummary>* out) const;
+
+  // Resumes every session of the home that did not finish and does not run
+  // here (crashed or stopped), oldest first, each with `options` (its
+  // callbacks for every one); one entry of *report per session tried, with
+  // the outcome of its resume. The status is not ok only when the sessions
+  // could not be listed.
+  Status resume_unfinished(const ResumeOptions& options, std::vector<ResumedSession>* report);
 
   // Appends to *out the events of session `id` from seq `from_seq` (1: all)
   // to the last one written, read back from the log and checksum-checked.

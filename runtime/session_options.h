@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "actors/messages.h"
+#include "base/status.h"
 #include "events/events.h"
 
 namespace carapace {
@@ -29,6 +30,44 @@ struct SessionOptions {
   // actor thread: keep them quick.
   std::function<void(const Event&)> on_event;
   std::function<void(const StreamDelta&)> on_delta;
+  // Called once, when the session's loop stops (what wait() would answer:
+  // completed, failed, out of turns, or stopped by Runtime::stop), on an
+  // actor thread or the one that called stop(): keep it quick, do not wait
+  // for the runtime in it. Not called for a session still running when the
+  // runtime closes (it is stopped there; resume it).
+  std::function<void(const SessionOutcome&)> on_complete;
+};
+
+// What Runtime::list_sessions keeps.
+struct SessionFilter {
+  std::string status;    // "": any; else new, running, completed, failed, stopped or crashed
+  int64_t since_us = 0;  // updated (or started) then or later
+  size_t limit = 0;      // 0: all; else the newest N
+};
+
+// A session of the home, as `carapace sessions` shows it.
+struct SessionSummary {
+  std::string id;
+  // completed, failed; for one that did not finish: running (its actor is
+  // alive in this runtime), stopped (its last event is session.stopped:
+  // Runtime::stop, a closed runtime, a stopped command), crashed (its
+  // writer died: this runtime holds the home, so no other process writes
+  // it); new when it has no event after its opening.
+  std::string status;
+  uint64_t turns = 0;     // committed
+  uint64_t last_seq = 0;
+  std::string provider;
+  std::string model;
+  std::string parent_session;  // set for a fork
+  int64_t created_us = 0;
+  int64_t updated_us = 0;  // the last checkpoint
+};
+
+// What Runtime::resume_unfinished did with one session.
+struct ResumedSession {
+  std::string id;
+  std::string was;  // crashed or stopped
+  Status status;    // of its resume_session
 };
 
 }  // namespace carapace

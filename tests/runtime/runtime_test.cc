@@ -19,6 +19,8 @@
 #include "replay/verify.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_internal.h"
+#include "storage/event_log.h"
+#include "storage/session_journal.h"
 #include "tests/support/printing.h"
 #include "tests/support/proc_watch.h"
 #include "tests/support/temp_dir.h"
@@ -453,6 +455,92 @@ BOOST_AUTO_TEST_CASE(stop_ends_one_session_and_leaves_the_others_running) {
   CHECK_OK(rt->wait("stop-a", 60s, &resumed));
   BOOST_TEST((resumed.status == SessionStatus::kCompleted));
   BOOST_TEST(!std::filesystem::exists(dir.sub("ws-a/finished")));  // not run again
+}
+
+// What an embedder needs to run sessions as a service: on_complete once
+// per session (no blocking wait); list_sessions with the statuses of
+// `carapace sessions` (a session whose writer died, a stopped one, a
+// completed one), filtered, newest first; resume_unfinished resumes the
+// crashed and the stopped ones and reports each.
+BOOST_AUTO_TEST_CASE(list_sessions_resume_unfinished_and_on_complete) {
+  const std::string scenario = R"({"replies": [
+      {"tool_calls": [{"name": "shell", "args": {"command": "sleep 1037", "timeout_ms": 600000}}]},
+      {"text": "done"}]})";
+  open(scenario);
+  rt.reset();  // the home exists
+  {
+    // A session whose writer died in its first turn, as a killed process leaves it.
+    std::unique_ptr<EventLog> log;
+    CHECK_OK(EventLog::open(EventLog::Options{.path = dir.sub("home/log")}, &log));
+    std::unique_ptr<SessionJournal> journal;
+    CHECK_OK(SessionJournal::create(log.get(), "dead-1",
+                                    {SessionStarted{.agent_id = "carapace", .provider = "scripted",
+                                                    .model = "scripted-1", .rng_seed = 1, .workspace = dir.path()},
+                                     UserMessage{.text = "go"}},
+                                    JournalOptions{}, &journal));
+    CHECK_OK(journal->append_synced({TurnStarted{.turn = 1}}));
+  }
+  open(scenario);
+  std::mutex mu;
+  std::vector<SessionOutcome> completed;
+  auto on_complete = [&](const SessionOutcome& o) {
+    std::lock_guard lock(mu);
+    completed.push_back(o);
+  };
+  std::string id;
+  CHECK_OK(rt->start_session(SessionOptions{.id = "long-1", .task = "sleep", .on_complete = on_complete}, &id));
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (testing::find_processes({"sleep", "1037"}).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  BOOST_REQUIRE(!testing::find_processes({"sleep", "1037"}).empty());
+
+  std::vector<SessionSummary> rows;
+  CHECK_OK(rt->list_sessions(SessionFilter{}, &rows));
+  BOOST_REQUIRE(rows.size() == 2u);
+  BOOST_TEST(rows[0].id == "long-1");  // newest first
+  BOOST_TEST(rows[0].status == "running");
+  BOOST_TEST(rows[1].id == "dead-1");
+  BOOST_TEST(rows[1].status == "crashed");
+
+  CHECK_OK(rt->stop("long-1", "the test stops it"));
+  {
+    std::lock_guard lock(mu);
+    BOOST_REQUIRE(completed.size() == 1u);  // called once, by the stop
+    BOOST_TEST(completed[0].stop_reason == "stopped");
+  }
+  CHECK_OK(rt->list_sessions(SessionFilter{.status = "stopped"}, &rows));
+  BOOST_REQUIRE(rows.size() == 1u);
+  BOOST_TEST(rows[0].id == "long-1");
+  CHECK_OK(rt->list_sessions(SessionFilter{.limit = 1}, &rows));
+  BOOST_TEST(rows.size() == 1u);
+  BOOST_TEST(rt->list_sessions(SessionFilter{.status = "sleeping"}, &rows).is_invalid_argument());
+
+  // Both go on, each reported; each completes and says so once.
+  std::vector<ResumedSession> report;
+  CHECK_OK(rt->resume_unfinished(Runtime::ResumeOptions{.on_complete = on_complete}, &report));
+  BOOST_REQUIRE(report.size() == 2u);
+  BOOST_TEST(report[0].id == "dead-1");  // oldest first
+  BOOST_TEST(report[0].was == "crashed");
+  BOOST_TEST(report[1].id == "long-1");
+  BOOST_TEST(report[1].was == "stopped");
+  for (const auto& r : report) BOOST_TEST(r.status.ok(), r.id << ": " << r.status.to_string());
+  SessionOutcome out;
+  CHECK_OK(rt->wait("long-1", 60s, &out));
+  BOOST_TEST((out.status == SessionStatus::kCompleted));
+  // dead-1's open turn asks the model: the scenario's first reply, the long sleep. Stopped there.
+  const auto asleep = std::chrono::steady_clock::now() + 20s;
+  while (testing::find_processes({"sleep", "1037"}).empty() && std::chrono::steady_clock::now() < asleep) {
+    std::this_thread::sleep_for(10ms);
+  }
+  BOOST_REQUIRE(!testing::find_processes({"sleep", "1037"}).empty());
+  CHECK_OK(rt->stop("dead-1", "done with it"));
+  {
+    std::lock_guard lock(mu);
+    BOOST_TEST(completed.size() == 3u);  // long-1's stop and completion, dead-1's stop
+  }
+  CHECK_OK(rt->list_sessions(SessionFilter{.status = "crashed"}, &rows));
+  BOOST_TEST(rows.empty());
 }
 
 BOOST_AUTO_TEST_CASE(a_runtime_closed_after_its_sessions_finished_records_no_stop) {
