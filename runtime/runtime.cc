@@ -1,4 +1,6 @@
 #include "runtime/runtime.h"
+
+#include "runtime/deadlines.h"
 #include "runtime/logging.h"
 
 #include "runtime/home.h"
@@ -132,6 +134,17 @@ struct Runtime::Impl {
   static constexpr size_t kFinishedKept = 1024;
   std::map<std::string, SessionOutcome> finished;
   std::deque<std::string> finished_order;
+  // SessionOptions::deadline: Runtime::stop for the runs still going then
+  // (null once the runtime closes; under mu).
+  std::unique_ptr<Deadlines> deadlines;
+  void arm_deadline(const std::string& id, std::chrono::milliseconds after) {
+    std::lock_guard lock(mu);
+    if (deadlines && after.count() > 0) deadlines->arm(id, after);
+  }
+  void disarm_deadline(const std::string& id) {
+    std::lock_guard lock(mu);
+    if (deadlines) deadlines->disarm(id);
+  }
   // SessionOptions::on_complete of the sessions launched here, called once (under mu).
   std::map<std::string, std::function<void(const SessionOutcome&)>> completions;
 
@@ -184,6 +197,7 @@ struct Runtime::Impl {
         on_complete = std::move(it->second);
         completions.erase(it);
       }
+      if (complete && deadlines) deadlines->disarm(id);
     }
     if (on_complete) on_complete(outcome);
   }
@@ -293,6 +307,12 @@ Runtime::~Runtime() {
     std::lock_guard lock(impl_->lifetime->mu);  // waits for a recovery in progress
     impl_->lifetime->alive = false;
   }
+  std::unique_ptr<Deadlines> deadlines;
+  {
+    std::lock_guard lock(impl_->mu);
+    deadlines = std::move(impl_->deadlines);
+  }
+  deadlines.reset();  // no deadline stops a session from now on
   std::map<std::string, std::shared_ptr<SessionJournal>> running;
   std::string reason;
   {
@@ -408,6 +428,10 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
         }).detach();
       },
       [impl_ptr](const std::string& id, const caf::actor_addr& actor) { impl_ptr->closed(id, actor); });
+  rt->impl_->deadlines = std::make_unique<Deadlines>([rt](const std::string& id, const std::string& reason) {
+    Status s = rt->stop(id, reason);
+    if (s.ok()) spdlog::info("session {}: stopped: {}", id, reason);
+  });
   return Status();
 }
 
@@ -571,10 +595,12 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
   for (const auto& e : opening_events) log_session_event(id, e);
   if (!options.on_event && !impl_->options.observe) opening_events.clear();
   impl_->expect_completion(id, options.on_complete);
+  impl_->arm_deadline(id, options.deadline);
   Status launched = launch(id, std::move(journal), impl_->settings_for(canonical, max_turns, options.instructions),
                            options.on_event, options.on_delta, "", opening_events);
   if (!launched.ok()) {
     impl_->expect_completion(id, nullptr);
+    impl_->disarm_deadline(id);
     return launched;
   }
   if (id_out != nullptr) *id_out = id;
@@ -634,9 +660,15 @@ Status Runtime::resume(const std::string& id, const ResumeOptions& options, cons
   }
   spdlog::info("session {}: resumed in {} mode at seq {}", id, options.mode == ResumeMode::kStep ? "step" : "turn",
                journal->last_seq());
-  if (first_input != kNoStart) impl_->expect_completion(id, options.on_complete);
+  if (first_input != kNoStart) {
+    impl_->expect_completion(id, options.on_complete);
+    impl_->arm_deadline(id, options.deadline);
+  }
   Status launched = launch(id, std::move(journal), std::move(settings), options.on_event, options.on_delta, first_input);
-  if (!launched.ok() && first_input != kNoStart) impl_->expect_completion(id, nullptr);
+  if (!launched.ok() && first_input != kNoStart) {
+    impl_->expect_completion(id, nullptr);
+    impl_->disarm_deadline(id);
+  }
   return launched;
 }
 

@@ -142,6 +142,7 @@ class Runtime {
     std::function<void(const Event&)> on_event;
     std::function<void(const StreamDelta&)> on_delta;
     std::function<void(const SessionOutcome&)> on_complete;  // as SessionOptions::on_complete
+    std::chrono::milliseconds deadline{0};                   // as SessionOptions::deadline
   };
 
   // Resumes a session from its log under the same id: checks every record's

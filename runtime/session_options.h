@@ -1,6 +1,7 @@
 // SessionOptions: what Runtime::start_session is given (runtime/runtime.h).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -36,6 +37,11 @@ struct SessionOptions {
   // for the runtime in it. Not called for a session still running when the
   // runtime closes (it is stopped there; resume it).
   std::function<void(const SessionOutcome&)> on_complete;
+  // 0: none. Else the run is stopped (Runtime::stop, reason "its deadline
+  // of N ms passed") if its loop has not stopped that long after the start;
+  // a resume has its own (ResumeOptions::deadline). A limit on this run,
+  // recorded only by the stop it causes.
+  std::chrono::milliseconds deadline{0};
 };
 
 // What Runtime::list_sessions keeps.

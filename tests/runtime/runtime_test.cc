@@ -543,6 +543,50 @@ BOOST_AUTO_TEST_CASE(list_sessions_resume_unfinished_and_on_complete) {
   BOOST_TEST(rows.empty());
 }
 
+// A run with a deadline is stopped when it passes, as Runtime::stop does;
+// one that ends first is left alone, and so is its next run.
+BOOST_AUTO_TEST_CASE(a_deadline_stops_a_run_that_is_still_going) {
+  open(R"({"replies": [
+      {"tool_calls": [{"name": "shell", "args": {"command": "sleep 1038", "timeout_ms": 600000}}]},
+      {"text": "done"},
+      {"tool_calls": [{"name": "shell", "args": {"command": "sleep 1.5"}}]},
+      {"text": "done again"}]})");
+  const auto start = std::chrono::steady_clock::now();
+  std::string id;
+  CHECK_OK(rt->start_session(SessionOptions{.id = "late", .task = "sleep", .deadline = 800ms}, &id));
+  SessionOutcome out;
+  Status waited;
+  do {
+    waited = rt->wait("late", 100ms, &out);
+  } while (waited.is_busy() && std::chrono::steady_clock::now() - start < 20s);
+  CHECK_OK(waited);
+  const auto took = std::chrono::steady_clock::now() - start;
+  BOOST_TEST((took >= 800ms && took < 5s));
+  BOOST_TEST(out.stop_reason == "stopped");
+  BOOST_TEST(out.error == "its deadline of 800 ms passed");
+  BOOST_TEST(testing::survivors({{"sleep", "1038"}}) == 0u);
+  std::vector<Event> events;
+  CHECK_OK(rt->read_events("late", 1, &events));
+  const auto* stopped = get_if<SessionStopped>(events.back());
+  BOOST_REQUIRE(stopped != nullptr);
+  BOOST_TEST(stopped->reason == "its deadline of 800 ms passed");
+
+  // Resumed with a deadline it keeps: it ends long before, and the deadline
+  // goes with that run: the next one (a message, 1.5 s of shell) runs past it.
+  CHECK_OK(rt->resume_session("late", Runtime::ResumeOptions{.deadline = 500ms}));
+  CHECK_OK(rt->wait("late", 60s, &out));
+  BOOST_TEST((out.status == SessionStatus::kCompleted));
+  CHECK_OK(rt->send_message("late", "once more"));
+  CHECK_OK(rt->wait("late", 60s, &out));
+  BOOST_TEST((out.status == SessionStatus::kCompleted));
+  BOOST_TEST(out.final_answer == "done again");
+  events.clear();
+  CHECK_OK(rt->read_events("late", 1, &events));
+  size_t stops = 0;
+  for (const auto& e : events) stops += std::holds_alternative<SessionStopped>(e.body);
+  BOOST_TEST(stops == 1u);  // the first deadline's only
+}
+
 BOOST_AUTO_TEST_CASE(a_runtime_closed_after_its_sessions_finished_records_no_stop) {
   open(R"({"replies": [{"text": "done"}]})");
   BOOST_TEST((run("finish", "finished").status == SessionStatus::kCompleted));
