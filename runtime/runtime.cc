@@ -50,17 +50,33 @@ const std::string Runtime::kNoStart = std::string("\0no-start", 9);
 
 namespace {
 
+// The subscriber whose callback this thread runs (unsubscribe() from inside
+// a callback must not wait for that callback to return).
+thread_local caf::actor_id calling_subscriber = caf::invalid_actor_id;
+
+// Calls a subscriber's callback: an exception is logged and the
+// subscription goes on (it would end the actor, and the subscription with it).
+template <typename Callback, typename Arg>
+void call_back(SubscriberActor::pointer self, const Callback& callback, const Arg& arg, const char* which) {
+  if (!callback) return;
+  calling_subscriber = self->id();
+  try {
+    callback(arg);
+  } catch (const std::exception& e) {
+    spdlog::warn("a subscriber's {} threw ({}); the subscription goes on", which, e.what());
+  } catch (...) {
+    spdlog::warn("a subscriber's {} threw; the subscription goes on", which);
+  }
+  calling_subscriber = caf::invalid_actor_id;
+}
+
 SubscriberActor::behavior_type subscriber(SubscriberActor::pointer self,
                                           std::function<void(const Event&)> on_event,
                                           std::function<void(const StreamDelta&)> on_delta) {
   return {
       [self](close_atom) { self->quit(); },
-      [=](const EventNotice& notice) {
-        if (on_event) on_event(notice.event);
-      },
-      [=](const StreamDelta& delta) {
-        if (on_delta) on_delta(delta);
-      },
+      [=](const EventNotice& notice) { call_back(self, on_event, notice.event, "on_event"); },
+      [=](const StreamDelta& delta) { call_back(self, on_delta, delta, "on_delta"); },
       [](flush_atom) { return true; },
   };
 }
@@ -993,7 +1009,14 @@ void Runtime::unsubscribe(uint64_t subscription) {
     sub = it->second.actor;
     impl_->subscriptions.erase(it);
   }
-  caf::anon_send_exit(sub, caf::exit_reason::user_shutdown);
+  // Once it has ended, no callback of it runs; from inside one, that one is the last.
+  if (calling_subscriber != caf::invalid_actor_id && calling_subscriber == sub->id()) {
+    caf::anon_send_exit(sub, caf::exit_reason::user_shutdown);
+    return;
+  }
+  caf::scoped_actor self{*impl_->system};
+  self->send_exit(sub, caf::exit_reason::user_shutdown);
+  self->wait_for(sub);
 }
 
 size_t Runtime::live_sessions() const {

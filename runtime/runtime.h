@@ -198,7 +198,10 @@ class Runtime {
   // nothing into the session; safe beside running sessions.
   Status replay(const std::string& id, uint64_t until_turn, ReplayReport* report);
 
-  // Subscribes to a running session's events from now on; returns an id for unsubscribe().
+  // Subscribes to a running session's events from now on; returns an id
+  // for unsubscribe(). A callback that throws is logged (a warning) and the
+  // subscription goes on. unsubscribe() returns once no callback of the
+  // subscription runs or will (called from inside one, that one is the last).
   Status subscribe(const std::string& id, std::function<void(const Event&)> on_event,
                    std::function<void(const StreamDelta&)> on_delta, uint64_t* subscription);
   void unsubscribe(uint64_t subscription);

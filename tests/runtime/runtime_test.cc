@@ -5,6 +5,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <array>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -585,6 +586,58 @@ BOOST_AUTO_TEST_CASE(a_deadline_stops_a_run_that_is_still_going) {
   size_t stops = 0;
   for (const auto& e : events) stops += std::holds_alternative<SessionStopped>(e.body);
   BOOST_TEST(stops == 1u);  // the first deadline's only
+}
+
+// unsubscribe() returns once no callback of the subscription runs or will;
+// a callback that throws is reported and its subscription goes on.
+BOOST_AUTO_TEST_CASE(unsubscribe_waits_for_callbacks_and_a_throwing_callback_goes_on) {
+  nlohmann::json replies = nlohmann::json::array();
+  for (int i = 0; i < 40; ++i) {
+    replies.push_back({{"text", "step"}, {"tool_calls", {{{"name", "tally"}, {"args", {{"n", i}}}}}}});
+  }
+  replies.push_back({{"text", "finished"}});
+  open(nlohmann::json{{"replies", replies}}.dump());
+  CHECK_OK(rt->register_tool(ToolDefinition{
+      .spec = {.name = "tally", .description = "counts", .schema = JsonText{R"({"type":"object"})"}},
+      .blocking = false,
+      .run = [](const nlohmann::json&, const ToolContext&) { return ToolResult{.output = "ok"}; }}));
+  std::string id;
+  CHECK_OK(rt->start_session(SessionOptions{.id = "many", .task = "count"}, &id));
+
+  constexpr int kSubscribers = 8;
+  std::array<std::atomic<int>, kSubscribers> started{};
+  std::array<uint64_t, kSubscribers> subs{};
+  for (int i = 0; i < kSubscribers; ++i) {
+    CHECK_OK(rt->subscribe(
+        "many",
+        [&started, i](const Event&) {
+          ++started[i];
+          std::this_thread::sleep_for(2ms);
+        },
+        nullptr, &subs[i]));
+  }
+  std::atomic<int> after_throw{0};
+  std::atomic<bool> thrown{false};
+  uint64_t thrower = 0;
+  CHECK_OK(rt->subscribe(
+      "many",
+      [&](const Event&) {
+        if (!thrown.exchange(true)) throw std::runtime_error("a callback that fails");
+        ++after_throw;
+      },
+      nullptr, &thrower));
+  std::array<int, kSubscribers> at_return{};
+  for (int i = 0; i < kSubscribers; ++i) {
+    while (started[i] < 3 + i) std::this_thread::sleep_for(1ms);
+    rt->unsubscribe(subs[i]);
+    at_return[i] = started[i];
+  }
+  SessionOutcome out;
+  CHECK_OK(rt->wait("many", 60s, &out));
+  BOOST_TEST((out.status == SessionStatus::kCompleted));
+  for (int i = 0; i < kSubscribers; ++i) BOOST_TEST(started[i] == at_return[i], "subscriber " << i);
+  BOOST_TEST(thrown.load());
+  BOOST_TEST(after_throw > 100);  // every event after the one that threw
 }
 
 BOOST_AUTO_TEST_CASE(a_runtime_closed_after_its_sessions_finished_records_no_stop) {
