@@ -13,6 +13,7 @@
 #include <mutex>
 #include <random>
 #include <algorithm>
+#include <atomic>
 #include <set>
 #include <thread>
 
@@ -150,6 +151,13 @@ struct Runtime::Impl {
   static constexpr size_t kFinishedKept = 1024;
   std::map<std::string, SessionOutcome> finished;
   std::deque<std::string> finished_order;
+  // Runtime::close has begun: no new session, message, resume or fork.
+  std::atomic<bool> closing{false};
+  Status refuse_if_closing() const {
+    return closing ? Status::busy("the runtime is closing: it takes no new session, message or resume")
+                   : Status();
+  }
+
   // SessionOptions::deadline: Runtime::stop for the runs still going then
   // (null once the runtime closes; under mu).
   std::unique_ptr<Deadlines> deadlines;
@@ -316,6 +324,21 @@ Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 void Runtime::set_stop_reason(std::string reason) {
   std::lock_guard lock(impl_->mu);
   impl_->stop_reason = std::move(reason);
+}
+
+void Runtime::close(std::chrono::milliseconds drain) {
+  impl_->closing = true;
+  const auto deadline = std::chrono::steady_clock::now() + drain;
+  std::vector<std::string> live;
+  {
+    std::lock_guard lock(impl_->mu);
+    for (const auto& [id, actor] : impl_->sessions) live.push_back(id);
+  }
+  for (const auto& id : live) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    SessionOutcome ignored;
+    (void)wait(id, std::max(left, std::chrono::milliseconds(0)), &ignored);
+  }
 }
 
 Runtime::~Runtime() {
@@ -556,6 +579,7 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
 }
 
 Status Runtime::start_session(const SessionOptions& options, std::string* id_out) {
+  CARAPACE_RETURN_IF_ERROR(impl_->refuse_if_closing());
   const Config& config = impl_->options.config;
   std::string id = options.id.empty() ? generate_session_id() : options.id;
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
@@ -628,6 +652,7 @@ Status Runtime::resume_session(const std::string& id, const ResumeOptions& optio
 }
 
 Status Runtime::resume(const std::string& id, const ResumeOptions& options, const std::string& first_input) {
+  CARAPACE_RETURN_IF_ERROR(impl_->refuse_if_closing());
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
   if (impl_->find(id)) return Status::busy("session " + id + " is already running in this process");
   uint64_t last = 0;
@@ -690,6 +715,7 @@ Status Runtime::resume(const std::string& id, const ResumeOptions& options, cons
 
 Status Runtime::fork_session(const std::string& source, uint64_t at_turn, const ForkOptions& options,
                              std::string* id_out) {
+  CARAPACE_RETURN_IF_ERROR(impl_->refuse_if_closing());
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(source));
   std::string id = options.id.empty() ? generate_session_id() : options.id;
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
@@ -762,6 +788,7 @@ Status Runtime::fork_session(const std::string& source, uint64_t at_turn, const 
 }
 
 Status Runtime::send_message(const std::string& id, const std::string& text) {
+  CARAPACE_RETURN_IF_ERROR(impl_->refuse_if_closing());
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
   if (text.empty()) return Status::invalid_argument("the message is empty");
   caf::scoped_actor self{*impl_->system};

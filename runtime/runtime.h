@@ -171,6 +171,14 @@ class Runtime {
   // turn starts (and, if its run ends first, runs again for it).
   Status send_message(const std::string& id, const std::string& text);
 
+  // A graceful end: from now on no new session, message, resume or fork is
+  // taken (busy, "the runtime is closing"); the sessions running here get up
+  // to `drain` to end their runs (their tool calls finish and are recorded,
+  // their model answers arrive). Returns when they all have, or when `drain`
+  // is spent. Destroying the runtime then stops what still runs
+  // (session.stopped recorded, tool processes killed: resumable).
+  void close(std::chrono::milliseconds drain);
+
   // Stops session `id`, which runs in this runtime, and returns once it has
   // stopped: its actor ends, every process its tool calls started is
   // killed, and session.stopped is recorded with `reason` as its last

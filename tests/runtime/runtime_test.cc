@@ -640,6 +640,58 @@ BOOST_AUTO_TEST_CASE(unsubscribe_waits_for_callbacks_and_a_throwing_callback_goe
   BOOST_TEST(after_throw > 100);  // every event after the one that threw
 }
 
+// close(drain): nothing new is taken; a run that ends within the drain
+// ends as it would have (its call's result recorded, completed); one that
+// does not is stopped when the runtime is destroyed, resumable.
+BOOST_AUTO_TEST_CASE(close_drains_running_sessions_up_to_its_bound) {
+  open(R"({"replies": [
+      {"tool_calls": [{"name": "shell", "args": {"command": "sleep 0.6; echo slept", "timeout_ms": 600000}}]},
+      {"text": "done"}]})");
+  std::filesystem::create_directories(dir.sub("ws-short"));
+  std::string id;
+  CHECK_OK(rt->start_session(SessionOptions{.id = "short", .task = "nap", .workspace = dir.sub("ws-short")}, &id));
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (testing::find_processes({"sleep", "0.6"}).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  BOOST_REQUIRE(!testing::find_processes({"sleep", "0.6"}).empty());
+  auto start = std::chrono::steady_clock::now();
+  rt->close(10s);
+  BOOST_TEST((std::chrono::steady_clock::now() - start < 5s));
+  BOOST_TEST(rt->start_session(SessionOptions{.task = "more"}, &id).is_busy());
+  BOOST_TEST(rt->send_message("short", "more").is_busy());
+  SessionOutcome out;
+  CHECK_OK(rt->wait("short", 1s, &out));
+  BOOST_TEST((out.status == SessionStatus::kCompleted));
+  rt.reset();
+
+  // A run longer than the drain: close returns at the bound; the destructor stops it.
+  open(R"({"replies": [
+      {"tool_calls": [{"name": "shell", "args": {"command": "sleep 1040", "timeout_ms": 600000}}]},
+      {"text": "done"}]})");
+  CHECK_OK(rt->start_session(SessionOptions{.id = "long", .task = "sleep"}, &id));
+  while (testing::find_processes({"sleep", "1040"}).empty() && std::chrono::steady_clock::now() < deadline + 20s) {
+    std::this_thread::sleep_for(5ms);
+  }
+  start = std::chrono::steady_clock::now();
+  rt->close(300ms);
+  const auto took = std::chrono::steady_clock::now() - start;
+  BOOST_TEST((took >= 250ms && took < 3s));
+  rt.reset();
+  BOOST_TEST(testing::survivors({{"sleep", "1040"}}) == 0u);
+  open(R"({"replies": [{"text": "done"}]})");
+  std::vector<Event> events;
+  CHECK_OK(rt->read_events("long", 1, &events));
+  BOOST_TEST(std::holds_alternative<SessionStopped>(events.back().body), events.back().type_name());
+  events.clear();
+  CHECK_OK(rt->read_events("short", 1, &events));
+  size_t completed_calls = 0;
+  for (const auto& e : events) {
+    if (const auto* c = get_if<ToolCompleted>(e)) completed_calls += !c->interrupted && c->output == "slept\n";
+  }
+  BOOST_TEST(completed_calls == 1u);  // its result, recorded
+}
+
 BOOST_AUTO_TEST_CASE(a_runtime_closed_after_its_sessions_finished_records_no_stop) {
   open(R"({"replies": [{"text": "done"}]})");
   BOOST_TEST((run("finish", "finished").status == SessionStatus::kCompleted));
