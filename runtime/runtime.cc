@@ -160,10 +160,15 @@ struct Runtime::Impl {
 
   // SessionOptions::deadline: Runtime::stop for the runs still going then
   // (null once the runtime closes; under mu).
-  std::unique_ptr<Deadlines> deadlines;
+  std::unique_ptr<Deadlines> deadlines;  // its thread started with the first deadline
+  std::function<void(const std::string&, const std::string&)> stop_for_deadline;
+  bool deadlines_closed = false;  // the runtime is closing: no deadline from now on
   void arm_deadline(const std::string& id, std::chrono::milliseconds after) {
+    if (after.count() <= 0) return;
     std::lock_guard lock(mu);
-    if (deadlines && after.count() > 0) deadlines->arm(id, after);
+    if (deadlines_closed) return;
+    if (!deadlines) deadlines = std::make_unique<Deadlines>(stop_for_deadline);
+    deadlines->arm(id, after);
   }
   void disarm_deadline(const std::string& id) {
     std::lock_guard lock(mu);
@@ -349,6 +354,7 @@ Runtime::~Runtime() {
   std::unique_ptr<Deadlines> deadlines;
   {
     std::lock_guard lock(impl_->mu);
+    impl_->deadlines_closed = true;
     deadlines = std::move(impl_->deadlines);
   }
   deadlines.reset();  // no deadline stops a session from now on
@@ -467,10 +473,10 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
         }).detach();
       },
       [impl_ptr](const std::string& id, const caf::actor_addr& actor) { impl_ptr->closed(id, actor); });
-  rt->impl_->deadlines = std::make_unique<Deadlines>([rt](const std::string& id, const std::string& reason) {
+  rt->impl_->stop_for_deadline = [rt](const std::string& id, const std::string& reason) {
     Status s = rt->stop(id, reason);
     if (s.ok()) spdlog::info("session {}: stopped: {}", id, reason);
-  });
+  };
   return Status();
 }
 
