@@ -861,13 +861,26 @@ Status Runtime::stop(const std::string& id, const std::string& reason) {
   // Its calls' processes (and all they started); their results reach no one.
   impl_->processes->terminate_session(id);
   impl_->log->drain();  // its durable writes in flight land before the stop
+  // Forgotten with its subscriptions, as a session that closed itself is
+  // (a resume subscribes afresh): each subscriber quits once it has handed
+  // on what it holds.
+  std::vector<SubscriberActor> subscribers;
   {
     std::lock_guard lock(impl_->mu);
     if (auto it = impl_->sessions.find(id); it != impl_->sessions.end() && it->second == session) {
       impl_->sessions.erase(it);
     }
     impl_->journals.erase(id);
+    for (auto sub = impl_->subscriptions.begin(); sub != impl_->subscriptions.end();) {
+      if (sub->second.session != id) {
+        ++sub;
+        continue;
+      }
+      subscribers.push_back(sub->second.actor);
+      sub = impl_->subscriptions.erase(sub);
+    }
   }
+  for (const auto& sub : subscribers) self->send(sub, close_atom::value);
   const SessionStatus status = journal->state().status;
   if (status == SessionStatus::kCompleted || status == SessionStatus::kFailed) {
     // It finished before the stop reached it: how it finished.
@@ -885,6 +898,7 @@ Status Runtime::stop(const std::string& id, const std::string& reason) {
   }
   impl_->record_stops({{id, journal}}, reason);
   impl_->settled(id, stopped_outcome());
+  impl_->log->forget_writer(id);
   return Status();
 }
 

@@ -415,7 +415,17 @@ BOOST_AUTO_TEST_CASE(stop_ends_one_session_and_leaves_the_others_running) {
   std::filesystem::create_directories(dir.sub("ws-a"));
   std::filesystem::create_directories(dir.sub("ws-b"));
   std::string a, b;
-  CHECK_OK(rt->start_session(SessionOptions{.id = "stop-a", .task = "sleep", .workspace = dir.sub("ws-a")}, &a));
+  std::mutex heard_mu;
+  std::vector<uint64_t> heard_before;  // what the first run's subscriber was handed
+  CHECK_OK(rt->start_session(SessionOptions{.id = "stop-a",
+                                            .task = "sleep",
+                                            .workspace = dir.sub("ws-a"),
+                                            .on_event =
+                                                [&](const Event& e) {
+                                                  std::lock_guard lock(heard_mu);
+                                                  heard_before.push_back(e.seq);
+                                                }},
+                                 &a));
   CHECK_OK(rt->start_session(SessionOptions{.id = "stop-b", .task = "sleep", .workspace = dir.sub("ws-b")}, &b));
   const auto deadline = std::chrono::steady_clock::now() + 20s;
   while (testing::find_processes({"sleep", "2.5"}).size() < 2 && std::chrono::steady_clock::now() < deadline) {
@@ -450,11 +460,18 @@ BOOST_AUTO_TEST_CASE(stop_ends_one_session_and_leaves_the_others_running) {
   BOOST_TEST(recorded->reason == "cancelled by the test");
   BOOST_TEST(std::holds_alternative<ToolRequested>(events[events.size() - 2].body));
 
-  // It goes on from there: the interrupted call reported, the session finished.
+  // It goes on from there: the interrupted call reported, the session
+  // finished; the stopped run's subscription ended with it (no event twice).
+  const uint64_t stop_seq = events.back().seq;
   CHECK_OK(rt->resume_session("stop-a", Runtime::ResumeOptions{}));
   SessionOutcome resumed;
   CHECK_OK(rt->wait("stop-a", 60s, &resumed));
   BOOST_TEST((resumed.status == SessionStatus::kCompleted));
+  {
+    std::lock_guard lock(heard_mu);
+    BOOST_REQUIRE(!heard_before.empty());
+    BOOST_TEST(*std::max_element(heard_before.begin(), heard_before.end()) < stop_seq);
+  }
   BOOST_TEST(!std::filesystem::exists(dir.sub("ws-a/finished")));  // not run again
 }
 
