@@ -504,18 +504,29 @@ class Runner {
       if (const auto* c = get_if<ToolCompleted>(e); c != nullptr && c->interrupted) it.interrupted_calls = true;
     }
     if (it.mode == "step") {
-      // Lines "<session> <call> <tool> <idempotent>", one per real execution.
+      // Lines "<session> <call> <tool> <idempotent>", one per real execution
+      // (written as it starts), and "<session> <call> <tool> again" when a
+      // resume asked the tool about the interrupted call and was told its run
+      // had no effect: the one run more that allows.
       std::ifstream in(home + "/exec.log");
-      std::map<std::string, int> runs;
-      std::string session, call, tool;
-      int idempotent = 0;
-      while (in >> session >> call >> tool >> idempotent) {
-        if (!idempotent) ++runs[call + " (" + tool + ")"];
+      std::map<std::string, int> runs, allowed;
+      for (std::string line; std::getline(in, line);) {
+        std::istringstream words(line);
+        std::string session, call, tool, last;
+        if (!(words >> session >> call >> tool >> last)) continue;
+        const std::string key = call + " (" + tool + ")";
+        if (last == "again") {
+          ++allowed[key];
+        } else if (last == "0") {
+          ++runs[key];
+        }
       }
       for (const auto& [c, n] : runs) {
-        if (n > 1)
-          violation("tool_executed_twice",
-                    "call " + c + " of a tool that is not idempotent ran " + std::to_string(n) + " times");
+        if (n > 1 + allowed[c]) {
+          violation("tool_executed_twice", "call " + c + " of a tool that is not idempotent ran " + std::to_string(n) +
+                                               " times" +
+                                               (allowed[c] ? " (its recovery allowed " + std::to_string(1 + allowed[c]) + ")" : ""));
+        }
       }
     }
     compare(it, home, state, events, violation);

@@ -39,6 +39,17 @@ ToolDefinition record_executions(ToolDefinition tool, std::string path) {
     append_line(path, ctx.session_id + " " + ctx.call_id + tail);
     return run(args, ctx);
   };
+  // A resume that asks the tool about an interrupted call, and is told to run
+  // it again (the call had no effect), says so: "<session> <call> <tool> again".
+  if (tool.recover) {
+    RecoveryFunction recover = std::move(tool.recover);
+    std::string name = tool.spec.name;
+    tool.recover = [recover, name, path](const nlohmann::json& args, const ToolContext& ctx) {
+      ToolRecovery r = recover(args, ctx);
+      if (r.verdict == ToolRecovery::Verdict::kRunAgain) append_line(path, ctx.session_id + " " + ctx.call_id + " " + name + " again");
+      return r;
+    };
+  }
   return tool;
 }
 
