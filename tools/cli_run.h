@@ -30,7 +30,7 @@ struct RuntimeArgs {
   std::string config;
   std::string faults;
   // Hidden, for the torture runner and the durability tests:
-  std::string exec_log;       // a line per real tool execution: "<session> <call> <tool> <idempotent>"
+  std::string exec_log;       // a line per real tool execution: "<session> <call> <tool> <idempotent>" (and "... again" per recovery verdict "run again")
   std::string ack_log;        // a line per acknowledgement: "checkpoint <seq> <turn>", "message <text>"
   std::string sync_ledger;    // run the log over a SyncLedgerFileSystem writing this ledger
   bool ignore_wal_syncs = false;  // mutation: the ledger does not honour WAL syncs

@@ -6,6 +6,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <set>
 
@@ -76,13 +78,16 @@ struct Home {
   // Real executions per "<call> <tool>"; *idempotent, if given, gets the
   // calls whose tool's spec says it is idempotent (as the run recorded it).
   std::map<std::string, int> executions(std::set<std::string>* idempotent_calls = nullptr) {
+    // Lines "<session> <call> <tool> <idempotent>", one per execution; a
+    // recovery's "run again" verdict ("... again") is no execution.
     std::ifstream in(exec());
     std::map<std::string, int> runs;
-    std::string session, call, tool;
-    int idempotent = 0;
-    while (in >> session >> call >> tool >> idempotent) {
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream words(line);
+      std::string session, call, tool, last;
+      if (!(words >> session >> call >> tool >> last) || last == "again") continue;
       ++runs[call + " " + tool];
-      if (idempotent && idempotent_calls != nullptr) idempotent_calls->insert(call + " " + tool);
+      if (last == "1" && idempotent_calls != nullptr) idempotent_calls->insert(call + " " + tool);
     }
     return runs;
   }
