@@ -51,6 +51,19 @@ const std::string Runtime::kNoStart = std::string("\0no-start", 9);
 
 namespace {
 
+// How a session stands, as wait() answers it.
+SessionOutcome outcome_of(const std::string& id, const SessionState& s) {
+  return SessionOutcome{.session_id = id,
+                        .status = s.status,
+                        .final_answer = s.final_answer,
+                        .stop_reason = s.stop_reason,
+                        .error = s.status == SessionStatus::kFailed ? s.last_error : "",
+                        .turns = s.committed_turn,
+                        .tokens = s.tokens,
+                        .cost_usd = s.cost_usd,
+                        .last_seq = s.last_seq};
+}
+
 // The subscriber whose callback this thread runs (unsubscribe() from inside
 // a callback must not wait for that callback to return).
 thread_local caf::actor_id calling_subscriber = caf::invalid_actor_id;
@@ -275,15 +288,7 @@ struct Runtime::Impl {
     if (!recover(*log, id, RecoverOptions{}, &r).ok()) return false;
     const SessionState& s = r.committed;
     if (s.status != SessionStatus::kCompleted && s.status != SessionStatus::kFailed) return false;
-    *out = SessionOutcome{.session_id = id,
-                          .status = s.status,
-                          .final_answer = s.final_answer,
-                          .stop_reason = s.stop_reason,
-                          .error = s.status == SessionStatus::kFailed ? s.last_error : "",
-                          .turns = s.committed_turn,
-                          .tokens = s.tokens,
-                          .cost_usd = s.cost_usd,
-                          .last_seq = s.last_seq};
+    *out = outcome_of(id, s);
     return true;
   }
 
@@ -842,16 +847,11 @@ Status Runtime::stop(const std::string& id, const std::string& reason) {
     journal = j->second;
   }
   auto stopped_outcome = [&] {
-    const SessionState& s = journal->state();
-    return SessionOutcome{.session_id = id,
-                          .status = s.status,
-                          .final_answer = "",
-                          .stop_reason = "stopped",
-                          .error = reason,
-                          .turns = s.committed_turn,
-                          .tokens = s.tokens,
-                          .cost_usd = s.cost_usd,
-                          .last_seq = journal->last_seq()};
+    SessionOutcome o = outcome_of(id, journal->state());
+    o.final_answer.clear();
+    o.stop_reason = "stopped";
+    o.error = reason;
+    return o;
   };
   // A waiter that sees the actor gone finds this outcome, not a crash.
   impl_->settled(id, stopped_outcome(), /*complete=*/false);
@@ -883,17 +883,7 @@ Status Runtime::stop(const std::string& id, const std::string& reason) {
   for (const auto& sub : subscribers) self->send(sub, close_atom::value);
   const SessionStatus status = journal->state().status;
   if (status == SessionStatus::kCompleted || status == SessionStatus::kFailed) {
-    // It finished before the stop reached it: how it finished.
-    const SessionState& s = journal->state();
-    impl_->settled(id, SessionOutcome{.session_id = id,
-                                      .status = s.status,
-                                      .final_answer = s.final_answer,
-                                      .stop_reason = s.stop_reason,
-                                      .error = s.status == SessionStatus::kFailed ? s.last_error : "",
-                                      .turns = s.committed_turn,
-                                      .tokens = s.tokens,
-                                      .cost_usd = s.cost_usd,
-                                      .last_seq = journal->last_seq()});
+    impl_->settled(id, outcome_of(id, journal->state()));  // it finished before the stop reached it
     return Status();
   }
   impl_->record_stops({{id, journal}}, reason);

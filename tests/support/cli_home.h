@@ -22,13 +22,6 @@ inline bool contains(const std::string& text, const std::string& part) { return 
 
 inline std::string slurp(const std::string& path) { return CliRunner::slurp(path); }
 
-// `env -u` every provider variable, then `set` ("NAME=value"): the prefix of a command line.
-inline std::string provider_env(const std::vector<std::string>& set) {
-  std::string cmd = "env -u OPENAI_API_KEY -u OPENAI_BASE_URL -u ANTHROPIC_API_KEY -u ANTHROPIC_BASE_URL";
-  for (const auto& v : set) cmd += " '" + v + "'";
-  return cmd + " ";
-}
-
 struct CliHome {
   TempDir dir;
 
@@ -44,20 +37,7 @@ struct CliHome {
 
   CliResult run_in(const std::string& at, const std::string& args, const std::string& input = "",
                    const std::vector<std::string>& env = {}) const {
-    const std::string out = dir.sub("out.txt"), err = dir.sub("err.txt"), in = dir.sub("in.txt");
-    std::ofstream(in, std::ios::binary) << input;
-    const std::string cmd = provider_env(env) + std::string(CARAPACE_BIN) + " --home '" + at + "' " + args + " >'" +
-                            out + "' 2>'" + err + "' <'" + in + "'";
-    const int status = std::system(cmd.c_str());
-    CliResult r;
-    if (WIFEXITED(status)) {
-      r.code = WEXITSTATUS(status);
-    } else if (WIFSIGNALED(status)) {
-      r.code = 128 + WTERMSIG(status);
-    }
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
+    return CliRunner(CARAPACE_BIN, at, dir.path()).run(args, env, input);
   }
 
   CliResult run_env(const std::vector<std::string>& env, const std::string& args, const std::string& input = "") const {

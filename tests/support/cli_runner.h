@@ -29,11 +29,14 @@ class CliRunner {
 
   // `carapace --home HOME ARGS` (ARGS as a shell would split them), with
   // `env` ("NAME=value") added to an environment without provider keys.
-  CliResult run(const std::string& args, const std::vector<std::string>& env = {}) const {
-    std::string out = scratch_ + "/cli.out", err = scratch_ + "/cli.err";
+  // `input` is its stdin.
+  CliResult run(const std::string& args, const std::vector<std::string>& env = {},
+                const std::string& input = "") const {
+    std::string out = scratch_ + "/cli.out", err = scratch_ + "/cli.err", in = scratch_ + "/cli.in";
+    std::ofstream(in, std::ios::binary) << input;
     std::string cmd = "env -u OPENAI_API_KEY -u OPENAI_BASE_URL -u ANTHROPIC_API_KEY -u ANTHROPIC_BASE_URL";
     for (const auto& v : env) cmd += " '" + v + "'";
-    cmd += " " + binary_ + " --home '" + home_ + "' " + args + " >'" + out + "' 2>'" + err + "' </dev/null";
+    cmd += " " + binary_ + " --home '" + home_ + "' " + args + " >'" + out + "' 2>'" + err + "' <'" + in + "'";
     int status = std::system(cmd.c_str());
     CliResult r;
     if (WIFEXITED(status)) {
