@@ -29,6 +29,8 @@ using deliver_atom = caf::atom_constant<caf::atom("deliver")>;
 using worker_atom = caf::atom_constant<caf::atom("worker")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using close_atom = caf::atom_constant<caf::atom("close")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using expire_atom = caf::atom_constant<caf::atom("expire")>;
 
 // ---- inspection --------------------------------------------------------------
 template <class Inspector, codec::Described T>
@@ -80,7 +82,11 @@ using ProviderSupervisorActor = ProviderActor::extend<caf::replies_to<worker_ato
 
 // Runs tool calls.
 using ToolActor = caf::typed_actor<caf::replies_to<ToolInvocation>::with<ToolOutcome>>;
-using ToolSupervisorActor = ToolActor::extend<caf::replies_to<worker_atom, std::string>::with<ToolActor>>;
+// cancel: trip the stop tokens of a session's calls in flight; expire: a
+// call's time-out (its own timer).
+using ToolSupervisorActor = ToolActor::extend<caf::replies_to<worker_atom, std::string>::with<ToolActor>,
+                                              caf::reacts_to<cancel_atom, std::string>,
+                                              caf::reacts_to<expire_atom, uint64_t, bool>>;
 
 // Runs the hooks matching an input and resolves their decisions.
 using HookActor = caf::typed_actor<caf::replies_to<HookInput>::with<HookVerdict>>;

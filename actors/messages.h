@@ -105,11 +105,13 @@ struct ToolInvocation {
   // recover function decides (ToolRecovery); this is the result to give when
   // it cannot tell.
   std::string recovering;
+  uint64_t timeout_ms = 0;  // the call's time-out (the tool's own, else the config's); 0: none
 
   static constexpr auto fields() {
     using T = ToolInvocation;
     return std::tuple{Field{1, "session_id", &T::session_id}, Field{2, "call", &T::call},
-                      Field{3, "workspace", &T::workspace}, Field{4, "recovering", &T::recovering}};
+                      Field{3, "workspace", &T::workspace}, Field{4, "recovering", &T::recovering},
+                      Field{5, "timeout_ms", &T::timeout_ms}};
   }
   friend bool operator==(const ToolInvocation&, const ToolInvocation&) = default;
 };

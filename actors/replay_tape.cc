@@ -28,8 +28,11 @@ ReplayTape::ReplayTape(std::vector<Event> recorded, std::function<uint64_t()> wr
 }
 
 bool ReplayTape::is_resume_boundary(const Event& e) {
-  return std::holds_alternative<SessionResumed>(e.body) || std::holds_alternative<TurnRolledBack>(e.body) ||
-         std::holds_alternative<SessionStopped>(e.body);
+  if (const auto* stopped = get_if<SessionStopped>(e)) {
+    // The loop's own stop at its turn budget is replayed like any event it writes.
+    return !(stopped->reason == "max_turns" && stopped->pid == 0);
+  }
+  return std::holds_alternative<SessionResumed>(e.body) || std::holds_alternative<TurnRolledBack>(e.body);
 }
 
 std::span<const Event> ReplayTape::ahead() const {

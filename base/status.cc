@@ -22,6 +22,12 @@ std::string_view code_name(Status::Code code) {
       return "busy";
     case Status::Code::kAborted:
       return "aborted";
+    case Status::Code::kTimedOut:
+      return "timed out";
+    case Status::Code::kAlreadyFinished:
+      return "already finished";
+    case Status::Code::kNeedsResume:
+      return "needs resume";
   }
   return "unknown";
 }

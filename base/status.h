@@ -26,6 +26,9 @@ class [[nodiscard]] Status {
     kUnsupported,      // written by a newer format this build does not know
     kBusy,             // another writer owns the resource
     kAborted,          // an earlier failure stopped this operation
+    kTimedOut,         // the wait ran out before the thing waited for happened
+    kAlreadyFinished,  // the session completed or failed: nothing to resume
+    kNeedsResume,      // the session did not finish (it crashed or was stopped): resume it first
   };
 
   // A finer reason within a code, for callers that act on it (verify's
@@ -49,6 +52,9 @@ class [[nodiscard]] Status {
   static Status unsupported(std::string msg) { return {Code::kUnsupported, std::move(msg)}; }
   static Status busy(std::string msg) { return {Code::kBusy, std::move(msg)}; }
   static Status aborted(std::string msg) { return {Code::kAborted, std::move(msg)}; }
+  static Status timed_out(std::string msg) { return {Code::kTimedOut, std::move(msg)}; }
+  static Status already_finished(std::string msg) { return {Code::kAlreadyFinished, std::move(msg)}; }
+  static Status needs_resume(std::string msg) { return {Code::kNeedsResume, std::move(msg)}; }
 
   bool ok() const { return code_ == Code::kOk; }
   bool is_not_found() const { return code_ == Code::kNotFound; }
@@ -59,6 +65,9 @@ class [[nodiscard]] Status {
   bool is_unsupported() const { return code_ == Code::kUnsupported; }
   bool is_busy() const { return code_ == Code::kBusy; }
   bool is_aborted() const { return code_ == Code::kAborted; }
+  bool is_timed_out() const { return code_ == Code::kTimedOut; }
+  bool is_already_finished() const { return code_ == Code::kAlreadyFinished; }
+  bool is_needs_resume() const { return code_ == Code::kNeedsResume; }
 
   Code code() const { return code_; }
   Detail detail() const { return detail_; }

@@ -49,6 +49,9 @@ double rss_mb() {
   return 0;
 }
 
+// 0: the Runtime::Options defaults.
+size_t g_block_cache_mb = 0, g_write_buffer_mb = 0;
+
 std::unique_ptr<Runtime> open_runtime(const fs::path& dir, const std::string& scenario_json) {
   fs::create_directories(dir / "ws");
   std::string scenario = (dir / "scenario.json").string();
@@ -58,7 +61,10 @@ std::unique_ptr<Runtime> open_runtime(const fs::path& dir, const std::string& sc
   config.tools_enabled = {};
   config.workspace = (dir / "ws").string();
   std::unique_ptr<Runtime> rt;
-  check(Runtime::open(Runtime::Options{.home = (dir / "home").string(), .config = config}, &rt), "runtime");
+  Runtime::Options options{.home = (dir / "home").string(), .config = config};
+  if (g_block_cache_mb != 0) options.log_block_cache_bytes = g_block_cache_mb << 20;
+  if (g_write_buffer_mb != 0) options.log_write_buffer_bytes = g_write_buffer_mb << 20;
+  check(Runtime::open(std::move(options), &rt), "runtime");
   return rt;
 }
 
@@ -88,6 +94,10 @@ int main(int argc, char** argv) {
   app.add_option("--sessions", sessions, "Short sessions through one runtime")->capture_default_str();
   app.add_option("--at-once", at_once, "Sessions started together")->capture_default_str();
   app.add_option("--dir", dir, "Where to put the scratch home")->capture_default_str();
+  app.add_option("--block-cache-mb", g_block_cache_mb, "Runtime::Options::log_block_cache_bytes, in MB (0: its default)")
+      ->capture_default_str();
+  app.add_option("--write-buffer-mb", g_write_buffer_mb, "Runtime::Options::log_write_buffer_bytes, in MB (0: its default)")
+      ->capture_default_str();
   app.add_flag("--quick", quick, "Tiny sizes: checks the benchmark runs, measures nothing useful");
   CLI11_PARSE(app, argc, argv);
   if (quick) {

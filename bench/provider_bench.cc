@@ -328,7 +328,7 @@ WaitFigures measure_waiting(const std::string& url, int sessions, const fs::path
   config.tools_enabled = {};
   config.workspace = (dir / "ws").string();
   std::unique_ptr<Runtime> rt;
-  check(Runtime::open(Runtime::Options{.home = (dir / "home").string(), .config = config}, &rt), "runtime");
+  check(Runtime::open(Runtime::Options{.home = (dir / "home").string(), .config = config, .builtin_tools = true}, &rt), "runtime");
   auto run_many = [&](int n, const std::string& prefix) {
     auto start = Clock::now();
     // Started from several threads at once, as a server's request handlers

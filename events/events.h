@@ -349,12 +349,13 @@ struct SessionResumed {
   std::string mode;  // step or turn
   int64_t pid = 0;
   std::string host;
+  uint64_t max_turns = 0;  // the session's turn budget from here on (a resume that raised it); 0: unchanged
 
   static constexpr auto fields() {
     return std::tuple{Field{1, "checkpoint_seq", &SessionResumed::checkpoint_seq},
                       Field{2, "checkpoint_turn", &SessionResumed::checkpoint_turn},
                       Field{3, "mode", &SessionResumed::mode}, Field{4, "pid", &SessionResumed::pid},
-                      Field{5, "host", &SessionResumed::host}};
+                      Field{5, "host", &SessionResumed::host}, Field{6, "max_turns", &SessionResumed::max_turns}};
   }
   friend bool operator==(const SessionResumed&, const SessionResumed&) = default;
 };
@@ -362,7 +363,7 @@ struct SessionResumed {
 struct SessionCompleted {
   static constexpr EventType kType = EventType::kSessionCompleted;
   std::string final_answer;
-  std::string stop_reason;  // final_answer, max_turns, hook_stop
+  std::string stop_reason;  // final_answer, hook_stop (max_turns in logs written before it became a stop)
 
   static constexpr auto fields() {
     return std::tuple{Field{1, "final_answer", &SessionCompleted::final_answer},
@@ -422,13 +423,14 @@ struct SessionConfigured {
 };
 
 // The runtime stopped a running session on purpose: it was closed (an
-// embedding program destroyed it) or the command running it was told to stop
-// (SIGINT, SIGTERM). The last event the stopping process writes for the
+// embedding program destroyed it), the command running it was told to stop
+// (SIGINT, SIGTERM), or the session used its turn budget (reason "max_turns",
+// written by the loop itself, pid 0). The last event the stopping process writes for the
 // session; the session stays resumable, as after a crash, but nobody takes it
 // for one. A crash or a power loss leaves no such event.
 struct SessionStopped {
   static constexpr EventType kType = EventType::kSessionStopped;
-  std::string reason;  // "SIGTERM", "SIGINT", "the runtime was closed", or an embedding program's own
+  std::string reason;  // "SIGTERM", "SIGINT", "the runtime was closed", "max_turns", or an embedding program's own
   int64_t pid = 0;     // the process that stopped it
 
   static constexpr auto fields() {

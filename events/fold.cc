@@ -232,8 +232,9 @@ struct Applier {
     return Status();
   }
 
-  Status operator()(const SessionResumed&) {
+  Status operator()(const SessionResumed& x) {
     ++s.resumes;
+    if (x.max_turns != 0) s.max_turns = x.max_turns;
     return Status();
   }
 

@@ -1,5 +1,7 @@
 #include "replay/recovery.h"
 
+#include "base/lib_log.h"
+
 #include <spdlog/spdlog.h>
 
 #include "events/fold.h"
@@ -21,7 +23,7 @@ Status fold_rest(std::string_view session, EventCursor* cursor, Folder* folder) 
 
 void warn_unknown(const RecoveredSession& r) {
   if (r.unknown_skipped > 0) {
-    spdlog::warn(
+    lib_log().warn(
         "session {}: skipped {} events of types this build does not know (written by a newer carapace)", r.id,
         r.unknown_skipped);
   }
@@ -101,7 +103,7 @@ Status recover(const EventLog& log, std::string_view session, const RecoverOptio
       return Status();
     }
     if (!snapshot_wrong) return s;
-    spdlog::warn("session {}: snapshot at seq {} rejected ({}); trying an older one", session, snap.seq,
+    lib_log().warn("session {}: snapshot at seq {} rejected ({}); trying an older one", session, snap.seq,
                  s.to_string());
     ++result.snapshots_rejected;
     if (snap.seq <= 1) break;

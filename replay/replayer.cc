@@ -359,7 +359,7 @@ class Replay {
     }
     if (resumed_at < recorded_.size()) {
       const auto& r = std::get<SessionResumed>(recorded_[resumed_at].body);
-      how = ResumeRecord{.step = r.mode == "step", .pid = r.pid, .host = r.host};
+      how = ResumeRecord{.step = r.mode == "step", .pid = r.pid, .host = r.host, .max_turns = r.max_turns};
     } else {
       how.step = false;  // a roll-back with no session.resumed after it
     }

@@ -39,6 +39,7 @@
 #include "actors/session/session_actor.h"
 #include "actors/tool/tool_registry.h"
 #include "replay/event_diff.h"
+#include "replay/replay_report.h"
 #include "storage/event_log.h"
 
 namespace carapace {
@@ -68,25 +69,6 @@ struct ReplayOptions {
   uint64_t until_turn = 0;  // stop after the checkpoint of this turn; 0: the whole session
   std::string scratch_dir;  // an empty directory for the scratch log; "": a temporary one
   size_t context_events = 3;
-};
-
-struct ReplayDivergence {
-  uint64_t seq = 0;
-  uint64_t turn = 0;
-  std::optional<Event> expected;  // none: the replay wrote past the recording's end
-  std::optional<Event> actual;    // none: the replay stopped where the recording goes on
-  std::vector<FieldDiff> fields;
-  std::vector<Event> before;  // the events before it, identical in both
-};
-
-struct ReplayReport {
-  std::string session;
-  uint64_t events = 0;  // recorded events replayed identically
-  uint64_t turns = 0;   // turns committed among them
-  uint64_t resumes = 0;
-  uint64_t history = 0;  // events taken as given (a fork's copied history, the opening)
-  std::optional<ReplayDivergence> divergence;
-  bool identical() const { return !divergence; }
 };
 
 // Errors: the session is unknown or its log unreadable or damaged (nothing

@@ -29,7 +29,8 @@ Status reopen_journal(EventLog* log, const std::string& id, RecoveredSession r, 
                                                              .checkpoint_turn = checkpoint_turn,
                                                              .mode = how.step ? "step" : "turn",
                                                              .pid = how.pid,
-                                                             .host = how.host}}));
+                                                             .host = how.host,
+                                                             .max_turns = how.max_turns}}));
   }
   *out = std::move(journal);
   return Status();

@@ -20,6 +20,7 @@ struct ResumeRecord {
   int64_t pid = 0;   // of the process resuming, recorded
   std::string host;
   uint64_t verified_seq = 0;  // records 1..verified_seq were checked (0: not noted)
+  uint64_t max_turns = 0;     // a new turn budget, recorded in session.resumed (0: unchanged)
 };
 
 // Whether `r` had completed or failed with no turn left open and nothing

@@ -208,7 +208,7 @@ Status read_retry(const Reader& r, RetryConfig* c) {
 Status read_session(const Reader& r, Config* c) {
   CARAPACE_RETURN_IF_ERROR(r.object());
   r.warn_unknown({"max_turns", "context_max_chars", "instructions", "workspace", "snapshot_every_turns"});
-  CARAPACE_RETURN_IF_ERROR(r.get("max_turns", &c->max_turns, 1, 100'000));
+  CARAPACE_RETURN_IF_ERROR(r.get("max_turns", &c->max_turns, 1, 1'000'000));
   CARAPACE_RETURN_IF_ERROR(r.get("context_max_chars", &c->context_max_chars, 0));
   CARAPACE_RETURN_IF_ERROR(r.get("instructions", &c->instructions));
   CARAPACE_RETURN_IF_ERROR(r.get("workspace", &c->workspace));
@@ -355,7 +355,7 @@ Status read_hooks(const Reader& r, const json& v, std::vector<HookConfig>* hooks
     std::string where = r.key("hooks") + "[" + std::to_string(i) + "]";
     if (!v[i].is_object()) return r.error(where, "must be an object");
     for (const auto& [k, value] : v[i].items()) {
-      static const std::set<std::string> kKnown = {"name", "event", "matcher", "command", "timeout_ms"};
+      static const std::set<std::string> kKnown = {"name", "event", "matcher", "command", "timeout_ms", "fail_closed"};
       if (!kKnown.count(k)) return r.error(where, "unknown key \"" + k + "\"");
     }
     HookConfig hook;
@@ -394,6 +394,10 @@ Status read_hooks(const Reader& r, const json& v, std::vector<HookConfig>* hooks
       if (!t.is_number_unsigned() || t.get<uint64_t>() == 0)
         return r.error(where + ".timeout_ms", "must be a whole number >= 1");
       hook.timeout_ms = t;
+    }
+    if (v[i].contains("fail_closed")) {
+      if (!v[i]["fail_closed"].is_boolean()) return r.error(where + ".fail_closed", "must be true or false");
+      hook.fail_closed = v[i]["fail_closed"].get<bool>();
     }
     hooks->push_back(std::move(hook));
   }
@@ -593,6 +597,24 @@ Status load_config(const std::string& path, Config* out, std::vector<std::string
   return Status();
 }
 
+Status validate_config(const Config& config, const std::string& source) {
+  std::vector<std::string> warnings;
+  Config read_back;
+  json j = config_to_json(config);
+  // What the JSON form keeps of these is not their file form: the headers'
+  // names only (a value may be a credential), an unset temperature as null.
+  j["provider"].erase("headers");
+  if (j["provider"]["temperature"].is_null()) j["provider"].erase("temperature");
+  return parse_config(j.dump(), source, &read_back, &warnings);
+}
+
+Status validate_max_turns(uint64_t max_turns, const std::string& source) {
+  if (max_turns == 0) return Status();
+  std::vector<std::string> warnings;
+  Config read_back;
+  return parse_config(json{{"session", {{"max_turns", max_turns}}}}.dump(), source, &read_back, &warnings);
+}
+
 json config_to_json(const Config& c) {
   json hooks = json::array();
   for (const auto& h : c.hooks) {
@@ -601,6 +623,7 @@ json config_to_json(const Config& c) {
                      {"matcher", h.matcher},
                      {"command", h.command},
                      {"timeout_ms", h.timeout_ms}});
+    if (h.fail_closed) hooks.back()["fail_closed"] = true;  // absent when false: older digests stand
   }
   json workflows = json::array();
   for (const auto& w : c.prompt.workflows)

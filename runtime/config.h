@@ -61,6 +61,7 @@ struct HookConfig {
   std::string matcher;
   std::vector<std::string> command;
   uint64_t timeout_ms = 10000;
+  bool fail_closed = false;  // a PreToolUse hook that fails denies the call
 };
 
 struct Config {
@@ -113,6 +114,16 @@ std::vector<std::string> provider_key_env_names(const ProviderConfig& provider);
 Status parse_config(std::string_view text, const std::string& source, Config* out,
                     std::vector<std::string>* warnings);
 Status load_config(const std::string& path, Config* out, std::vector<std::string>* warnings);
+
+// Checks a configuration built in code by the very rules (and messages) a
+// config file is read by: its JSON form (config_to_json) is read back by
+// parse_config, named `source` ("Runtime::Options::config: max_turns: must
+// be a whole number from 1 to 100000, got 0").
+Status validate_config(const Config& config, const std::string& source);
+
+// Checks a per-session turn budget (0: the configured one) by the rule of
+// session.max_turns in a config file.
+Status validate_max_turns(uint64_t max_turns, const std::string& source);
 
 // The effective configuration as JSON (every key, defaults included).
 nlohmann::json config_to_json(const Config& config);

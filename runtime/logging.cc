@@ -1,5 +1,7 @@
 #include "runtime/logging.h"
 
+#include "base/lib_log.h"
+
 #include <fcntl.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
@@ -214,6 +216,7 @@ Status configure_logging(const LogOptions& options) {
   logger->set_level(lowest);
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(logger);
+  set_logger(logger);  // the library's own lines too
   return Status();
 }
 
@@ -223,22 +226,22 @@ void log_session_event(const std::string& id, const Event& e) {
   if (std::holds_alternative<SessionStarted>(b) || std::holds_alternative<SessionResumed>(b) ||
       std::holds_alternative<TurnCommitted>(b) || std::holds_alternative<ContextTrimmed>(b) ||
       std::holds_alternative<FaultInjected>(b) || std::holds_alternative<SessionCompleted>(b)) {
-    spdlog::info("{}", line());
+    lib_log().info("{}", line());
     return;
   }
   if (const auto* f = get_if<LlmFailed>(e)) {
     if (f->will_retry) {
-      spdlog::info("{}", line());
+      lib_log().info("{}", line());
     } else {
-      spdlog::warn("{}", line());
+      lib_log().warn("{}", line());
     }
     return;
   }
   if (get_if<SessionFailed>(e) != nullptr) {
-    spdlog::warn("{}", line());
+    lib_log().warn("{}", line());
     return;
   }
-  if (spdlog::should_log(spdlog::level::debug)) spdlog::debug("{}", line());
+  if (lib_log().should_log(spdlog::level::debug)) lib_log().debug("{}", line());
 }
 
 }  // namespace carapace

@@ -1,9 +1,12 @@
 #include "runtime/runtime.h"
 
+#include "base/lib_log.h"
+
 #include "runtime/deadlines.h"
 #include "runtime/logging.h"
 
 #include "runtime/home.h"
+#include "runtime/process_settings.h"
 #include "runtime/runtime_internal.h"
 #include "runtime/session_setup.h"
 
@@ -77,9 +80,9 @@ void call_back(SubscriberActor::pointer self, const Callback& callback, const Ar
   try {
     callback(arg);
   } catch (const std::exception& e) {
-    spdlog::warn("a subscriber's {} threw ({}); the subscription goes on", which, e.what());
+    lib_log().warn("a subscriber's {} threw ({}); the subscription goes on", which, e.what());
   } catch (...) {
-    spdlog::warn("a subscriber's {} threw; the subscription goes on", which);
+    lib_log().warn("a subscriber's {} threw; the subscription goes on", which);
   }
   calling_subscriber = caf::invalid_actor_id;
 }
@@ -133,6 +136,11 @@ struct Runtime::Impl {
   SessionKeeperActor keeper;
   // The tool processes of this runtime's calls, stopped with it.
   std::shared_ptr<ProcessSet> processes = std::make_shared<ProcessSet>();
+  LoopMutation mutation = LoopMutation::kNone;  // TestKnobs
+  // The C++ tool calls' stop tokens, and the user code (tools, hooks) running.
+  std::shared_ptr<CallTracker> tracker = std::make_shared<CallTracker>();
+  // Options::non_dumpable, child_subreaper, while the runtime lives.
+  std::unique_ptr<ProcessSettingHold> non_dumpable, subreaper;
   // The configured MCP servers (null: none configured).
   std::shared_ptr<McpHub> mcp;
 
@@ -274,6 +282,17 @@ struct Runtime::Impl {
     return find(id);
   }
 
+  // wait()'s answer for a session that neither runs here nor finished.
+  Status not_running(const std::string& id) {
+    uint64_t last = 0;
+    if (!log->last_seq(id, &last).ok() || last == 0) {
+      return Status::not_found("no session '" + id + "' in " + options.home);
+    }
+    return Status::needs_resume("session " + id +
+                                " did not finish and does not run in this runtime (it crashed or was stopped); "
+                                "resume it (Runtime::resume_session) to go on");
+  }
+
   // How a session that is not running here stands: remembered, or from its log.
   bool finished_outcome(const std::string& id, SessionOutcome* out) {
     {
@@ -301,9 +320,9 @@ struct Runtime::Impl {
       if (journal->broken() || status == SessionStatus::kCompleted || status == SessionStatus::kFailed) continue;
       Status s = journal->append({SessionStopped{.reason = reason, .pid = static_cast<int64_t>(::getpid())}});
       if (s.ok()) {
-        spdlog::info("session {}: stopped ({}); `carapace resume {}` goes on", id, reason, id);
+        lib_log().info("session {}: stopped ({}); `carapace resume {}` goes on", id, reason, id);
       } else {
-        spdlog::warn("session {}: session.stopped was not recorded ({}); it will be taken for crashed", id,
+        lib_log().warn("session {}: session.stopped was not recorded ({}); it will be taken for crashed", id,
                      s.to_string());
       }
     }
@@ -370,6 +389,7 @@ Runtime::~Runtime() {
     running = impl_->journals;
     reason = impl_->stop_reason;
   }
+  impl_->tracker->stop_all();  // C++ tool calls are asked to end
   impl_->stop_actors();
   // A tool call still running holds its helper actor, which the system waits
   // for: end the call, and everything it started, first. The sessions are
@@ -379,6 +399,22 @@ Runtime::~Runtime() {
   // MCP calls in flight end with an error; each server gets its stdin
   // closed, then SIGTERM, then SIGKILL.
   if (impl_->mcp) impl_->mcp->shutdown();
+  // User code that ignores its stop token: waited for up to the bound, then
+  // abandoned with the actor system that would wait for it forever.
+  if (!impl_->tracker->wait_idle(impl_->options.shutdown_timeout)) {
+    const size_t stuck = impl_->tracker->running();
+    if (impl_->owned_system) {
+      lib_log().error("{} C++ tool call(s) or hook(s) did not return within {} ms of the close; they are abandoned, "
+                    "and the runtime's actor system with them (its threads stay until the process ends)",
+                    stuck, impl_->options.shutdown_timeout.count());
+      (void)impl_->owned_system.release();
+      (void)impl_->owned_config.release();
+    } else {
+      lib_log().error("{} C++ tool call(s) or hook(s) did not return within {} ms of the close; the borrowed actor "
+                    "system will wait for them when it is destroyed",
+                    stuck, impl_->options.shutdown_timeout.count());
+    }
+  }
   impl_->owned_system.reset();  // waits for every actor, detached helpers included
   if (impl_->log) {
     impl_->log->drain();  // the sessions' durable writes in flight land first
@@ -388,21 +424,30 @@ Runtime::~Runtime() {
 }
 
 Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
+  return open_with(std::move(options), TestKnobs{}, out);
+}
+
+Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_ptr<Runtime>* out) {
   auto impl = std::make_unique<Impl>();
+  impl->mutation = knobs.mutation;
   if (options.home.empty()) return Status::invalid_argument("the runtime needs a home directory");
   impl->provider = options.provider;
   CARAPACE_RETURN_IF_ERROR(prepare_home(options.home, /*create=*/true));
-  if (options.non_dumpable && ::prctl(PR_SET_DUMPABLE, 0) != 0) {
-    spdlog::warn("cannot make the runtime non-dumpable: {}", errno_text(errno));
+  CARAPACE_RETURN_IF_ERROR(validate_config(options.config, "Runtime::Options::config"));
+  if (options.non_dumpable) {
+    std::string error;
+    impl->non_dumpable = std::make_unique<ProcessSettingHold>(ProcessSetting::kNonDumpable, &error);
+    if (!error.empty()) lib_log().warn("cannot make the runtime non-dumpable: {}", error);
   }
   if (options.child_subreaper) {
     std::string error;
-    if (!become_child_subreaper(&error)) spdlog::warn("{}; orphans of a tool's killed guard go to init", error);
+    impl->subreaper = std::make_unique<ProcessSettingHold>(ProcessSetting::kChildSubreaper, &error);
+    if (!error.empty()) lib_log().warn("{}; orphans of a tool's killed guard go to init", error);
   }
   // What a runtime killed mid-call (SIGKILL, the OOM killer) left in the
   // temporary directory goes now, not never.
   if (size_t stale = reclaim_scratch_dirs(scratch_base()); stale > 0) {
-    spdlog::info("removed {} scratch director{} of tool calls whose runtime was killed", stale,
+    lib_log().info("removed {} scratch director{} of tool calls whose runtime was killed", stale,
                  stale == 1 ? "y" : "ies");
   }
   impl->bodies = options.bodies;
@@ -416,7 +461,11 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
   if (auto scripted = std::dynamic_pointer_cast<ScriptedProvider>(impl->provider))
     impl->scenario_text = scripted->scenario().text;
   CARAPACE_RETURN_IF_ERROR(EventLog::open(
-      EventLog::Options{.path = options.home + "/log", .file_system = options.file_system}, &impl->log));
+      EventLog::Options{.path = options.home + "/log",
+                        .block_cache_bytes = options.log_block_cache_bytes,
+                        .write_buffer_bytes = options.log_write_buffer_bytes,
+                        .file_system = knobs.file_system},
+      &impl->log));
   if (http) {
     std::unique_ptr<BodyStore> store;
     CARAPACE_RETURN_IF_ERROR(BodyStore::open(options.home + "/bodies", BodyStore::Mode::kWriter, &store,
@@ -459,8 +508,8 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
     impl->system = impl->owned_system.get();
   }
   impl->provider_supervisor = spawn_provider_supervisor(*impl->system, impl->provider, options.faults);
-  impl->tool_supervisor = spawn_tool_supervisor(*impl->system, impl->tools, options.faults);
-  impl->hook_actor = spawn_hook_actor(*impl->system, impl->hooks, options.faults);
+  impl->tool_supervisor = spawn_tool_supervisor(*impl->system, impl->tools, options.faults, impl->tracker);
+  impl->hook_actor = spawn_hook_actor(*impl->system, impl->hooks, options.faults, impl->tracker);
   impl->options = std::move(options);
   out->reset(new Runtime(std::move(impl)));
   Runtime* rt = out->get();
@@ -480,7 +529,7 @@ Status Runtime::open(Options options, std::unique_ptr<Runtime>* out) {
       [impl_ptr](const std::string& id, const caf::actor_addr& actor) { impl_ptr->closed(id, actor); });
   rt->impl_->stop_for_deadline = [rt](const std::string& id, const std::string& reason) {
     Status s = rt->stop(id, reason);
-    if (s.ok()) spdlog::info("session {}: stopped: {}", id, reason);
+    if (s.ok()) lib_log().info("session {}: stopped: {}", id, reason);
   };
   return Status();
 }
@@ -492,7 +541,7 @@ bool Runtime::unregister_hook(const std::string& name) { return impl_->hooks->re
 
 SessionSettings Runtime::Impl::settings_for(const std::string& workspace, uint64_t max_turns,
                                             const std::string& extra_instructions) const {
-  return session_settings(options.config, workspace, max_turns, extra_instructions, options.mutation);
+  return session_settings(options.config, workspace, max_turns, extra_instructions, mutation);
 }
 
 Status Runtime::Impl::record_configuration(SessionJournal* journal, const std::string& origin,
@@ -506,7 +555,7 @@ Status Runtime::Impl::record_configuration(SessionJournal* journal, const std::s
   } else if (!s.is_not_found()) {
     return s;
   }
-  spdlog::info("session {}: the {} changed its configuration; recorded as session.configured", journal->id(),
+  lib_log().info("session {}: the {} changed its configuration; recorded as session.configured", journal->id(),
                origin);
   return journal->reconfigure(std::move(now));
 }
@@ -542,7 +591,7 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
       if (body.empty()) return ref;
       Status s = bodies->put(body, &ref);
       if (!s.ok()) {
-        spdlog::warn("the request body of {} turn {} was not captured: {}", r.session_id, r.turn, s.to_string());
+        lib_log().warn("the request body of {} turn {} was not captured: {}", r.session_id, r.turn, s.to_string());
         ref.clear();
       }
       return ref;
@@ -595,6 +644,7 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
   std::string id = options.id.empty() ? generate_session_id() : options.id;
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
   if (options.task.empty()) return Status::invalid_argument("a session needs a task");
+  CARAPACE_RETURN_IF_ERROR(validate_max_turns(options.max_turns, "SessionOptions::max_turns"));
 
   // No workspace named: one of the session's own under the home, never
   // wherever the process happens to stand.
@@ -682,16 +732,32 @@ Status Runtime::resume(const std::string& id, const ResumeOptions& options, cons
   RecoveredSession r;
   CARAPACE_RETURN_IF_ERROR(recover(*impl_->log, id, RecoverOptions{}, &r));
   const SessionState& s = r.committed;
-  if (recovered_finished(r) && !options.allow_finished) {
+  const bool finished = recovered_finished(r);
+  if (first_input == kNoStart && !finished) {
+    // send_message wakes only what finished; nothing is written on the way.
+    return Status::needs_resume("session " + id +
+                                " did not finish (it crashed or was stopped) and does not run in this runtime; "
+                                "resume it first (Runtime::resume_session, with the message as a follow-up)");
+  }
+  if (finished && !options.allow_finished) {
     std::string what = s.status == SessionStatus::kCompleted ? "has completed"
                                                              : "ended with an error (" + s.last_error + ")";
+    return Status::already_finished("session " + id + " " + what +
+                                    "; there is nothing to resume. Send it a new message (Runtime::send_message; "
+                                    "`carapace chat`, then /resume " + id + ") or fork it (Runtime::fork_session; "
+                                    "`carapace fork " + id + " --at-turn N`)");
+  }
+  CARAPACE_RETURN_IF_ERROR(validate_max_turns(options.max_turns, "ResumeOptions::max_turns"));
+  const uint64_t budget = options.max_turns != 0 ? options.max_turns : s.max_turns;
+  if (!finished && budget != 0 && s.committed_turn >= budget) {
     return Status::invalid_argument(
-        "session " + id + " " + what + "; there is nothing to resume. Send it a new message " +
-        "(carapace chat, then /resume " + id + ") or fork it (carapace fork " + id + " --at-turn N)");
+        "session " + id + " stopped at its turn budget (" + std::to_string(s.committed_turn) + " of " +
+        std::to_string(budget) + " turns); resume it with a larger one (ResumeOptions::max_turns, " +
+        "`carapace resume " + id + " --max-turns " + std::to_string(s.committed_turn + 10) + "`)");
   }
   std::string workspace;
   CARAPACE_RETURN_IF_ERROR(canonical_workspace(s.workspace, &workspace));
-  SessionSettings settings = impl_->settings_for(workspace, s.max_turns, s.instructions);
+  SessionSettings settings = impl_->settings_for(workspace, budget, s.instructions);
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   std::shared_ptr<SessionJournal> journal;
@@ -699,7 +765,8 @@ Status Runtime::resume(const std::string& id, const ResumeOptions& options, cons
                                           ResumeRecord{.step = options.mode == ResumeMode::kStep,
                                                        .pid = ::getpid(),
                                                        .host = host,
-                                                       .verified_seq = checked},
+                                                       .verified_seq = checked,
+                                                       .max_turns = options.max_turns},
                                           impl_->journal_options(), &journal));
   CARAPACE_RETURN_IF_ERROR(impl_->record_configuration(journal.get(), "resume", workspace));
   if (!options.follow_ups.empty()) {
@@ -710,7 +777,7 @@ Status Runtime::resume(const std::string& id, const ResumeOptions& options, cons
     }
     CARAPACE_RETURN_IF_ERROR(journal->append_synced(std::move(step)));
   }
-  spdlog::info("session {}: resumed in {} mode at seq {}", id, options.mode == ResumeMode::kStep ? "step" : "turn",
+  lib_log().info("session {}: resumed in {} mode at seq {}", id, options.mode == ResumeMode::kStep ? "step" : "turn",
                journal->last_seq());
   if (first_input != kNoStart) {
     impl_->expect_completion(id, options.on_complete);
@@ -791,7 +858,7 @@ Status Runtime::fork_session(const std::string& source, uint64_t at_turn, const 
   CARAPACE_RETURN_IF_ERROR(canonical_workspace(forked.workspace, &workspace));
   SessionSettings settings = impl_->settings_for(workspace, forked.max_turns, forked.instructions);
   CARAPACE_RETURN_IF_ERROR(impl_->record_configuration(journal.get(), "fork", workspace));
-  spdlog::info("session {}: forked from {} at turn {} (seq {})", id, source, at_turn, at->seq);
+  lib_log().info("session {}: forked from {} at turn {} (seq {})", id, source, at_turn, at->seq);
   CARAPACE_RETURN_IF_ERROR(launch(id, std::shared_ptr<SessionJournal>(std::move(journal)), std::move(settings),
                                   options.on_event, options.on_delta, options.task));
   if (id_out != nullptr) *id_out = id;
@@ -855,6 +922,7 @@ Status Runtime::stop(const std::string& id, const std::string& reason) {
   };
   // A waiter that sees the actor gone finds this outcome, not a crash.
   impl_->settled(id, stopped_outcome(), /*complete=*/false);
+  impl_->tracker->stop_session(id);  // its C++ tool calls are asked to end
   caf::scoped_actor self{*impl_->system};
   self->send_exit(caf::actor_cast<caf::actor>(session), caf::exit_reason::user_shutdown);
   self->wait_for(session);
@@ -900,7 +968,7 @@ Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, S
   while (!session) {
     if (impl_->finished_outcome(id, out)) return Status();
     if (!impl_->is_recovering(id) || std::chrono::steady_clock::now() >= deadline) {
-      return Status::not_found("no session '" + id + "' runs in this runtime");
+      return impl_->not_running(id);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     session = impl_->find(id);
@@ -935,14 +1003,15 @@ Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, S
     }
     if (!timed_out) break;
     if (std::chrono::steady_clock::now() >= deadline) {
-      result = Status::busy("session " + id + " is still running after " + std::to_string(timeout.count()) + " ms");
+      result = Status::timed_out("session " + id + " is still running after " + std::to_string(timeout.count()) +
+                                 " ms; wait again, or stop it (Runtime::stop)");
       break;
     }
     SessionActor now = impl_->find(id);
     while (!now) {  // closed (its outcome remembered), or being recovered
       if (impl_->finished_outcome(id, out)) return Status();
       if (!impl_->is_recovering(id) || std::chrono::steady_clock::now() >= deadline) {
-        return Status::not_found("no session '" + id + "' runs in this runtime");
+        return impl_->not_running(id);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       now = impl_->find(id);
@@ -972,20 +1041,20 @@ void Runtime::recover_failed_session(const std::string& id, const std::string& r
     impl_->recovering.insert(id);
     if (++impl_->recoveries[id] > Impl::kMaxRecoveries) {
       impl_->recovering.erase(id);
-      spdlog::error("session {}: its actor failed again ({}); not recovering it a {}th time in this process "
+      lib_log().error("session {}: its actor failed again ({}); not recovering it a {}th time in this process "
                     "(`carapace resume {}` goes on from its log)",
                     id, reason, Impl::kMaxRecoveries + 1, id);
       return;
     }
   }
-  spdlog::error("session {}: its actor failed ({}); recovering it from its log", id, reason);
+  lib_log().error("session {}: its actor failed ({}); recovering it from its log", id, reason);
   impl_->log->drain();  // its last durable writes land before the log is read
   Status s = resume_session(id, ResumeOptions{.mode = ResumeMode::kStep, .allow_finished = true});
   {
     std::lock_guard lock(impl_->mu);
     impl_->recovering.erase(id);
   }
-  if (!s.ok()) spdlog::error("session {}: could not be recovered: {}", id, s.to_string());
+  if (!s.ok()) lib_log().error("session {}: could not be recovered: {}", id, s.to_string());
 }
 
 Status Runtime::replay(const std::string& id, uint64_t until_turn, ReplayReport* report) {
@@ -1071,7 +1140,7 @@ Status Runtime::list_sessions(const SessionFilter& filter, std::vector<SessionSu
   std::vector<std::string> unreadable;
   Status listed = impl_->log->list_sessions(&metas, &unreadable);
   if (!listed.ok()) return listed;
-  for (const auto& entry : unreadable) spdlog::warn("the session index entry {} does not decode: skipped", entry);
+  for (const auto& entry : unreadable) lib_log().warn("the session index entry {} does not decode: skipped", entry);
   std::vector<SessionSummary> rows;
   for (const auto& m : metas) {
     SessionSummary r{.id = m.id,
@@ -1087,9 +1156,11 @@ Status Runtime::list_sessions(const SessionFilter& filter, std::vector<SessionSu
       // Not finished and not run here: stopped if its last event says so;
       // else its writer died (this runtime holds the home: nobody else writes).
       std::vector<Event> last;
-      const bool stopped = impl_->log->read(m.id, r.last_seq, r.last_seq, &last).ok() && !last.empty() &&
-                           std::holds_alternative<SessionStopped>(last.back().body);
+      const SessionStopped* stopped = impl_->log->read(m.id, r.last_seq, r.last_seq, &last).ok() && !last.empty()
+                                          ? get_if<SessionStopped>(last.back())
+                                          : nullptr;
       r.status = stopped ? "stopped" : "crashed";
+      if (stopped) r.stop_reason = stopped->reason;
     }
     if (!filter.status.empty() && r.status != filter.status) continue;
     if (filter.since_us != 0 && std::max(r.updated_us, r.created_us) < filter.since_us) continue;
@@ -1110,8 +1181,10 @@ Status Runtime::resume_unfinished(const ResumeOptions& options, std::vector<Resu
   std::reverse(all.begin(), all.end());  // oldest first
   for (const auto& row : all) {
     if (row.status != "crashed" && row.status != "stopped") continue;
+    // At its turn budget: only a larger one (ResumeOptions::max_turns) goes on.
+    if (row.stop_reason == "max_turns" && options.max_turns <= row.turns) continue;
     Status s = resume_session(row.id, options);
-    spdlog::info("session {}: {} ({})", row.id, s.ok() ? "resumed" : "not resumed: " + s.to_string(), row.status);
+    lib_log().info("session {}: {} ({})", row.id, s.ok() ? "resumed" : "not resumed: " + s.to_string(), row.status);
     if (report != nullptr) report->push_back(ResumedSession{.id = row.id, .was = row.status, .status = s});
   }
   return Status();

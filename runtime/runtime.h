@@ -32,7 +32,6 @@
 #include "actors/hook/hooks.h"
 #include "actors/messages.h"
 #include "actors/provider/provider.h"
-#include "actors/session/loop_mutation.h"
 #include "actors/tool/tool.h"
 #include "base/fault_injection.h"
 #include "base/status.h"
@@ -42,9 +41,6 @@
 
 namespace caf {
 class actor_system;
-}
-namespace rocksdb {
-class FileSystem;
 }
 
 namespace carapace {
@@ -69,31 +65,45 @@ class Runtime {
     // Where request bodies of `provider` are captured (the configured HTTP
     // providers use home/bodies); null: none.
     std::shared_ptr<BodyStore> bodies;
-    // Register the built-in tools that config.tools_enabled names.
-    bool builtin_tools = true;
+    // Register the built-in tools that config.tools_enabled names (the
+    // shell, the file tools). Off: a program that registers nothing offers
+    // the model no tool at all (the command line turns it on).
+    bool builtin_tools = false;
     // Injects faults at the named points (docs/fault-plans.md); null: none.
     std::shared_ptr<FaultInjector> faults;
     // Applied to each built-in tool before it is registered (to observe or
     // wrap it; the torture runner counts executions this way).
     std::function<ToolDefinition(ToolDefinition)> decorate_builtin_tool;
-    // The file system under the event log (storage/sync_ledger_fs.h in
-    // durability tests); null: the operating system's.
-    std::shared_ptr<rocksdb::FileSystem> file_system;
-    // Make this process a child subreaper (PR_SET_CHILD_SUBREAPER, for the
-    // whole process and for good): should a tool call's guard process be
-    // killed from outside, what it guarded is re-parented here, where the
-    // runtime finds and kills it (actors/tool/process.h). Turn off if the
-    // program reaps orphans its own way.
-    bool child_subreaper = true;
-    // Make this process non-dumpable (PR_SET_DUMPABLE 0, as ssh-agent does):
-    // other processes of the same user, the tools' commands among them,
-    // cannot read its memory or its environment (API keys) through /proc or
-    // ptrace, and it leaves no core dump. A sandboxed command has no
-    // CAP_SYS_PTRACE to get past this even as root (docs/sandbox.md).
-    bool non_dumpable = true;
-    // A deliberate defect in every session's loop, for tests that prove
-    // the torture runner catches it (actors/session/session_actor.h).
-    LoopMutation mutation = LoopMutation::kNone;
+    // Process-wide changes, off unless asked for (the command line asks for
+    // both). Each is made when the first runtime asking for it opens and
+    // undone when the last one closes.
+    //
+    // child_subreaper: PR_SET_CHILD_SUBREAPER: should a tool call's guard
+    // process be killed from outside, what it guarded is re-parented to this
+    // process, where the runtime finds and kills it (actors/tool/process.h);
+    // off, such orphans go to init. Leave off if the program reaps orphans
+    // its own way.
+    bool child_subreaper = false;
+    // non_dumpable: PR_SET_DUMPABLE 0, as ssh-agent does: other processes of
+    // the same user, the tools' commands among them, cannot read this
+    // process's memory or environment (API keys) through /proc or ptrace, and
+    // it leaves no core dump. A sandboxed command has no CAP_SYS_PTRACE to get
+    // past this even as root (docs/sandbox.md).
+    bool non_dumpable = false;
+    // How long closing (close()'s end, the destructor) waits for C++ tool
+    // calls and hooks still inside user code after their stop tokens were
+    // tripped. Past it they are abandoned: a runtime that owns its actor
+    // system leaves that system (and their threads) behind, logged as an
+    // error, so that the destructor returns; a borrowed system will wait for
+    // them when its owner destroys it.
+    std::chrono::milliseconds shutdown_timeout{5000};
+    // The event log's memory: its block cache (what reads keep, index and
+    // filter blocks included), and its write buffers (all its memtables
+    // together; written events past it are flushed to files). A long-running
+    // service's memory settles a little above what these allow
+    // (bench/README.md, embed_bench); the CLI's readers have their own.
+    size_t log_block_cache_bytes = 2 << 20;
+    size_t log_write_buffer_bytes = 1 << 20;
     // Hears every event of every session this runtime runs (started,
     // resumed, forked, recovered), with the session's id; a started
     // session's opening included. Called on an actor thread: keep it quick
@@ -103,11 +113,15 @@ class Runtime {
 
   // Opens the log, registers the configured tools and hooks, and starts the
   // provider, tool and hook actors. Errors name what was wrong (a missing
-  // scenario, a locked home, a bad hook).
+  // scenario, a locked home, a bad hook); options.config is checked by the
+  // same rules, with the same messages, as a config file (validate_config).
   static Status open(Options options, std::unique_ptr<Runtime>* out);
   // Stops every session still running (each gets a session.stopped with the
   // stop reason, after the last event it wrote: it stays resumable, and is
-  // not taken for crashed), kills their tool processes and closes the log.
+  // not taken for crashed), trips the stop token of every C++ tool call,
+  // kills their tool processes and closes the log. Returns within
+  // options.shutdown_timeout plus the time to kill processes and stop MCP
+  // servers, whatever tools and hooks do (see shutdown_timeout).
   ~Runtime();
 
   // The reason the destructor records in session.stopped; "the runtime was
@@ -143,13 +157,19 @@ class Runtime {
     std::function<void(const StreamDelta&)> on_delta;
     std::function<void(const SessionOutcome&)> on_complete;  // as SessionOptions::on_complete
     std::chrono::milliseconds deadline{0};                   // as SessionOptions::deadline
+    // A new turn budget from here on, recorded in session.resumed (a session
+    // stopped at its budget, stop_reason "max_turns", goes on only with a
+    // larger one); 0: unchanged.
+    uint64_t max_turns = 0;
   };
 
   // Resumes a session from its log under the same id: checks every record's
-  // checksum, recovers it (a damaged log, an unknown id, a finished session
-  // or one already running here give an error and change nothing), settles
-  // an interrupted turn by the mode, records session.resumed, and runs its
-  // loop from there.
+  // checksum, recovers it, settles an interrupted turn by the mode, records
+  // session.resumed, and runs its loop from there. Errors change nothing:
+  // not_found (no such session), already_finished (it completed or failed;
+  // allow_finished attaches it), busy (it runs here already), corruption
+  // (a damaged record), invalid_argument (it is stopped at its turn budget
+  // and options.max_turns does not raise it).
   Status resume_session(const std::string& id, const ResumeOptions& options);
 
   struct ForkOptions {
@@ -168,7 +188,10 @@ class Runtime {
   // Sends another user message to a session of this runtime and returns once
   // it is durable (it survives a crash or a power loss from then on). An idle
   // session runs its loop again; a busy one takes the message when its next
-  // turn starts (and, if its run ends first, runs again for it).
+  // turn starts (and, if its run ends first, runs again for it); a finished
+  // one is woken from its log. A session that did not finish and does not
+  // run here (crashed, stopped) is refused with needs_resume and nothing is
+  // written: resume_session (with the message as a follow-up) goes on with it.
   Status send_message(const std::string& id, const std::string& text);
 
   // A graceful end: from now on no new session, message, resume or fork is
@@ -183,8 +206,9 @@ class Runtime {
   // stopped: its actor ends, every process its tool calls started is
   // killed, and session.stopped is recorded with `reason` as its last
   // event, so that nothing takes it for a crash and resume_session goes on
-  // with it. A C++ tool or an MCP call in flight is not interrupted: its
-  // result is dropped (the resume reports the call interrupted). Other
+  // with it. A C++ tool call in flight has its stop token tripped; it and an
+  // MCP call are not waited for: their results are dropped (the resume
+  // reports the call interrupted, or asks the tool's recover function). Other
   // sessions run on. wait() then answers at once: status kRunning (it did
   // not finish), stop_reason "stopped", error `reason`. not_found when no
   // session of that id runs here.
@@ -192,6 +216,9 @@ class Runtime {
 
   // Waits until the session's loop stops; *out says how it stands. By then
   // the session's subscribers have been handed every event it appended.
+  // timed_out when `timeout` passes first (it runs on); for a session not
+  // running here: its outcome if it finished, needs_resume if it did not
+  // (crashed, stopped), not_found if the home has no such session.
   // A session whose loop has stopped closes its actor and releases its
   // memory (its subscriptions end with it); waiting for it afterwards
   // answers from what was remembered or from its log, and send_message
@@ -243,6 +270,8 @@ class Runtime {
  private:
   struct Impl;
   friend struct RuntimeInternals;  // runtime/runtime_internal.h: the project's own code only
+  struct TestKnobs;
+  static Status open_with(Options options, const TestKnobs& knobs, std::unique_ptr<Runtime>* out);
   explicit Runtime(std::unique_ptr<Impl> impl);
   // launch()'s first_input for an actor that waits for a message instead of starting.
   static const std::string kNoStart;

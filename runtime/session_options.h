@@ -60,6 +60,7 @@ struct SessionSummary {
   // writer died: this runtime holds the home, so no other process writes
   // it); new when it has no event after its opening.
   std::string status;
+  std::string stop_reason;  // stopped: the session.stopped reason ("max_turns": it used its turn budget)
   uint64_t turns = 0;     // committed
   uint64_t last_seq = 0;
   std::string provider;

@@ -1,5 +1,7 @@
 #include "runtime/session_setup.h"
 
+#include "base/lib_log.h"
+
 #include "actors/tool/file_tools.h"
 #include "actors/tool/shell_tool.h"
 
@@ -30,7 +32,7 @@ Status add_builtin_tools(const Config& config, const std::function<ToolDefinitio
       SandboxPlan plan;
       std::vector<std::string> warnings;
       if (Status s = plan_sandbox(shell.sandbox, sandbox_support(), &plan, &warnings); !s.ok()) return s;
-      for (const std::string& w : warnings) spdlog::warn("{}", w);
+      for (const std::string& w : warnings) lib_log().warn("{}", w);
       tool = make_shell_tool(shell);
     } else if (name == "read_file")
       tool = make_read_file_tool(config.files);
@@ -49,7 +51,8 @@ Status add_builtin_tools(const Config& config, const std::function<ToolDefinitio
 Status add_config_hooks(const Config& config, HookRegistry* hooks) {
   for (const auto& h : config.hooks) {
     CARAPACE_RETURN_IF_ERROR(hooks->add(HookDefinition{
-        .name = h.name, .event = h.event, .matcher = h.matcher, .command = h.command, .timeout_ms = h.timeout_ms}));
+        .name = h.name, .event = h.event, .matcher = h.matcher, .command = h.command, .timeout_ms = h.timeout_ms,
+        .fail_closed = h.fail_closed}));
   }
   return Status();
 }

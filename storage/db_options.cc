@@ -1,10 +1,14 @@
 #include "storage/db_options.h"
 
+#include "base/lib_log.h"
+
 #include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
+#include <rocksdb/write_buffer_manager.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 
@@ -21,7 +25,7 @@ class ProcessLogger : public rocksdb::Logger {
   void Logv(const char* format, va_list ap) override {
     char buf[1024];
     std::vsnprintf(buf, sizeof buf, format, ap);
-    spdlog::debug("rocksdb: {}", buf);
+    lib_log().debug("rocksdb: {}", buf);
   }
 };
 
@@ -42,7 +46,7 @@ std::shared_ptr<rocksdb::Logger> process_rocksdb_logger() {
   return logger;
 }
 
-LogDbOptions log_db_options(bool writer, size_t block_cache_bytes) {
+LogDbOptions log_db_options(bool writer, size_t block_cache_bytes, size_t write_buffer_bytes) {
   LogDbOptions o;
   o.db.create_if_missing = false;  // the log creates its database atomically
   o.db.create_missing_column_families = writer;  // a family added by a newer build
@@ -63,11 +67,20 @@ LogDbOptions log_db_options(bool writer, size_t block_cache_bytes) {
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = o.block_cache;
   table.block_size = 16 << 10;
+  // Index and filter blocks live in the block cache, under its cap: kept
+  // beside it, they grow with the number of table files (a writer keeps
+  // every file open), and a long-running runtime's memory with them.
+  table.cache_index_and_filter_blocks = true;
+  table.cache_index_and_filter_blocks_with_high_priority = true;
   o.family.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   o.family.compression = pick_compression();
   // Smaller memtables than the 64 MB default: every open (a resume after a
   // crash, each reader) replays the WAL not yet flushed, ~60 MB/s here.
   o.family.write_buffer_size = 16 << 20;
+  if (write_buffer_bytes != 0) {
+    o.db.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(write_buffer_bytes);
+    o.family.write_buffer_size = std::min<size_t>(o.family.write_buffer_size, write_buffer_bytes);
+  }
   return o;
 }
 

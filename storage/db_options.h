@@ -27,7 +27,9 @@ struct LogDbOptions {
 std::shared_ptr<rocksdb::Logger> process_rocksdb_logger();
 
 // `writer`: a primary (read-write) instance; else a secondary reader.
-LogDbOptions log_db_options(bool writer, size_t block_cache_bytes);
+// `write_buffer_bytes` caps the memtables of all its families together
+// (a flush frees them past it); 0: each family's own 16 MB only.
+LogDbOptions log_db_options(bool writer, size_t block_cache_bytes, size_t write_buffer_bytes = 0);
 
 // The log's column families (default, events, sessions, checkpoints,
 // snapshots), each with `options.family`.

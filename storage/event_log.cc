@@ -265,7 +265,7 @@ Status EventLog::open(const Options& options, std::unique_ptr<EventLog>* out) {
   impl->options = options;
   const bool writer = options.mode == Mode::kWriter;
 
-  LogDbOptions tuned = log_db_options(writer, options.block_cache_bytes);
+  LogDbOptions tuned = log_db_options(writer, options.block_cache_bytes, options.write_buffer_bytes);
   rocksdb::DBOptions db_options = tuned.db;
   impl->cache = tuned.block_cache;
 

@@ -79,6 +79,8 @@ class EventLog {
     Mode mode = Mode::kWriter;
     bool create_if_missing = true;  // writers only
     size_t block_cache_bytes = 64 << 20;
+    // The memtables of all its column families together; 0: 16 MB each.
+    size_t write_buffer_bytes = 0;
     // append_async writes durable appends on the calling thread and completes
     // them before returning, instead of on the committer thread. For
     // deterministic single-threaded schedulers (CAF's test coordinator),

@@ -32,12 +32,17 @@ fail() {
 }
 
 check_run() {  # <program> <name>
-  local out="$work/$2.out"
-  "$1" "$work/home-$2" "$scenario" >"$out" 2>&1 || { cat "$out"; fail "$2 exited with $?"; }
-  cat "$out"
+  local out="$work/$2.out" err="$work/$2.err"
+  "$1" "$work/home-$2" "$scenario" >"$out" 2>"$err" || { cat "$out" "$err"; fail "$2 exited with $?"; }
+  cat "$out" "$err"
   grep -q '^answer: 6 x 7 = 42\. Multiplying by zero was refused\.$' "$out" || fail "$2: no answer"
   grep -q '^hook no-zero: deny a zero is not allowed' "$out" || fail "$2: the hook did not deny"
   grep -q 'session.completed' "$out" || fail "$2: no session.completed event"
+  grep -q '^carapace [0-9]*\.[0-9]*\.[0-9]* (headers [0-9.]*)$' "$out" || fail "$2: no version line"
+  # Only the program's own lines on stdout: the library logs to its sink.
+  if grep -vE '^(  +[0-9]+ [a-z_.]+|hook .*|session .*|answer: .*|carapace [0-9.]+ \(headers [0-9.]+\)|library log: .*)$' "$out"; then
+    fail "$2: a line on stdout that the program did not print (above)"
+  fi
 }
 
 check_compile_lines() {  # <consumer build dir>

@@ -358,7 +358,7 @@ class Chat {
     do {
       for (;;) {
         s = rt_->wait(id, std::chrono::milliseconds(100), &o);
-        if (!s.is_busy()) break;
+        if (!s.is_timed_out()) break;
         if (int sig = take_stop_signal(); sig != 0) return stop(id, sig);
         status_.render();
       }

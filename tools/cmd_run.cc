@@ -15,6 +15,7 @@
 #include "runtime/home.h"
 #include "runtime/provider_factory.h"
 #include "runtime/runtime.h"
+#include "runtime/runtime_internal.h"
 #include "storage/sync_ledger_fs.h"
 #include "tools/cli.h"
 #include "tools/cli_run.h"
@@ -237,18 +238,22 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
       });
     }
   }
-  Runtime::Options options{.home = ctx.home(), .config = config, .faults = faults};
+  // The command line owns its process: it makes both process-wide changes.
+  Runtime::Options options{
+      .home = ctx.home(), .config = config, .builtin_tools = true, .faults = faults, .child_subreaper = true,
+      .non_dumpable = true};
   options.provider = stored_provider;
+  RuntimeInternals::TestKnobs knobs;
   if (!args.sync_ledger.empty()) {
     Status s = make_sync_ledger_fs(
         SyncLedgerOptions{.ledger_path = args.sync_ledger, .ignore_wal_syncs = args.ignore_wal_syncs},
-        &options.file_system);
+        &knobs.file_system);
     if (!s.ok()) return ctx.fail(s);
   }
   if (!args.test_mutation.empty()) {
     auto m = loop_mutation_from_name(args.test_mutation);
     if (!m) return ctx.usage(Status::invalid_argument("--test-mutation " + args.test_mutation + " is unknown"));
-    options.mutation = *m;
+    knobs.mutation = *m;
   }
   if (!args.exec_log.empty()) {
     options.decorate_builtin_tool = [path = args.exec_log](ToolDefinition t) {
@@ -263,7 +268,7 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
     if (!c.ok()) spdlog::info("no in-process collector: {}", c.to_string());
   }
   if (ctx.collector) options.observe = ctx.collector->observer();
-  Status s = Runtime::open(std::move(options), rt);
+  Status s = RuntimeInternals::open(std::move(options), knobs, rt);
   if (!s.ok()) return ctx.fail(s);
   return kExitOk;
 }
@@ -277,7 +282,7 @@ int report_outcome(Context& ctx, Runtime& rt, const std::string& id, StatusLine&
   do {
     for (;;) {
       s = rt.wait(id, std::chrono::milliseconds(100), &outcome);
-      if (!s.is_busy()) break;
+      if (!s.is_timed_out()) break;
       if (int sig = stop_signal(); sig != 0) {
         // The caller's runtime, destroyed on the way out, stops the session
         // and kills its tool processes; the log keeps what was done.
@@ -297,16 +302,19 @@ int report_outcome(Context& ctx, Runtime& rt, const std::string& id, StatusLine&
   if (!s.ok()) return ctx.fail(s, "the session's events are in the log: carapace log show " + id);
 
   bool completed = outcome.status == SessionStatus::kCompleted;
+  // Out of turns: stopped, resumable with a larger budget.
+  const bool out_of_turns = outcome.stop_reason == "max_turns" && !completed;
+  const std::string word = out_of_turns ? "stopped" : std::string(status_name(outcome.status));
   char cost[32];
   std::snprintf(cost, sizeof cost, "$%.4f", outcome.cost_usd);
-  std::string summary = "session " + id + " " + std::string(status_name(outcome.status)) + " after " +
+  std::string summary = "session " + id + " " + word + " after " +
                         count(outcome.turns, "turn") + ", " + std::to_string(outcome.tokens.input) +
                         " in / " + std::to_string(outcome.tokens.output) + " out tokens, " + cost;
   if (ctx.json) {
     print_redacted(ctx, {{"success", completed},
                        {"data",
                         {{"session", id},
-                         {"status", std::string(status_name(outcome.status))},
+                         {"status", word},
                          {"final_answer", outcome.final_answer},
                          {"stop_reason", outcome.stop_reason},
                          {"error", outcome.error},
@@ -323,6 +331,11 @@ int report_outcome(Context& ctx, Runtime& rt, const std::string& id, StatusLine&
     if (!status.streamed(outcome.final_answer)) std::cout << ctx.shown(outcome.final_answer) << "\n";
     std::fprintf(stderr, "%s (%s)\n  its events: %s\n", summary.c_str(), ctx.shown(outcome.stop_reason).c_str(),
                  ctx.shown(ctx.with_home("carapace log show " + id)).c_str());
+  } else if (out_of_turns) {
+    std::fprintf(stderr, "carapace: %s: it used its turn budget without a final answer\n  go on: %s\n",
+                 summary.c_str(),
+                 ctx.shown(ctx.with_home("carapace resume " + id + " --max-turns " + std::to_string(outcome.turns * 2)))
+                     .c_str());
   } else {
     std::fprintf(stderr, "carapace: %s: %s\n  its events: %s\n", summary.c_str(), ctx.shown(outcome.error).c_str(),
                  ctx.shown(ctx.with_home("carapace log show " + id)).c_str());
@@ -344,8 +357,10 @@ int resume(Context& ctx, const RunArgs& args, Runtime& rt) {
                                                           .allow_finished = !args.then.empty(),
                                                           .follow_ups = args.then,
                                                           .on_event = event_printer(args.runtime, status),
-                                                          .on_delta = delta_printer(status)});
+                                                          .on_delta = delta_printer(status),
+                                                          .max_turns = args.max_turns});
   if (s.is_not_found()) return ctx.fail(s, "`carapace sessions` lists the sessions there");
+  if (s.is_already_finished()) return ctx.fail(s, "`carapace resume " + id + " --then MESSAGE` sends it another message");
   if (!s.ok()) return ctx.fail(s);
   for (const auto& m : args.then) append_line(args.runtime.ack_log, "message " + m);  // durable now
   return report_outcome(ctx, rt, id, status);
@@ -481,6 +496,10 @@ void register_run_command(CLI::App& app, Context& ctx) {
   res->add_option("--then", resume_args->then,
                   "A follow-up message, sent once the session has nothing left to do (repeat for more); "
                   "recorded before it goes on");
+  res->add_option("--max-turns", resume_args->max_turns,
+                  "A new turn budget from here on, recorded (a session stopped at its budget goes on only "
+                  "with a larger one)")
+      ->check(whole_number_from(1));
   add_runtime_options(res, resume_args->runtime);
   add_trust_bundle_option(res, resume_args->runtime);
   add_json_flag(res, ctx);

@@ -1,5 +1,7 @@
 #include "actors/collector/collector.h"
 
+#include "base/lib_log.h"
+
 #include <spdlog/spdlog.h>
 
 #include <map>
@@ -48,7 +50,7 @@ struct Collector::Impl {
         ++dropped_by_session[session];
       }
       if (n == 1 || n % 1000 == 0) {
-        spdlog::warn("the collector's queue is full: {} events dropped so far (the turn goes on; the spans are "
+        lib_log().warn("the collector's queue is full: {} events dropped so far (the turn goes on; the spans are "
                      "rebuilt from the log)",
                      n);
       }
@@ -97,7 +99,7 @@ void fill_gap(CollectorState& st, SpanBuilder& b, uint64_t to) {
     if (!s.ok()) {
       st.log_failed = true;
       st.incomplete.insert(b.session());
-      spdlog::warn("the collector cannot read the log to fill in missed events: {}", s.to_string());
+      lib_log().warn("the collector cannot read the log to fill in missed events: {}", s.to_string());
       return;
     }
   } else {
@@ -109,7 +111,7 @@ void fill_gap(CollectorState& st, SpanBuilder& b, uint64_t to) {
   if (!s.ok()) {
     // Damage is `carapace verify`'s to report; the stored spans of this
     // session claim no progress, so `carapace trace` builds them from the log.
-    spdlog::info("the collector could not read session {}: {}", b.session(), s.to_string());
+    lib_log().info("the collector could not read session {}: {}", b.session(), s.to_string());
     st.incomplete.insert(b.session());
   }
   for (const auto& e : missing) b.add(e);
@@ -153,7 +155,7 @@ void write(CollectorState& st) {
   st.dirty.clear();
   Status s = st.impl->store->write(spans, progress);
   if (!s.ok()) {
-    spdlog::warn("the collector could not write {} spans: {} (the turn goes on; `carapace trace` rebuilds them "
+    lib_log().warn("the collector could not write {} spans: {} (the turn goes on; `carapace trace` rebuilds them "
                  "from the log)",
                  spans.size(), s.to_string());
   } else {

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,13 @@ class HookRegistry {
 // returns an error naming the hook and the reason.
 Status run_hook(const HookRegistry::Entry& hook, const HookInput& input, HookDecision* out);
 
-// Runs every hook in `hooks` and resolves; failures are logged and skipped.
+// The deny a fail_closed PreToolUse hook stands for when it failed with
+// `error`; nothing for any other hook.
+std::optional<HookDecision> fail_closed_decision(const HookDefinition& hook, HookEvent event,
+                                                 const std::string& error);
+
+// Runs every hook in `hooks` and resolves; failures are logged and skipped
+// (a fail_closed PreToolUse hook's failure denies).
 // `faults` (may be null) is asked at the hook point before each hook.
 HookVerdict run_hooks(const std::vector<std::shared_ptr<const HookRegistry::Entry>>& hooks,
                       const HookInput& input, FaultInjector* faults = nullptr);

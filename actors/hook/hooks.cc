@@ -1,3 +1,4 @@
+#include "base/lib_log.h"
 #include "actors/hook/hook_registry.h"
 
 #include <spdlog/spdlog.h>
@@ -243,6 +244,14 @@ Status run_hook(const HookRegistry::Entry& hook, const HookInput& input, HookDec
   return parse_decision(def.name, r.output, input.event, out);
 }
 
+std::optional<HookDecision> fail_closed_decision(const HookDefinition& hook, HookEvent event,
+                                                 const std::string& error) {
+  if (!hook.fail_closed || event != HookEvent::kPreToolUse) return std::nullopt;
+  return HookDecision{.hook_name = hook.name,
+                      .decision = Decision::kDeny,
+                      .reason = "hook " + hook.name + " is fail-closed and failed: " + error};
+}
+
 HookVerdict run_hooks(const std::vector<std::shared_ptr<const HookRegistry::Entry>>& hooks,
                       const HookInput& input, FaultInjector* faults) {
   std::vector<HookDecision> decisions;
@@ -270,8 +279,10 @@ HookVerdict run_hooks(const std::vector<std::shared_ptr<const HookRegistry::Entr
     if (s.ok()) {
       decisions.push_back(std::move(d));
     } else {
-      spdlog::warn("{} (session {}, skipped)", s.message(), input.session_id);
+      auto deny = fail_closed_decision(h->definition, input.event, s.message());
+      lib_log().warn("{} (session {}, {})", s.message(), input.session_id, deny ? "fail-closed: denied" : "skipped");
       failures.push_back(HookFailure{.hook_name = h->definition.name, .error = s.message()});
+      if (deny) decisions.push_back(std::move(*deny));
     }
   }
   HookVerdict v = resolve_decisions(input.event, std::move(decisions));

@@ -11,7 +11,9 @@
 // others      stop > system_message > append_context > continue, where every
 //             system_message and append_context is kept unless stop wins.
 // A hook that throws, fails, times out or answers nonsense is logged and
-// skipped, never fatal. Every decision, and every such failure (decision
+// skipped, never fatal (a fail_closed PreToolUse hook denies instead). The
+// hooks matching one input run at once, each on a thread of its own, so a
+// slow hook delays only the session that fired it. Every decision, and every such failure (decision
 // "failed"), becomes a hook.decided event.
 //
 // Plain values and pure functions; the registry and the code that runs hooks
@@ -154,7 +156,13 @@ struct HookDefinition {
   std::string matcher;               // ECMAScript regex on the tool name; empty matches every tool
   HookFunction function;             // a C++ hook, or
   std::vector<std::string> command;  // an external command (argv)
-  uint64_t timeout_ms = 10000;       // commands only
+  // How long the hook may take: a command is killed then, a C++ function is
+  // abandoned (its answer, should it come, is ignored). Either way the hook
+  // failed.
+  uint64_t timeout_ms = 10000;
+  // A PreToolUse hook that throws, fails or times out denies the call
+  // (reason naming the hook and the failure) instead of being skipped.
+  bool fail_closed = false;
 };
 
 }  // namespace carapace

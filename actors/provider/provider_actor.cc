@@ -1,5 +1,7 @@
 #include "actors/provider/provider_actor.h"
 
+#include "base/lib_log.h"
+
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -233,7 +235,7 @@ ProviderSupervisorActor::behavior_type provider_supervisor(
     if (down.source != self->state.worker.address()) return;
     std::string why = caf::to_string(down.reason);
     ++self->state.restarts;
-    spdlog::warn("provider actor ({}) stopped: {}; restarting it (restart {})", self->state.provider->name(),
+    lib_log().warn("provider actor ({}) stopped: {}; restarting it (restart {})", self->state.provider->name(),
                  why, self->state.restarts);
     auto in_flight = std::move(self->state.in_flight);
     self->state.in_flight.clear();

@@ -82,7 +82,7 @@ void SessionLoop::continue_turn() {
 }
 
 void SessionLoop::begin_turn() {
-  if (state().committed_turn >= settings().max_turns) return finish(true, "max_turns", last_assistant_text());
+  if (state().committed_turn >= turn_budget()) return stop_at_budget();
   uint64_t turn = state().turn + 1;
   if (!append({TurnStarted{turn}})) return;
   ignore_recorded_stop_ = false;

@@ -1,5 +1,7 @@
 #include "actors/session/session_loop.h"
 
+#include "base/lib_log.h"
+
 #include <spdlog/spdlog.h>
 
 #include <stdexcept>
@@ -158,7 +160,7 @@ void SessionLoop::fire_hooks(HookInput in, std::function<void(HookVerdict)> then
   self_->request(ctx_->hook_host, caf::infinite, std::move(in))
       .then([then](HookVerdict v) { then(std::move(v)); },
             [this, then, event](caf::error& e) {
-              spdlog::warn("session {}: {} hooks did not answer ({}); going on without them", ctx_->id,
+              lib_log().warn("session {}: {} hooks did not answer ({}); going on without them", ctx_->id,
                            hook_event_name(event), caf::to_string(e));
               then(resolve_decisions(event, {}));
             });
@@ -194,11 +196,25 @@ void SessionLoop::finish(bool completed, std::string reason, std::string text, s
   });
 }
 
+uint64_t SessionLoop::turn_budget() {
+  return state().max_turns != 0 ? state().max_turns : settings().max_turns;
+}
+
+void SessionLoop::stop_at_budget() {
+  HookInput in{.event = HookEvent::kAgentStop, .session_id = ctx_->id, .turn = state().turn};
+  fire_hooks(in, [this, in](HookVerdict v) {
+    std::vector<EventBody> step = decided_events(in, v);
+    step.emplace_back(SessionStopped{.reason = "max_turns"});
+    // Its last event, as a stop from outside writes it (no checkpoint after).
+    write_durable(std::move(step), /*checkpoint=*/false, [this] { settle(); });
+  });
+}
+
 void SessionLoop::settle() {
   running_ = false;
   // Messages that came while the run went on start the next one; then the
   // follow-ups, one run each, in order.
-  const bool budget = !broken_ && state().committed_turn < settings().max_turns;
+  const bool budget = !broken_ && state().committed_turn < turn_budget();
   const bool queued = budget && !state().queued_inputs.empty();
   const bool follow_up = budget && !queued && !state().follow_ups.empty();
   SessionOutcome o = outcome();
@@ -243,7 +259,7 @@ void SessionLoop::close() {
 }
 
 void SessionLoop::fail_hard(const std::string& error) {
-  spdlog::error("session {}: {}; the session stops writing (resume it to go on)", ctx_->id, error);
+  lib_log().error("session {}: {}; the session stops writing (resume it to go on)", ctx_->id, error);
   broken_ = true;
   running_ = false;
   storage_error_ = error;
@@ -271,6 +287,11 @@ SessionOutcome SessionLoop::outcome() {
     o.status = SessionStatus::kFailed;
     o.error = storage_error_;
     o.stop_reason = "storage_error";
+  } else if (s.status == SessionStatus::kRunning && s.committed_turn >= turn_budget()) {
+    o.final_answer.clear();
+    o.stop_reason = "max_turns";
+    o.error = "it used all " + std::to_string(turn_budget()) +
+              " turns of its budget without a final answer; resume it with a larger max_turns to go on";
   }
   return o;
 }

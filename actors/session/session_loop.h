@@ -102,6 +102,13 @@ class SessionLoop {
   // ---- the end (session_loop.cc) ----
   void end_turn(bool final_answer);
   void finish(bool completed, std::string reason, std::string text, std::vector<EventBody> pending = {});
+  // The turn budget is used: the AgentStop hooks hear it, then
+  // session.stopped "max_turns" (no final answer is invented; a resume with
+  // a larger budget goes on).
+  void stop_at_budget();
+  // The session's turn budget: from its log (session.started, raised by a
+  // session.resumed), else the settings'.
+  uint64_t turn_budget();
   void settle();
   void fail_hard(const std::string& error);
   SessionOutcome outcome();

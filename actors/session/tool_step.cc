@@ -94,23 +94,30 @@ void SessionLoop::resume_interrupted_call(ToolCall call) {
 }
 
 void SessionLoop::run_tool(ToolCall call, std::string recovering, std::string stop_reason) {
+  auto tool = ctx_->tools->find(call.name);
+  const uint64_t timeout_ms =
+      tool && tool->timeout.count() > 0 ? static_cast<uint64_t>(tool->timeout.count()) : settings().tool_timeout_ms;
   ToolInvocation invocation{.session_id = ctx_->id,
                             .call = call,
                             .workspace = settings().workspace,
-                            .recovering = std::move(recovering)};
+                            .recovering = std::move(recovering),
+                            .timeout_ms = timeout_ms};
+  // The tool host answers a call that overruns (after its grace); this is
+  // the backstop should the host itself not answer.
+  const auto backstop = std::chrono::milliseconds(timeout_ms + kToolGraceMs + 5000);
   self_
-      ->request(ctx_->tool_host, std::chrono::milliseconds(settings().tool_timeout_ms), std::move(invocation))
+      ->request(ctx_->tool_host, backstop, std::move(invocation))
       .then(
           [this, call, stop_reason](ToolOutcome outcome) {
             const bool interrupted = outcome.interrupted;
             tool_done(call, std::move(outcome), interrupted ? stop_reason : "");
           },
-          [this, call](caf::error& e) {
+          [this, call, backstop](caf::error& e) {
             bool timeout = e == caf::sec::request_timeout;
             tool_done(call,
                       ToolOutcome{.call_id = call.id,
-                                  .output = timeout ? "The tool gave no result within " +
-                                                          std::to_string(settings().tool_timeout_ms) + " ms"
+                                  .output = timeout ? "The tool host gave no answer within " +
+                                                          std::to_string(backstop.count()) + " ms"
                                                     : "The tool failed: " + caf::to_string(e),
                                   .is_error = true,
                                   .timed_out = timeout});

@@ -1,5 +1,7 @@
 #include "actors/tool/mcp_client.h"
 
+#include "base/lib_log.h"
+
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -258,7 +260,7 @@ void McpClient::log_stderr_line(const std::string& line) {
   if (b.logged_bytes + cost > options_.max_stderr_bytes) {
     report_dropped_stderr();
     b.capped = true;
-    spdlog::warn(
+    lib_log().warn(
         "MCP server {}: its stderr reached {} ({} bytes logged since it started); what it writes there "
         "until it stops is counted, not logged",
         options_.name, key("max_stderr_bytes"), options_.max_stderr_bytes);
@@ -266,7 +268,7 @@ void McpClient::log_stderr_line(const std::string& line) {
   }
   ++b.window_lines;
   b.logged_bytes += cost;
-  spdlog::info("MCP server {} (stderr): {}", options_.name, line);
+  lib_log().info("MCP server {} (stderr): {}", options_.name, line);
 }
 
 void McpClient::report_dropped_stderr() {
@@ -281,7 +283,7 @@ void McpClient::report_dropped_stderr() {
                      std::to_string(b.dropped_bytes) + " bytes) of its stderr were not logged: " + why;
   b.logged_bytes += log_cost(text, 0);
   b.dropped_lines = b.dropped_bytes = 0;
-  spdlog::warn("{}", text);
+  lib_log().warn("{}", text);
 }
 
 std::string McpClient::handle_line(std::string_view line) {
@@ -290,14 +292,14 @@ std::string McpClient::handle_line(std::string_view line) {
   switch (m.kind) {
     case mcp::Message::Kind::kInvalid:
       if (m.too_deep) return "it wrote a message on stdout nested past the bound: " + m.problem;
-      spdlog::warn("MCP server {} wrote a line on stdout that is not a JSON-RPC message ({}); ignored: {}",
+      lib_log().warn("MCP server {} wrote a line on stdout that is not a JSON-RPC message ({}); ignored: {}",
                    options_.name, m.problem, shown(line));
       return "";
     case mcp::Message::Kind::kRequest:
       if (m.method == "ping") {
         send(mcp::result_line(m.id, json::object()));
       } else {
-        spdlog::info("MCP server {} asked for {}, which Carapace does not support; answered with an error",
+        lib_log().info("MCP server {} asked for {}, which Carapace does not support; answered with an error",
                      options_.name, shown(m.method));
         send(mcp::error_line(m.id, mcp::kMethodNotFound, "method not supported by this client: " + m.method));
       }
@@ -307,7 +309,7 @@ std::string McpClient::handle_line(std::string_view line) {
         tools_changed_ = true;
         if (options_.on_tools_changed) options_.on_tools_changed();
       } else if (m.method == "notifications/message") {
-        spdlog::info("MCP server {} (log): {}", options_.name, shown(m.params.dump()));
+        lib_log().info("MCP server {} (log): {}", options_.name, shown(m.params.dump()));
       }
       return "";
     case mcp::Message::Kind::kResponse: {
@@ -321,7 +323,7 @@ std::string McpClient::handle_line(std::string_view line) {
         }
       }
       if (!p) {
-        spdlog::warn("MCP server {} answered request id {}, which is not waiting for an answer; ignored",
+        lib_log().warn("MCP server {} answered request id {}, which is not waiting for an answer; ignored",
                      options_.name, shown(m.id.dump()));
         return "";
       }
@@ -458,7 +460,7 @@ void McpClient::run_io(std::promise<Status>* started) {
           scanned = begin;
           if (!over.empty() && ended_why.empty()) {
             ended_why = std::move(over);
-            spdlog::warn("MCP server {}: {}; stopping it", options_.name, ended_why);
+            lib_log().warn("MCP server {}: {}; stopping it", options_.name, ended_why);
             begin = in.size();
             proc->close_stdout();
             break;
@@ -469,7 +471,7 @@ void McpClient::run_io(std::promise<Status>* started) {
         if (in.size() > options_.max_message_bytes && ended_why.empty()) {
           ended_why = "it wrote a message longer than " + std::to_string(options_.max_message_bytes) +
                       " bytes on stdout (" + key("max_message_bytes") + ")";
-          spdlog::warn("MCP server {}: {}; stopping it", options_.name, ended_why);
+          lib_log().warn("MCP server {}: {}; stopping it", options_.name, ended_why);
           in.clear();
           scanned = 0;
           proc->close_stdout();
@@ -507,7 +509,7 @@ void McpClient::run_io(std::promise<Status>* started) {
     outgoing_.clear();
   }
   if (mode == 0 && ended_why.empty())
-    spdlog::warn("MCP server {} {}", options_.name, proc->exit_description());
+    lib_log().warn("MCP server {} {}", options_.name, proc->exit_description());
   fail_pending(why);
 }
 

@@ -1,5 +1,7 @@
 #include "actors/tool/mcp_hub.h"
 
+#include "base/lib_log.h"
+
 #include <spdlog/spdlog.h>
 
 #include <thread>
@@ -81,7 +83,7 @@ void McpHub::publish(const std::string& server_name, const std::vector<mcp::Tool
     bool kept = std::any_of(specs.begin(), specs.end(), [&](const ToolSpec& s) { return s.name == name; });
     if (!kept) {
       registry_->remove(name);
-      spdlog::info("MCP server {}: tool {} is gone", server_name, name);
+      lib_log().info("MCP server {}: tool {} is gone", server_name, name);
     }
   }
   std::weak_ptr<McpHub> self = weak_from_this();
@@ -101,7 +103,7 @@ void McpHub::publish(const std::string& server_name, const std::vector<mcp::Tool
     };
     Status added = registry_->add(std::move(def));
     if (!added.ok())
-      spdlog::error("MCP server {}: tool {} not registered: {}", server_name, specs[i].name, added.message());
+      lib_log().error("MCP server {}: tool {} not registered: {}", server_name, specs[i].name, added.message());
   }
 }
 

@@ -1,5 +1,7 @@
 #include "actors/tool/mcp_server.h"
 
+#include "base/lib_log.h"
+
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
@@ -62,7 +64,7 @@ void McpServer::refresh_if_changed(McpClient& client) {
   std::lock_guard refresh(refresh_mu_);
   if (!client.alive() || !client.take_tools_changed()) return;
   if (Status listed = list_and_publish(client); !listed.ok()) {
-    spdlog::error("{}: the tool list changed but could not be read again: {}", label(), listed.message());
+    lib_log().error("{}: the tool list changed but could not be read again: {}", label(), listed.message());
   }
 }
 
@@ -115,7 +117,7 @@ Status McpServer::list_and_publish(McpClient& client) {
   std::vector<mcp::ToolInfo> tools;
   std::vector<std::string> skipped;
   CARAPACE_RETURN_IF_ERROR(client.list_tools(&tools, &skipped));
-  for (const std::string& why : skipped) spdlog::error("{}: a tool is not offered: {}", label(), why);
+  for (const std::string& why : skipped) lib_log().error("{}: a tool is not offered: {}", label(), why);
   {
     std::lock_guard lock(mu_);
     tools_ = tools;
@@ -161,7 +163,7 @@ Status McpServer::ensure_client(std::chrono::milliseconds wait, std::shared_ptr<
     std::lock_guard lock(mu_);
     backoff_ = backoff_.count() == 0 ? kFirstBackoff : std::min(backoff_ * 2, kMaxBackoff);
     next_start_ = Clock::now() + backoff_;
-    spdlog::error("{}", s.message());
+    lib_log().error("{}", s.message());
     return s;
   };
   McpClientOptions o;
@@ -217,13 +219,13 @@ Status McpServer::ensure_client(std::chrono::milliseconds wait, std::shared_ptr<
     }
     client_ = client;
     sandbox_ = std::move(sandbox);
-    if (starts_ > 0) spdlog::warn("{} restarted (start {})", label(), starts_ + 1);
+    if (starts_ > 0) lib_log().warn("{} restarted (start {})", label(), starts_ + 1);
     ++starts_;
     // A change announced while the first list was read is acted on now.
     refresh_wanted_ = true;
   }
   refresh_cv_.notify_all();
-  spdlog::info("{} started in {} (protocol {})", label(), options_.workspace, client->protocol_version());
+  lib_log().info("{} started in {} (protocol {})", label(), options_.workspace, client->protocol_version());
   *out = std::move(client);
   return Status();
 }

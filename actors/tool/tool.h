@@ -14,8 +14,10 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <stop_token>
 #include <string>
 #include <tuple>
 
@@ -55,7 +57,19 @@ struct ToolContext {
   std::string workspace;  // absolute, canonical path of the session's workspace root
   std::string session_id;
   std::string call_id;
+  // Asks the call to end: tripped when its time-out passes, when its session
+  // is stopped (Runtime::stop, a deadline) and when the runtime closes. A
+  // tool that can take long polls stop.stop_requested() or registers a
+  // std::stop_callback, and returns; a result it returns within the grace
+  // after a time-out (docs/embedding.md) is recorded, marked timed out.
+  std::stop_token stop;
+  // When the call's time-out passes (steady clock).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
+
+// How long a call may go on after its time-out tripped its stop token
+// before the session is told it was abandoned.
+inline constexpr uint64_t kToolGraceMs = 2000;
 
 using ToolFunction = std::function<ToolResult(const nlohmann::json& args, const ToolContext& context)>;
 
@@ -73,8 +87,16 @@ using RecoveryFunction = std::function<ToolRecovery(const nlohmann::json& args, 
 
 struct ToolDefinition {
   ToolSpec spec;
-  bool blocking = true;  // may block (I/O, processes): runs on a thread of its own
+  // May block (I/O, processes): each call runs on a thread of its own. A
+  // non-blocking tool runs on its tool's worker actor, one call at a time:
+  // quick, but one that overruns its time-out is abandoned with its worker
+  // (later calls get a new one) and holds an actor thread until it returns.
+  bool blocking = true;
   ToolFunction run;
+  // How long a call may run before its stop token is tripped and, after the
+  // grace, the session gets a timed-out result. 0: the config's
+  // tools.timeout_ms.
+  std::chrono::milliseconds timeout{0};
   // Asked by a resume about an interrupted call of a tool that is not
   // idempotent (spec.idempotent: always kRunAgain). Null: kUnknown. It must
   // only look (the workspace, what the call was to do), never act.

@@ -1,5 +1,7 @@
 #include "actors/tool/tool_actor.h"
 
+#include "base/lib_log.h"
+
 #include <nlohmann/json.hpp>
 
 #include <spdlog/spdlog.h>
@@ -26,26 +28,28 @@ caf::typed_response_promise<ToolOutcome> answer(caf::typed_response_promise<Tool
 
 // Runs one blocking call on its own thread, then quits.
 ToolActor::behavior_type tool_call(ToolActor::pointer self, std::shared_ptr<const ToolDefinition> tool,
-                                   std::shared_ptr<FaultInjector> faults) {
+                                   std::shared_ptr<FaultInjector> faults, std::shared_ptr<CallTracker> tracker) {
   return {[=](const ToolInvocation& invocation) -> caf::typed_response_promise<ToolOutcome> {
     auto promise = self->make_response_promise<ToolOutcome>();
-    ToolOutcome outcome = run_tool(*tool, invocation, faults.get());
+    ToolOutcome outcome = run_tool(*tool, invocation, faults.get(), tracker.get());
     self->quit();
     return answer(promise, std::move(outcome));
   }};
 }
 
 ToolActor::behavior_type tool_worker(ToolActor::pointer self, std::shared_ptr<ToolRegistry> tools,
-                                     std::string name, std::shared_ptr<FaultInjector> faults) {
+                                     std::string name, std::shared_ptr<FaultInjector> faults,
+                                     std::shared_ptr<CallTracker> tracker) {
   return {[=](const ToolInvocation& invocation) -> caf::result<ToolOutcome> {
     auto tool = tools->find(name);
     if (!tool) {
       return error_outcome(invocation.call.id, "tool " + name + " is no longer registered");
     }
     if (!tool->blocking) {
-      return answer(self->make_response_promise<ToolOutcome>(), run_tool(*tool, invocation, faults.get()));
+      return answer(self->make_response_promise<ToolOutcome>(),
+                    run_tool(*tool, invocation, faults.get(), tracker.get()));
     }
-    auto helper = self->spawn<caf::detached>(tool_call, tool, faults);
+    auto helper = self->spawn<caf::detached>(tool_call, tool, faults, tracker);
     return self->delegate(helper, invocation);
   }};
 }
@@ -54,6 +58,7 @@ struct SupervisorState {
   SupervisorState() = default;
   std::shared_ptr<ToolRegistry> tools;
   std::shared_ptr<FaultInjector> faults;
+  std::shared_ptr<CallTracker> tracker;
   std::unordered_map<std::string, ToolActor> workers;  // by tool name
   // Every worker, shared with the functor that stops them when the supervisor
   // ends (workers are monitored, not linked, so nothing else would).
@@ -64,13 +69,24 @@ struct SupervisorState {
     std::string worker_tool;
     std::string call_id;
     caf::typed_response_promise<ToolOutcome> promise;
+    std::string session;
+    uint64_t timeout_ms = 0;
+    bool blocking = true;
+    ToolActor worker;
+    bool expired = false;  // its time-out passed: its stop token is tripped
   };
   std::unordered_map<uint64_t, InFlight> in_flight;
 
   void finish(uint64_t id, ToolOutcome outcome) {
     auto it = in_flight.find(id);
     if (it == in_flight.end()) return;
+    if (it->second.expired && !outcome.timed_out) {
+      // It returned within the grace after its stop token was tripped.
+      outcome.timed_out = true;
+      outcome.is_error = true;
+    }
     it->second.promise.deliver(std::move(outcome));
+    tracker->remove(it->second.session, it->second.call_id);
     in_flight.erase(it);
   }
 };
@@ -80,7 +96,7 @@ using SupervisorPtr = ToolSupervisorActor::stateful_pointer<SupervisorState>;
 ToolActor worker_for(SupervisorPtr self, const std::string& name) {
   auto it = self->state.workers.find(name);
   if (it != self->state.workers.end()) return it->second;
-  ToolActor worker = self->spawn(tool_worker, self->state.tools, name, self->state.faults);
+  ToolActor worker = self->spawn(tool_worker, self->state.tools, name, self->state.faults, self->state.tracker);
   self->monitor(worker);
   self->state.all->push_back(worker);
   self->state.workers.emplace(name, worker);
@@ -89,10 +105,13 @@ ToolActor worker_for(SupervisorPtr self, const std::string& name) {
 }
 
 ToolSupervisorActor::behavior_type tool_supervisor(SupervisorPtr self, std::shared_ptr<ToolRegistry> tools,
-                                                   std::shared_ptr<FaultInjector> faults) {
+                                                   std::shared_ptr<FaultInjector> faults,
+                                                   std::shared_ptr<CallTracker> tracker) {
   self->state.tools = std::move(tools);
   self->state.faults = std::move(faults);
-  self->attach_functor([all = self->state.all](const caf::error&) {
+  self->state.tracker = std::move(tracker);
+  self->attach_functor([all = self->state.all, tracker = self->state.tracker](const caf::error&) {
+    tracker->stop_all();
     for (const auto& w : *all) caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
   });
   self->set_down_handler([=](const caf::down_msg& down) {
@@ -102,7 +121,7 @@ ToolSupervisorActor::behavior_type tool_supervisor(SupervisorPtr self, std::shar
     std::string why = caf::to_string(down.reason);
     self->state.names.erase(n);
     self->state.workers.erase(name);
-    spdlog::warn("tool actor for {} stopped: {}; restarting it", name, why);
+    lib_log().warn("tool actor for {} stopped: {}; restarting it", name, why);
     std::vector<uint64_t> lost;
     for (const auto& [id, f] : self->state.in_flight) {
       if (f.worker_tool == name) lost.push_back(id);
@@ -120,14 +139,27 @@ ToolSupervisorActor::behavior_type tool_supervisor(SupervisorPtr self, std::shar
       [=](ToolInvocation& invocation) -> caf::typed_response_promise<ToolOutcome> {
         auto promise = self->make_response_promise<ToolOutcome>();
         std::string name = invocation.call.name;
-        if (!self->state.tools->find(name)) {
+        auto def = self->state.tools->find(name);
+        if (!def) {
           promise.deliver(error_outcome(invocation.call.id, "unknown tool " + name));
           return promise;
         }
         uint64_t id = ++self->state.next_id;
-        self->state.in_flight.emplace(id, SupervisorState::InFlight{name, invocation.call.id, promise});
+        ToolActor worker = worker_for(self, name);
+        self->state.in_flight.emplace(
+            id, SupervisorState::InFlight{.worker_tool = name,
+                                          .call_id = invocation.call.id,
+                                          .promise = promise,
+                                          .session = invocation.session_id,
+                                          .timeout_ms = invocation.timeout_ms,
+                                          .blocking = def->blocking,
+                                          .worker = worker});
+        self->state.tracker->add(invocation.session_id, invocation.call.id);
+        if (invocation.timeout_ms > 0) {
+          self->delayed_send(self, std::chrono::milliseconds(invocation.timeout_ms), expire_atom::value, id, false);
+        }
         std::string call_id = invocation.call.id;
-        self->request(worker_for(self, name), caf::infinite, std::move(invocation))
+        self->request(worker, caf::infinite, std::move(invocation))
             .then([=](ToolOutcome outcome) { self->state.finish(id, std::move(outcome)); },
                   [=](caf::error& e) {
                     self->state.finish(id, error_outcome(call_id, "the tool actor for " + name +
@@ -136,12 +168,47 @@ ToolSupervisorActor::behavior_type tool_supervisor(SupervisorPtr self, std::shar
         return promise;
       },
       [=](worker_atom, const std::string& name) -> ToolActor { return worker_for(self, name); },
+      [=](cancel_atom, const std::string& session) { self->state.tracker->stop_session(session); },
+      [=](expire_atom, uint64_t id, bool final) {
+        auto it = self->state.in_flight.find(id);
+        if (it == self->state.in_flight.end()) return;
+        SupervisorState::InFlight& f = it->second;
+        if (!final) {
+          // Asked to stop; what it returns within the grace is recorded.
+          f.expired = true;
+          self->state.tracker->stop(f.session, f.call_id);
+          self->delayed_send(self, std::chrono::milliseconds(kToolGraceMs), expire_atom::value, id, true);
+          return;
+        }
+        std::string name = f.worker_tool;
+        if (!f.blocking) {
+          // It holds its worker: later calls of the tool get a new one.
+          auto w = self->state.workers.find(name);
+          if (w != self->state.workers.end() && w->second == f.worker) {
+            self->demonitor(f.worker.address());
+            self->state.names.erase(f.worker.address());
+            self->state.workers.erase(w);
+            caf::anon_send_exit(f.worker, caf::exit_reason::user_shutdown);
+          }
+        }
+        lib_log().warn("tool {} (session {}, call {}) gave no result within {} ms nor {} ms after it was asked to "
+                     "stop; it is abandoned",
+                     name, f.session, f.call_id, f.timeout_ms, kToolGraceMs);
+        ToolOutcome out = error_outcome(
+            f.call_id, "The tool gave no result within " + std::to_string(f.timeout_ms) +
+                           " ms, nor within " + std::to_string(kToolGraceMs) +
+                           " ms after it was asked to stop; it was abandoned, and whether it took effect is unknown");
+        out.timed_out = true;
+        out.duration_ms = f.timeout_ms + kToolGraceMs;
+        self->state.finish(id, std::move(out));
+      },
   };
 }
 
 }  // namespace
 
-ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocation, FaultInjector* faults) {
+ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocation, FaultInjector* faults,
+                     CallTracker* tracker) {
   auto start = std::chrono::steady_clock::now();
   ToolOutcome outcome{.call_id = invocation.call.id};
   FaultSite site{
@@ -174,7 +241,10 @@ ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocatio
     outcome.is_error = true;
   } else {
     try {
-      const ToolContext context{invocation.workspace, invocation.session_id, invocation.call.id};
+      ToolContext context{invocation.workspace, invocation.session_id, invocation.call.id};
+      if (tracker != nullptr) context.stop = tracker->token(invocation.session_id, invocation.call.id);
+      if (invocation.timeout_ms > 0) context.deadline = start + std::chrono::milliseconds(invocation.timeout_ms);
+      CallTracker::Running running(tracker);
       // A call a crash or a stop interrupted: the tool says what became of it.
       ToolRecovery recovery{.verdict = ToolRecovery::Verdict::kRunAgain};
       if (!invocation.recovering.empty())
@@ -219,8 +289,9 @@ ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocatio
 }
 
 ToolSupervisorActor spawn_tool_supervisor(caf::actor_system& system, std::shared_ptr<ToolRegistry> tools,
-                                          std::shared_ptr<FaultInjector> faults) {
-  return system.spawn(tool_supervisor, std::move(tools), std::move(faults));
+                                          std::shared_ptr<FaultInjector> faults, std::shared_ptr<CallTracker> tracker) {
+  if (!tracker) tracker = std::make_shared<CallTracker>();
+  return system.spawn(tool_supervisor, std::move(tools), std::move(faults), std::move(tracker));
 }
 
 }  // namespace carapace

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -31,6 +32,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: app <home-dir> <scenario.json>\n");
     return 2;
   }
+
+  std::printf("carapace %s (headers %s)\n", carapace::version(), CARAPACE_VERSION_STRING);
+  // The library's log lines (warnings and errors, by default on stderr) go
+  // where the program says; never to stdout on their own.
+  carapace::set_log_sink(
+      [](carapace::LogLevel, std::string_view line) {
+        std::printf("library log: %.*s\n", static_cast<int>(line.size()), line.data());
+      },
+      carapace::LogLevel::kWarn);
 
   // The runtime: its data directory (the event log) and its configuration.
   carapace::Runtime::Options options;
@@ -68,7 +78,9 @@ int main(int argc, char** argv) {
         bool zero = args.is_object() && (args.value("a", 1) == 0 || args.value("b", 1) == 0);
         return carapace::HookDecision{.decision = zero ? carapace::Decision::kDeny : carapace::Decision::kAllow,
                                       .reason = zero ? "a zero is not allowed" : ""};
-      }});
+      },
+      .timeout_ms = 1000,     // abandoned (and, being fail-closed, denying) past a second
+      .fail_closed = true});  // a hook that throws or hangs denies the call
   if (!s.ok()) return fail(s);
 
   // A session: its events arrive on an actor thread as they are appended.

@@ -51,7 +51,7 @@ struct ReplayFixture {
       std::ofstream(config.provider.scenario) << scenario;
     }
     rt.reset();  // a runtime plays the scenario it opened with
-    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &rt));
+    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .builtin_tools = true}, &rt));
     for (auto& h : cpp_hooks) CHECK_OK(rt->register_hook(h));
     cpp_hooks.clear();
     std::string sid;
@@ -295,7 +295,7 @@ BOOST_AUTO_TEST_CASE(a_stopped_and_resumed_run_replays_identically) {
         {"text": "Waiting again.", "tool_calls": [{"name": "shell", "args": {"command": "true"}}]},
         {"text": "Done."}]})";
     rt.reset();
-    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &rt));
+    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .builtin_tools = true}, &rt));
     std::string sid;
     CHECK_OK(rt->start_session(SessionOptions{.id = id, .task = "wait"}, &sid));
     bool running = false;
@@ -309,7 +309,7 @@ BOOST_AUTO_TEST_CASE(a_stopped_and_resumed_run_replays_identically) {
     rt->set_stop_reason("the test stopped it");
     rt.reset();  // stops the session mid-call
 
-    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &rt));
+    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .builtin_tools = true}, &rt));
     const uint64_t stopped_at = last_seq(id);
     const Event stop = recorded(id, stopped_at);
     const auto* stopped = get_if<SessionStopped>(stop);
@@ -340,7 +340,7 @@ BOOST_AUTO_TEST_CASE(a_session_woken_with_another_configuration_replays_as_recor
   const Config first = config;
   rt.reset();
   config.prompt.identity = "You are the second agent.";
-  CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &rt));
+  CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .builtin_tools = true}, &rt));
   CHECK_OK(rt->send_message("s1", "and again"));
   SessionOutcome out;
   CHECK_OK(rt->wait("s1", 60s, &out));

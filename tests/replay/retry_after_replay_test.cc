@@ -28,7 +28,7 @@ BOOST_AUTO_TEST_CASE(a_retry_after_of_ten_years_waits_max_delay_ms_and_replays_i
       {"error": {"status": 429, "retry_after_ms": 315360000000, "message": "come back in ten years"}},
       {"text": "Done."}]})";
   std::unique_ptr<Runtime> rt;
-  CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &rt));
+  CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .builtin_tools = true}, &rt));
   std::string id;
   CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, &id));
   SessionOutcome out;

@@ -51,7 +51,7 @@ struct Fixture {
     config.tools_enabled = {};
     config.mcp_servers = {
         McpServerConfig{.name = "t", .command = MCP_TEST_SERVER, .args = {server_flag}, .timeout_ms = 30000}};
-    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &rt));
+    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .builtin_tools = true}, &rt));
   }
 
   std::string start(const std::string& ws, const std::string& id) {

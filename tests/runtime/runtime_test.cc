@@ -44,7 +44,7 @@ struct RuntimeFixture {
   void open(const std::string& scenario_json, Config config = {}) {
     config.provider.scenario = write_file(dir, "scenario.json", scenario_json);
     config.workspace = dir.path();
-    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &rt));
+    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .builtin_tools = true}, &rt));
   }
 
   SessionOutcome run(const std::string& task, const std::string& id = "") {
@@ -354,7 +354,7 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_clear_errors) {
   std::unique_ptr<Runtime> second;
   Config config;
   config.provider.scenario = dir.sub("scenario.json");
-  s = Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &second);
+  s = Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .builtin_tools = true}, &second);
   BOOST_TEST(s.is_busy(), s.to_string());  // one writer per home
   s = rt->resume_session("once", Runtime::ResumeOptions{});
   BOOST_TEST(s.is_busy(), s.to_string());  // it runs in this runtime already
@@ -364,7 +364,7 @@ BOOST_AUTO_TEST_CASE(bad_input_gets_clear_errors) {
   BOOST_TEST(no_turn.message().find("has no checkpoint for turn 7") != std::string::npos,
              no_turn.to_string());
   Config no_scenario;
-  s = Runtime::open(Runtime::Options{.home = dir.sub("other"), .config = no_scenario}, &second);
+  s = Runtime::open(Runtime::Options{.home = dir.sub("other"), .config = no_scenario, .builtin_tools = true}, &second);
   BOOST_TEST(s.message().find("needs a scenario file") != std::string::npos);
 }
 
@@ -576,7 +576,7 @@ BOOST_AUTO_TEST_CASE(a_deadline_stops_a_run_that_is_still_going) {
   Status waited;
   do {
     waited = rt->wait("late", 100ms, &out);
-  } while (waited.is_busy() && std::chrono::steady_clock::now() - start < 20s);
+  } while (waited.is_timed_out() && std::chrono::steady_clock::now() - start < 20s);
   CHECK_OK(waited);
   const auto took = std::chrono::steady_clock::now() - start;
   BOOST_TEST((took >= 800ms && took < 5s));
@@ -619,7 +619,7 @@ BOOST_AUTO_TEST_CASE(unsubscribe_waits_for_callbacks_and_a_throwing_callback_goe
       .blocking = false,
       .run = [](const nlohmann::json&, const ToolContext&) { return ToolResult{.output = "ok"}; }}));
   std::string id;
-  CHECK_OK(rt->start_session(SessionOptions{.id = "many", .task = "count"}, &id));
+  CHECK_OK(rt->start_session(SessionOptions{.id = "many", .task = "count", .max_turns = 50}, &id));
 
   constexpr int kSubscribers = 8;
   std::array<std::atomic<int>, kSubscribers> started{};
@@ -734,7 +734,7 @@ BOOST_AUTO_TEST_CASE(a_runtime_can_borrow_the_programs_actor_system) {
   {
     std::unique_ptr<Runtime> rt;
     CHECK_OK(
-        Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .system = &system}, &rt));
+        Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .system = &system, .builtin_tools = true}, &rt));
     BOOST_TEST((&rt->system() == &system));
     std::string id;
     CHECK_OK(rt->start_session(SessionOptions{.task = "x"}, &id));
@@ -826,6 +826,7 @@ BOOST_AUTO_TEST_CASE(a_blocking_provider_waits_out_an_injected_delay) {
   CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"),
                                           .config = config,
                                           .provider = std::make_shared<BlockingScripted>(scenario),
+                                          .builtin_tools = true,
                                           .faults = plan},
                          &rt));
   auto start = std::chrono::steady_clock::now();
@@ -870,16 +871,16 @@ BOOST_AUTO_TEST_CASE(a_resumed_session_keeps_its_own_turn_budget_and_instruction
   std::string id = "budget";
   {
     std::unique_ptr<Runtime> rt;
-    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .faults = hang_on_turn_two},
+    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .builtin_tools = true, .faults = hang_on_turn_two},
                            &rt));
     CHECK_OK(rt->register_tool(note));
     CHECK_OK(rt->start_session(SessionOptions{.id = id, .task = "go", .max_turns = 2, .instructions = "Be terse."},
                                nullptr));
     SessionOutcome o;
-    BOOST_TEST(rt->wait(id, 500ms, &o).is_busy());  // turn 2's request hangs
+    BOOST_TEST(rt->wait(id, 500ms, &o).is_timed_out());  // turn 2's request hangs
   }  // the process "stops" with turn 2 open
   std::unique_ptr<Runtime> rt;
-  CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config}, &rt));
+  CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .builtin_tools = true}, &rt));
   CHECK_OK(rt->register_tool(note));
   CHECK_OK(rt->resume_session(id, Runtime::ResumeOptions{}));
   SessionOutcome o;
@@ -926,7 +927,7 @@ BOOST_AUTO_TEST_CASE(a_session_actor_that_fails_is_recovered_from_its_log_and_it
   CHECK_OK(FaultPlan::parse(R"({"faults": [{"point": "session.actor", "action": "error", "nth": 9}]})", "plan.json",
                             &plan));
   std::unique_ptr<Runtime> rt;
-  CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .faults = plan}, &rt));
+  CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = config, .builtin_tools = true, .faults = plan}, &rt));
   CHECK_OK(rt->register_tool(note));
   std::mutex mu;
   std::vector<uint64_t> heard;

@@ -61,7 +61,7 @@ class VirtualRuntime {
     CHECK_OK(
         EventLog::open(EventLog::Options{.path = dir_.sub("log"), .inline_durable_appends = true}, &log_));
     tool_host = spawn_tool_supervisor(*system_, tools);
-    hook_host = spawn_hook_actor(*system_, hooks);
+    hook_host = spawn_hook_actor(*system_, hooks, nullptr, nullptr, /*inline_cpp_hooks=*/true);
   }
 
   // Injects `plan`'s faults from now on (call before scenario() and start()).
@@ -70,7 +70,7 @@ class VirtualRuntime {
     caf::anon_send_exit(tool_host, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(hook_host, caf::exit_reason::user_shutdown);
     tool_host = spawn_tool_supervisor(*system_, tools, faults);
-    hook_host = spawn_hook_actor(*system_, hooks, faults);
+    hook_host = spawn_hook_actor(*system_, hooks, faults, nullptr, /*inline_cpp_hooks=*/true);
   }
 
   ~VirtualRuntime() {

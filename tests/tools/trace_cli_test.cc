@@ -157,7 +157,9 @@ BOOST_AUTO_TEST_CASE(analyze_finds_the_patterns_of_a_run_built_to_show_them_and_
     {"text": "And again.", "tool_calls": [{"name": "read_file", "args": {"path": "missing.txt"}}]}
   ]})");
   Result r = run("run 'Read it' --scenario " + bad + " --workspace " + ws + " --session bad --max-turns 3");
-  BOOST_TEST(r.code == 0, r.err);  // stopped by its turn budget: a completion
+  BOOST_TEST(r.code == 1, r.err);  // stopped by its turn budget: not a completion
+  BOOST_TEST(contains(r.err, "stopped after 3 turns"), r.err);
+  BOOST_TEST(contains(r.err, "resume bad --max-turns 6"), r.err);
   std::set<std::string> expected = {"retry_loop", "repeated_tool_call", "failing_tool", "max_turns", "unused_tools"};
   BOOST_TEST(patterns("bad") == expected, boost::test_tools::per_element());
 

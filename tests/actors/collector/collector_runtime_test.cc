@@ -34,7 +34,7 @@ struct Fixture {
     CHECK_OK(Collector::start(copts, &collector));
     config.provider.scenario = std::string(PROJECT_DIR) + "/examples/scenarios/" + scenario;
     config.workspace = dir.sub("ws");
-    Runtime::Options options{.home = home, .config = config};
+    Runtime::Options options{.home = home, .config = config, .builtin_tools = true};
     options.observe = collector->observer();
     CHECK_OK(Runtime::open(std::move(options), &rt));
   }

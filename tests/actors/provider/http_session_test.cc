@@ -65,7 +65,7 @@ struct SessionFixture {
             uint64_t provider_timeout_ms = 0) {
     Config c = config(format);
     if (provider_timeout_ms) c.provider.timeout_ms = provider_timeout_ms;
-    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = c, .faults = faults}, &rt));
+    CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = c, .builtin_tools = true, .faults = faults}, &rt));
   }
 
   // Runs the fake model's session under a one-rule fault plan.

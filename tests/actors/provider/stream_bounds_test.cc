@@ -431,7 +431,7 @@ BOOST_DATA_TEST_CASE(a_session_against_an_endless_stream_fails_once_and_leaves_a
   c.retry.max_delay_ms = 20;
   c.workspace = dir.sub("ws");
   std::unique_ptr<Runtime> rt;
-  CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = c}, &rt));
+  CHECK_OK(Runtime::open(Runtime::Options{.home = dir.sub("home"), .config = c, .builtin_tools = true}, &rt));
   std::string id;
   CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, &id));
   SessionOutcome out;

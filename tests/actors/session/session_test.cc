@@ -186,10 +186,15 @@ BOOST_AUTO_TEST_CASE(max_turns_stops_the_loop) {
       {"tool_calls": [{"name": "echo", "args": {"text": "3"}}]}]})");
   SessionActor s = start("s1", "loop", SessionSettings{.max_turns = 2});
   SessionOutcome o = outcome(s);
-  BOOST_TEST((o.status == SessionStatus::kCompleted));
+  BOOST_TEST((o.status == SessionStatus::kRunning));  // stopped, not completed
   BOOST_TEST(o.stop_reason == "max_turns");
+  BOOST_TEST(o.final_answer.empty());
   BOOST_TEST(o.turns == 2u);
   BOOST_TEST(calls.size() == 2u);
+  BOOST_TEST(of_type<SessionCompleted>().empty());
+  auto stops = of_type<SessionStopped>();
+  BOOST_REQUIRE(stops.size() == 1u);
+  BOOST_TEST(stops[0].reason == "max_turns");
 }
 
 BOOST_AUTO_TEST_CASE(a_scenario_that_runs_out_fails_the_turn_naming_the_file) {

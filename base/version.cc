@@ -1,0 +1,7 @@
+#include "base/version.h"
+
+namespace carapace {
+
+const char* version() { return CARAPACE_VERSION_STRING; }
+
+}  // namespace carapace
