@@ -21,12 +21,15 @@ namespace carapace {
 
 class CallTracker {
  public:
-  // Registers call `call` of `session`; its token is stopped at once if
-  // stop_all() came before.
-  void add(const std::string& session, const std::string& call);
+  // Registers call `call` of `session`, whose time-out passes at
+  // `deadline`; its token is stopped at once if stop_all() came before.
+  void add(const std::string& session, const std::string& call,
+           std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   void remove(const std::string& session, const std::string& call);
   // The call's token; a token that never stops for a call not added.
   std::stop_token token(const std::string& session, const std::string& call) const;
+  // The call's deadline as added; max() for a call not added.
+  std::chrono::steady_clock::time_point deadline(const std::string& session, const std::string& call) const;
 
   void stop(const std::string& session, const std::string& call);
   void stop_session(const std::string& session);
@@ -52,7 +55,11 @@ class CallTracker {
  private:
   mutable std::mutex mu_;
   std::condition_variable idle_;
-  std::map<std::pair<std::string, std::string>, std::stop_source> calls_;
+  struct Call {
+    std::stop_source stop;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  std::map<std::pair<std::string, std::string>, Call> calls_;
   bool stopping_ = false;
   size_t running_ = 0;
 };

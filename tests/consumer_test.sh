@@ -38,6 +38,7 @@ check_run() {  # <program> <name>
   grep -q '^answer: 6 x 7 = 42\. Multiplying by zero was refused\.$' "$out" || fail "$2: no answer"
   grep -q '^hook no-zero: deny a zero is not allowed' "$out" || fail "$2: the hook did not deny"
   grep -q 'session.completed' "$out" || fail "$2: no session.completed event"
+  grep -q '^session .*: replay identical after [0-9]* events$' "$out" || fail "$2: the replay was not identical"
   grep -q '^carapace [0-9]*\.[0-9]*\.[0-9]* (headers [0-9.]*)$' "$out" || fail "$2: no version line"
   # Only the program's own lines on stdout: the library logs to its sink.
   if grep -vE '^(  +[0-9]+ [a-z_.]+|hook .*|session .*|answer: .*|carapace [0-9.]+ \(headers [0-9.]+\)|library log: .*)$' "$out"; then

@@ -154,7 +154,11 @@ ToolSupervisorActor::behavior_type tool_supervisor(SupervisorPtr self, std::shar
                                           .timeout_ms = invocation.timeout_ms,
                                           .blocking = def->blocking,
                                           .worker = worker});
-        self->state.tracker->add(invocation.session_id, invocation.call.id);
+        // The deadline the call's context shows is the one its timer keeps.
+        self->state.tracker->add(invocation.session_id, invocation.call.id,
+                                 invocation.timeout_ms > 0
+                                     ? std::chrono::steady_clock::now() + std::chrono::milliseconds(invocation.timeout_ms)
+                                     : std::chrono::steady_clock::time_point::max());
         if (invocation.timeout_ms > 0) {
           self->delayed_send(self, std::chrono::milliseconds(invocation.timeout_ms), expire_atom::value, id, false);
         }
@@ -242,8 +246,12 @@ ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocatio
   } else {
     try {
       ToolContext context{invocation.workspace, invocation.session_id, invocation.call.id};
-      if (tracker != nullptr) context.stop = tracker->token(invocation.session_id, invocation.call.id);
-      if (invocation.timeout_ms > 0) context.deadline = start + std::chrono::milliseconds(invocation.timeout_ms);
+      if (tracker != nullptr) {
+        context.stop = tracker->token(invocation.session_id, invocation.call.id);
+        context.deadline = tracker->deadline(invocation.session_id, invocation.call.id);
+      }
+      if (context.deadline == std::chrono::steady_clock::time_point::max() && invocation.timeout_ms > 0)
+        context.deadline = start + std::chrono::milliseconds(invocation.timeout_ms);
       CallTracker::Running running(tracker);
       // A call a crash or a stop interrupted: the tool says what became of it.
       ToolRecovery recovery{.verdict = ToolRecovery::Verdict::kRunAgain};

@@ -5,7 +5,8 @@
 //
 // Registers a C++ tool ("multiply") and a C++ hook that refuses a zero, runs
 // one session on the scripted provider (the scenario plays the model), prints
-// its events as they are appended, reads them back, and prints the answer.
+// its events as they are appended, reads them back, replays the run offline
+// (identical, or where it differs), and prints the answer.
 // Exit status 0 if the session completed.
 #include <carapace/runtime.h>
 
@@ -104,6 +105,12 @@ int main(int argc, char** argv) {
     if (const auto* hook = carapace::get_if<carapace::HookDecided>(e))
       std::printf("hook %s: %s %s\n", hook->hook_name.c_str(), hook->decision.c_str(), hook->reason.c_str());
   }
+  // The recorded run replayed offline with this program's tool and hook:
+  // identical, or the first event where it differs.
+  carapace::ReplayReport replayed;
+  if (s = runtime->replay(id, 0, &replayed); !s.ok()) return fail(s);
+  std::printf("session %s: replay %s after %llu events\n", id.c_str(),
+              replayed.identical() ? "identical" : "diverged", static_cast<unsigned long long>(replayed.events));
   std::printf("session %s: %s after %zu events\nanswer: %s\n", id.c_str(),
               std::string(carapace::status_name(outcome.status)).c_str(), events.size(),
               outcome.final_answer.c_str());

@@ -84,6 +84,13 @@ struct LimitsFixture {
     return out;
   }
 
+  // A session whose loop stopped closes its actor a moment after wait()
+  // answers; until then it still runs here (busy to a resume).
+  void until_closed() {
+    for (int i = 0; i < 2000 && rt->live_sessions() > 0; ++i) std::this_thread::sleep_for(1ms);
+    BOOST_REQUIRE(rt->live_sessions() == 0u);
+  }
+
   uint64_t last_seq(const std::string& id) {
     auto all = events(id);
     return all.empty() ? 0 : all.back().seq;
@@ -132,6 +139,7 @@ BOOST_AUTO_TEST_CASE(running_out_of_turns_stops_the_session_and_a_larger_budget_
   BOOST_TEST(stopped->reason == "max_turns");
   BOOST_TEST(of_type<SessionCompleted>("budget").empty());
 
+  until_closed();
   std::vector<SessionSummary> rows;
   CHECK_OK(rt->list_sessions(SessionFilter{}, &rows));
   BOOST_REQUIRE(rows.size() == 1u);
@@ -198,6 +206,7 @@ BOOST_AUTO_TEST_CASE(status_codes_name_one_situation_each) {
   BOOST_TEST(s.is_timed_out(), s.to_string());
   CHECK_OK(rt->wait("slow", 60s, &o));
   BOOST_TEST(o.final_answer == "slow");
+  until_closed();
   s = rt->resume_session("slow", Runtime::ResumeOptions{});
   BOOST_TEST(s.is_already_finished(), s.to_string());
   BOOST_TEST(s.message().find("send_message") != std::string::npos, s.message());
