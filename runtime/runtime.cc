@@ -159,6 +159,7 @@ struct Runtime::Impl {
   std::shared_ptr<Lifetime> lifetime = std::make_shared<Lifetime>();
   std::map<std::string, int> recoveries;  // per session (under mu)
   std::set<std::string> recovering;       // being rebuilt after a failure (under mu)
+  std::set<std::string> stopping;         // Runtime::stop at work: its outcome is not yet recorded (under mu)
   static constexpr int kMaxRecoveries = 3;
 
   std::mutex mu;
@@ -270,7 +271,7 @@ struct Runtime::Impl {
   // forgotten a closed one or replaced a failed one); null if none.
   bool is_recovering(const std::string& id) {
     std::lock_guard lock(mu);
-    return recovering.count(id) > 0;
+    return recovering.count(id) > 0 || stopping.count(id) > 0;
   }
 
   SessionActor wait_until_not(const std::string& id, const SessionActor& dead) {
@@ -920,8 +921,20 @@ Status Runtime::stop(const std::string& id, const std::string& reason) {
     o.error = reason;
     return o;
   };
-  // A waiter that sees the actor gone finds this outcome, not a crash.
-  impl_->settled(id, stopped_outcome(), /*complete=*/false);
+  // A waiter that sees the actor gone waits on for the outcome, which is
+  // settled once session.stopped is recorded.
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopping.insert(id);
+  }
+  struct Unmark {
+    Runtime::Impl* impl;
+    std::string id;
+    ~Unmark() {
+      std::lock_guard lock(impl->mu);
+      impl->stopping.erase(id);
+    }
+  } unmark{impl_.get(), id};
   impl_->tracker->stop_session(id);  // its C++ tool calls are asked to end
   caf::scoped_actor self{*impl_->system};
   self->send_exit(caf::actor_cast<caf::actor>(session), caf::exit_reason::user_shutdown);
