@@ -1,16 +1,38 @@
 #include "base/lib_log.h"
 
 #include <spdlog/sinks/base_sink.h>
-#include <spdlog/sinks/stdout_sinks.h>
 
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/redactor.h"
+#include "base/text.h"
+
 namespace carapace {
 namespace {
 
+class SafeStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit SafeStderrSink(std::shared_ptr<const Redactor> redactor) : redactor_(std::move(redactor)) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t buf;
+    formatter_->format(msg, buf);
+    std::string line = terminal_safe((*redactor_)(std::string(buf.data(), buf.size())));
+    std::fwrite(line.data(), 1, line.size(), stderr);
+  }
+  void flush_() override { std::fflush(stderr); }
+
+ private:
+  std::shared_ptr<const Redactor> redactor_;
+};
+
+// Hands each line to the program's callback, redacted and with its terminal
+// controls shown, as the stderr sink writes it.
 class CallbackSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
   explicit CallbackSink(LogSink callback) : sink_(std::move(callback)) {}
@@ -25,8 +47,9 @@ class CallbackSink final : public spdlog::sinks::base_sink<std::mutex> {
       case spdlog::level::warn: level = LogLevel::kWarn; break;
       default: level = LogLevel::kError; break;
     }
+    std::string line = terminal_safe(redactor_(std::string(msg.payload.data(), msg.payload.size())));
     try {
-      sink_(level, std::string_view(msg.payload.data(), msg.payload.size()));
+      sink_(level, line);
     } catch (...) {
       // A sink that throws loses its line, never the caller's work.
     }
@@ -35,6 +58,7 @@ class CallbackSink final : public spdlog::sinks::base_sink<std::mutex> {
 
  private:
   LogSink sink_;
+  Redactor redactor_;
 };
 
 spdlog::level::level_enum level_of(LogLevel l) {
@@ -50,7 +74,7 @@ spdlog::level::level_enum level_of(LogLevel l) {
 }
 
 std::shared_ptr<spdlog::logger> default_logger() {
-  auto logger = std::make_shared<spdlog::logger>("carapace", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto logger = std::make_shared<spdlog::logger>("carapace", make_safe_stderr_sink(std::make_shared<Redactor>()));
   logger->set_level(spdlog::level::warn);
   logger->set_pattern("carapace: %l: %v");
   return logger;
@@ -73,6 +97,10 @@ void install(std::shared_ptr<spdlog::logger> logger) {
 }
 
 }  // namespace
+
+std::shared_ptr<spdlog::sinks::sink> make_safe_stderr_sink(std::shared_ptr<const Redactor> redactor) {
+  return std::make_shared<SafeStderrSink>(std::move(redactor));
+}
 
 spdlog::logger& lib_log() {
   spdlog::logger* l = current.load(std::memory_order_acquire);

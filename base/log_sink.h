@@ -25,7 +25,8 @@ namespace carapace {
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kOff };
 
 // Called for each line, on the thread that logs (an actor's or a tool's):
-// keep it quick, and safe to call from several threads at once.
+// keep it quick, and safe to call from several threads at once. Lines come
+// redacted (known secret shapes masked) with terminal controls written out.
 using LogSink = std::function<void(LogLevel level, std::string_view message)>;
 
 // Sends every line at `min_level` or above to `sink`; a null sink puts the

@@ -157,25 +157,6 @@ class JsonLinesSink final : public spdlog::sinks::base_sink<std::mutex> {
   std::atomic<bool> reported_{false};
 };
 
-class RedactingStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
- public:
-  explicit RedactingStderrSink(std::shared_ptr<const Redactor> r) : redactor_(std::move(r)) {}
-
- protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
-    spdlog::memory_buf_t buf;
-    formatter_->format(msg, buf);
-    // What a server or a tool wrote can be in a log line: its terminal
-    // controls are shown, never obeyed.
-    std::string line = terminal_safe((*redactor_)(std::string(buf.data(), buf.size())));
-    std::fwrite(line.data(), 1, line.size(), stderr);
-  }
-  void flush_() override { std::fflush(stderr); }
-
- private:
-  std::shared_ptr<const Redactor> redactor_;
-};
-
 spdlog::level::level_enum level_of(const std::string& name) {
   if (name == "warning") return spdlog::level::warn;
   return spdlog::level::from_str(name);
@@ -197,7 +178,7 @@ Status configure_logging(const LogOptions& options) {
     }
   }
   std::shared_ptr<const Redactor> redactor = options.redactor ? options.redactor : std::make_shared<Redactor>();
-  auto console = std::make_shared<RedactingStderrSink>(redactor);
+  auto console = make_safe_stderr_sink(redactor);
   console->set_level(level_of(options.stderr_level));
   std::vector<spdlog::sink_ptr> sinks = {console};
   spdlog::level::level_enum lowest = console->level();

@@ -31,6 +31,7 @@
 #include "actors/provider/scripted_provider.h"
 #include "actors/session/session_actor.h"
 #include "actors/session/session_keeper.h"
+#include "actors/session/session_outcome.h"
 #include "actors/tool/file_tools.h"
 #include "actors/tool/mcp_hub.h"
 #include "actors/tool/scratch_dir.h"
@@ -53,19 +54,6 @@ namespace carapace {
 const std::string Runtime::kNoStart = std::string("\0no-start", 9);
 
 namespace {
-
-// How a session stands, as wait() answers it.
-SessionOutcome outcome_of(const std::string& id, const SessionState& s) {
-  return SessionOutcome{.session_id = id,
-                        .status = s.status,
-                        .final_answer = s.final_answer,
-                        .stop_reason = s.stop_reason,
-                        .error = s.status == SessionStatus::kFailed ? s.last_error : "",
-                        .turns = s.committed_turn,
-                        .tokens = s.tokens,
-                        .cost_usd = s.cost_usd,
-                        .last_seq = s.last_seq};
-}
 
 // The subscriber whose callback this thread runs (unsubscribe() from inside
 // a callback must not wait for that callback to return).

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "actors/session/loop_events.h"
+#include "actors/session/session_outcome.h"
 
 namespace carapace {
 
@@ -273,25 +274,11 @@ void SessionLoop::fail_hard(const std::string& error) {
 }
 
 SessionOutcome SessionLoop::outcome() {
-  const SessionState& s = state();
-  SessionOutcome o{.session_id = ctx_->id,
-                   .status = s.status,
-                   .final_answer = s.final_answer,
-                   .stop_reason = s.stop_reason,
-                   .error = s.status == SessionStatus::kFailed ? s.last_error : "",
-                   .turns = s.committed_turn,
-                   .tokens = s.tokens,
-                   .cost_usd = s.cost_usd,
-                   .last_seq = s.last_seq};
+  SessionOutcome o = outcome_of(ctx_->id, state(), turn_budget());
   if (broken_) {
     o.status = SessionStatus::kFailed;
     o.error = storage_error_;
     o.stop_reason = "storage_error";
-  } else if (s.status == SessionStatus::kRunning && s.committed_turn >= turn_budget()) {
-    o.final_answer.clear();
-    o.stop_reason = "max_turns";
-    o.error = "it used all " + std::to_string(turn_budget()) +
-              " turns of its budget without a final answer; resume it with a larger max_turns to go on";
   }
   return o;
 }

@@ -433,12 +433,16 @@ BOOST_AUTO_TEST_CASE(process_wide_settings_are_opt_in_and_restored) {
 // level, and the default comes back when the sink is taken away.
 BOOST_AUTO_TEST_CASE(the_library_logs_to_the_hosts_sink_and_never_to_stdout) {
   std::fflush(stdout);
-  const std::string captured = dir.sub("stdout.txt");
-  int saved = ::dup(STDOUT_FILENO);
+  std::fflush(stderr);
+  const std::string captured = dir.sub("stdout.txt"), captured_err = dir.sub("stderr.txt");
+  int saved = ::dup(STDOUT_FILENO), saved_err = ::dup(STDERR_FILENO);
   int file = ::open(captured.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  BOOST_REQUIRE(saved >= 0 && file >= 0);
+  int err_file = ::open(captured_err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  BOOST_REQUIRE(saved >= 0 && file >= 0 && saved_err >= 0 && err_file >= 0);
   ::dup2(file, STDOUT_FILENO);
+  ::dup2(err_file, STDERR_FILENO);
   ::close(file);
+  ::close(err_file);
 
   auto lines = std::make_shared<std::vector<std::pair<LogLevel, std::string>>>();
   auto mu = std::make_shared<std::mutex>();
@@ -447,7 +451,8 @@ BOOST_AUTO_TEST_CASE(the_library_logs_to_the_hosts_sink_and_never_to_stdout) {
     CHECK_OK(rt->register_tool(note_tool()));
     CHECK_OK(rt->register_hook(HookDefinition{
         .name = "broken", .event = HookEvent::kPreToolUse, .function = [](const HookInput&) -> HookDecision {
-          throw std::runtime_error("out of order");
+          // What a hook's exception says may hold a key, or terminal controls.
+          throw std::runtime_error("out of order \x1b[2J key sk-proj-Ab3dEf6hIj9kLm2nOp5q");
         }}));
     SessionOutcome o;
     CHECK_OK(rt->start_session(SessionOptions{.id = "quiet", .task = "go"}, nullptr));
@@ -464,8 +469,19 @@ BOOST_AUTO_TEST_CASE(the_library_logs_to_the_hosts_sink_and_never_to_stdout) {
   }
   set_log_sink(nullptr);
   std::fflush(stdout);
+  std::fflush(stderr);
   ::dup2(saved, STDOUT_FILENO);
+  ::dup2(saved_err, STDERR_FILENO);
   ::close(saved);
+  ::close(saved_err);
+  // The default destination, stderr: the warning, its key redacted, its
+  // controls shown and not obeyed.
+  std::ifstream err_in(captured_err);
+  std::string on_stderr((std::istreambuf_iterator<char>(err_in)), std::istreambuf_iterator<char>());
+  BOOST_TEST(on_stderr.find("hook broken threw: out of order") != std::string::npos, on_stderr);
+  BOOST_TEST(on_stderr.find("\x1b") == std::string::npos);
+  BOOST_TEST(on_stderr.find("\\x1b[2J") != std::string::npos, on_stderr);
+  BOOST_TEST(on_stderr.find("Ab3dEf6hIj9kLm2n") == std::string::npos, on_stderr);
   std::ifstream in(captured);
   std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   BOOST_TEST(written.empty(), written);
@@ -474,6 +490,7 @@ BOOST_AUTO_TEST_CASE(the_library_logs_to_the_hosts_sink_and_never_to_stdout) {
   for (const auto& [level, text] : *lines) {
     warned |= level == LogLevel::kWarn && text.find("hook broken threw: out of order") != std::string::npos &&
               text.find("heard") != std::string::npos;
+    BOOST_TEST(text.find("Ab3dEf6hIj9kLm2n") == std::string::npos, text);  // redacted for the sink too
   }
   BOOST_TEST(warned);
 }
