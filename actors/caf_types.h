@@ -101,6 +101,7 @@ using SubscriberActor = caf::typed_actor<caf::reacts_to<EventNotice>, caf::react
 using SessionActor =
     caf::typed_actor<caf::reacts_to<start_atom>,                        // run from where the log stands
                      caf::replies_to<UserInput>::with<InputAck>,        // another user message, once durable
+                     caf::replies_to<ApprovalAnswer>::with<ApprovalReply>,  // a decision, once durable
                      caf::replies_to<wait_atom>::with<SessionOutcome>,  // answered once the loop stops
                      caf::reacts_to<subscribe_atom, SubscriberActor>,
                      caf::reacts_to<StreamDelta>,                     // from the provider

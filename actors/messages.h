@@ -160,6 +160,8 @@ struct SessionOutcome {
   // The session goes on at once with another run: a message sent meanwhile,
   // or the next follow-up. A waiter that wants the very end waits again.
   bool continues = false;
+  // Parked (stop_reason "waiting"): the requests waiting for a person.
+  std::vector<ApprovalRequested> waiting;
 
   static constexpr auto fields() {
     using O = SessionOutcome;
@@ -172,9 +174,55 @@ struct SessionOutcome {
                       Field{7, "tokens", &O::tokens},
                       Field{8, "cost_usd", &O::cost_usd},
                       Field{9, "last_seq", &O::last_seq},
-                      Field{10, "continues", &O::continues}};
+                      Field{10, "continues", &O::continues},
+                      Field{11, "waiting", &O::waiting}};
   }
   friend bool operator==(const SessionOutcome&, const SessionOutcome&) = default;
+};
+
+// A person's (or a program's, or the clock's) answer to an approval request
+// (docs/approvals.md).
+struct ApprovalAnswer {
+  enum class Kind : uint8_t { kApprove = 1, kDeny = 2, kAnswer = 3 };
+  std::string call_id;
+  Kind kind = Kind::kApprove;
+  std::string reason;
+  std::string text;  // kAnswer: the answer to the question
+  // The digest (hex) of the arguments the answerer saw (approval.requested's
+  // args_digest): refused if the request is bound to other ones. "": the
+  // request's, as it stands when the answer is recorded.
+  std::string args_digest;
+  std::string by = "api";  // cli, api, web, expiry, or a program's own label
+  std::string who;         // who answered, as the caller knows it
+  // Set by the runtime only: the request's expiry decides it.
+  bool expiry = false;
+
+  static constexpr auto fields() {
+    using A = ApprovalAnswer;
+    return std::tuple{Field{1, "call_id", &A::call_id}, Field{2, "kind", &A::kind},
+                      Field{3, "reason", &A::reason},   Field{4, "text", &A::text},
+                      Field{5, "args_digest", &A::args_digest}, Field{6, "by", &A::by},
+                      Field{7, "who", &A::who},         Field{8, "expiry", &A::expiry}};
+  }
+  friend bool operator==(const ApprovalAnswer&, const ApprovalAnswer&) = default;
+};
+
+// A session's reply to an ApprovalAnswer: recorded (durably), or why not.
+struct ApprovalReply {
+  bool ok = false;
+  // not_found (no such request), already_decided (the first answer named in
+  // `error`), mismatch (other arguments), expired (its on_expiry decided it
+  // now), invalid (an answer of the wrong kind), storage (not durable).
+  std::string code;
+  std::string error;
+  ApprovalDecided decided;  // ok: what was recorded; already_decided/expired: the decision that stands
+
+  static constexpr auto fields() {
+    using R = ApprovalReply;
+    return std::tuple{Field{1, "ok", &R::ok}, Field{2, "code", &R::code}, Field{3, "error", &R::error},
+                      Field{4, "decided", &R::decided}};
+  }
+  friend bool operator==(const ApprovalReply&, const ApprovalReply&) = default;
 };
 
 struct UserInput {

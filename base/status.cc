@@ -28,6 +28,10 @@ std::string_view code_name(Status::Code code) {
       return "already finished";
     case Status::Code::kNeedsResume:
       return "needs resume";
+    case Status::Code::kAlreadyDecided:
+      return "already decided";
+    case Status::Code::kExpired:
+      return "expired";
   }
   return "unknown";
 }

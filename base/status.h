@@ -29,6 +29,8 @@ class [[nodiscard]] Status {
     kTimedOut,         // the wait ran out before the thing waited for happened
     kAlreadyFinished,  // the session completed or failed: nothing to resume
     kNeedsResume,      // the session did not finish (it crashed or was stopped): resume it first
+    kAlreadyDecided,   // an approval request has its decision: the first answer stands
+    kExpired,          // an approval request expired: its on_expiry decided it
   };
 
   // A finer reason within a code, for callers that act on it (verify's
@@ -55,6 +57,8 @@ class [[nodiscard]] Status {
   static Status timed_out(std::string msg) { return {Code::kTimedOut, std::move(msg)}; }
   static Status already_finished(std::string msg) { return {Code::kAlreadyFinished, std::move(msg)}; }
   static Status needs_resume(std::string msg) { return {Code::kNeedsResume, std::move(msg)}; }
+  static Status already_decided(std::string msg) { return {Code::kAlreadyDecided, std::move(msg)}; }
+  static Status expired(std::string msg) { return {Code::kExpired, std::move(msg)}; }
 
   bool ok() const { return code_ == Code::kOk; }
   bool is_not_found() const { return code_ == Code::kNotFound; }
@@ -68,6 +72,8 @@ class [[nodiscard]] Status {
   bool is_timed_out() const { return code_ == Code::kTimedOut; }
   bool is_already_finished() const { return code_ == Code::kAlreadyFinished; }
   bool is_needs_resume() const { return code_ == Code::kNeedsResume; }
+  bool is_already_decided() const { return code_ == Code::kAlreadyDecided; }
+  bool is_expired() const { return code_ == Code::kExpired; }
 
   Code code() const { return code_; }
   Detail detail() const { return detail_; }

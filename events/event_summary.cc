@@ -145,6 +145,20 @@ struct Summarizer {
   std::string operator()(const SessionStopped& x) const {
     return "stopped (" + x.reason + "), pid " + std::to_string(x.pid) + "; resumable";
   }
+  std::string operator()(const ApprovalRequested& x) const {
+    std::string what = x.kind == "question" ? "asks the user " + quote_preview(x.question, 80)
+                                             : "asks approval of " + x.tool + " " + x.call_id;
+    what += " (" + x.asked_by + ")";
+    if (x.expires_after_ms) what += ", expires in " + std::to_string(x.expires_after_ms / 1000) + " s (" + x.on_expiry + ")";
+    return what;
+  }
+  std::string operator()(const ApprovalDecided& x) const {
+    std::string what = x.call_id + " " + x.decision + " by " + x.by;
+    if (!x.who.empty()) what += " (" + x.who + ")";
+    if (x.expired) what += ", expired";
+    if (!x.reason.empty()) what += ": " + quote_preview(x.reason, 60);
+    return what;
+  }
   std::string operator()(const UnknownEvent& x) const {
     return "type " + std::to_string(x.type) + " from a newer writer, " + std::to_string(x.payload.size()) +
            " bytes, skipped";

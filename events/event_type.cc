@@ -10,7 +10,7 @@ constexpr std::array<std::string_view, kMaxKnownEventType + 1> kNames = {
     "llm.requested",     "llm.failed",      "llm.responded",  "hook.decided",     "tool.requested",
     "tool.completed",    "context.trimmed", "turn.committed", "turn.rolled_back", "session.resumed",
     "session.completed", "session.failed",  "fault.injected",   "session.configured",
-    "session.stopped"};
+    "session.stopped",   "approval.requested", "approval.decided"};
 
 }  // namespace
 

@@ -30,11 +30,13 @@ enum class EventType : uint16_t {
   kFaultInjected = 17,
   kSessionConfigured = 18,
   kSessionStopped = 19,
+  kApprovalRequested = 20,
+  kApprovalDecided = 21,
 };
 
 // The highest type number this build knows; records above it are preserved
 // and skipped as unknown.
-constexpr uint16_t kMaxKnownEventType = 19;
+constexpr uint16_t kMaxKnownEventType = 21;
 
 // "llm.responded" for kLlmResponded; "unknown" for a number this build does not know.
 std::string_view wire_name(uint16_t type);

@@ -439,6 +439,67 @@ struct SessionStopped {
   friend bool operator==(const SessionStopped&, const SessionStopped&) = default;
 };
 
+// A tool call waits for a person (docs/approvals.md): a PreToolUse hook
+// answered ask, the configuration's approvals policy matched the call, or
+// the model called ask_user (kind "question"). Written durably; the session
+// then parks until an approval.decided for the call is recorded.
+struct ApprovalRequested {
+  static constexpr EventType kType = EventType::kApprovalRequested;
+  std::string call_id;
+  std::string tool;
+  JsonText args;          // exactly what runs if approved (after modify_args hooks)
+  Digest128 args_digest;  // XXH3-128 of args' bytes: an answer is bound to it
+  std::string reason;     // why it asks (the hook's or the policy's reason)
+  std::string asked_by;   // the hook's name, "approvals policy", or "ask_user"
+  std::string kind;       // "approval", or "question" (ask_user: answered with text)
+  std::string question;   // a question's text
+  int64_t requested_at_us = 0;     // wall clock when asked
+  uint64_t expires_after_ms = 0;   // 0: never expires
+  int64_t expires_at_us = 0;       // requested_at_us + expires_after_ms; 0: never
+  std::string on_expiry;           // deny or approve: the decision recorded when it expires
+
+  static constexpr auto fields() {
+    using A = ApprovalRequested;
+    return std::tuple{Field{1, "call_id", &A::call_id},
+                      Field{2, "tool", &A::tool},
+                      Field{3, "args", &A::args},
+                      Field{4, "args_digest", &A::args_digest},
+                      Field{5, "reason", &A::reason},
+                      Field{6, "asked_by", &A::asked_by},
+                      Field{7, "kind", &A::kind},
+                      Field{8, "question", &A::question},
+                      Field{9, "requested_at_us", &A::requested_at_us},
+                      Field{10, "expires_after_ms", &A::expires_after_ms},
+                      Field{11, "expires_at_us", &A::expires_at_us},
+                      Field{12, "on_expiry", &A::on_expiry}};
+  }
+  friend bool operator==(const ApprovalRequested&, const ApprovalRequested&) = default;
+};
+
+// The answer to an approval.requested, from outside the loop: the first one
+// recorded for a call decides it (the fold ignores any later one, and one
+// bound to other arguments than the request's).
+struct ApprovalDecided {
+  static constexpr EventType kType = EventType::kApprovalDecided;
+  std::string call_id;
+  std::string decision;   // approved, denied, answered (a question)
+  Digest128 args_digest;  // of the arguments it decides: the request's
+  std::string reason;
+  std::string answer;     // a question's answer: the tool's result
+  std::string by;         // what answered: cli, api, web, expiry, or a program's own label
+  std::string who;        // who: user@host (pid N), or what the program said
+  bool expired = false;   // decided by the request's on_expiry
+
+  static constexpr auto fields() {
+    using A = ApprovalDecided;
+    return std::tuple{Field{1, "call_id", &A::call_id},   Field{2, "decision", &A::decision},
+                      Field{3, "args_digest", &A::args_digest}, Field{4, "reason", &A::reason},
+                      Field{5, "answer", &A::answer},     Field{6, "by", &A::by},
+                      Field{7, "who", &A::who},           Field{8, "expired", &A::expired}};
+  }
+  friend bool operator==(const ApprovalDecided&, const ApprovalDecided&) = default;
+};
+
 // A record whose type this build does not know: kept byte for byte so that
 // rewriting or bundling a log loses nothing, skipped by the fold.
 struct UnknownEvent {
@@ -453,7 +514,7 @@ using EventBody = std::variant<SessionStarted, UserMessage, TurnStarted, PromptA
                                LlmFailed, LlmResponded, HookDecided, ToolRequested, ToolCompleted,
                                ContextTrimmed, TurnCommitted, TurnRolledBack, SessionResumed,
                                SessionCompleted, SessionFailed, FaultInjected, SessionConfigured, SessionStopped,
-                               UnknownEvent>;
+                               ApprovalRequested, ApprovalDecided, UnknownEvent>;
 
 // The stored type number of a body (UnknownEvent's own for unknown records).
 uint16_t event_type_number(const EventBody& body);

@@ -90,6 +90,7 @@ struct Applier {
     s.turn_last_call = ToolCall{};
     s.turn_last_call_hooked = false;
     s.turn_system_messages.clear();
+    s.approvals.clear();
     // Messages sent while the previous run went on join the conversation now.
     for (auto& text : s.queued_inputs) append_message(s, Message{.role = Role::kUser, .text = std::move(text)});
     if (!s.queued_inputs.empty()) s.status = SessionStatus::kRunning;
@@ -221,7 +222,11 @@ struct Applier {
     if (!s.pending.empty()) return violation(e, n(s.pending.size()) + " tool calls have no result");
     if (x.last_seq + 1 != e.seq)
       return violation(e, "covers up to seq " + n(x.last_seq) + ", expected " + n(e.seq - 1));
+    if (const PendingApproval* w = waiting_approval(s)) {
+      return violation(e, "the approval request of tool call '" + w->request.call_id + "' has no decision");
+    }
     s.turn_open = false;
+    s.approvals.clear();
     s.committed_turn = x.turn;
     s.committed_seq = e.seq;
     return Status();
@@ -229,6 +234,7 @@ struct Applier {
 
   Status operator()(const TurnRolledBack&) {
     ++s.rolled_back_turns;
+    s.approvals.clear();
     return Status();
   }
 
@@ -249,6 +255,32 @@ struct Applier {
     s.status = SessionStatus::kFailed;
     s.last_error = x.error;
     s.stop_reason = x.stop_reason;
+    return Status();
+  }
+
+  // The call waits for a person with these arguments (after modify_args hooks).
+  Status operator()(const ApprovalRequested& x) {
+    PendingToolCall* p = find_pending(s, x.call_id);
+    if (p == nullptr) return violation(e, "no pending tool call has id '" + x.call_id + "'");
+    if (p->requested) return violation(e, "tool call '" + x.call_id + "' was already requested");
+    p->call.args = x.args;
+    note_approval(s.approvals, e);
+    // Its wall-clock times stay in the event (the log scans read them), out
+    // of the state: a replay's request is made at another time, and the
+    // checkpoint hashes must agree.
+    for (auto& a : s.approvals) {
+      if (a.request.call_id != x.call_id) continue;
+      a.request.requested_at_us = 0;
+      a.request.expires_at_us = 0;
+    }
+    ++s.approvals_requested;
+    return Status();
+  }
+
+  // The first decision bound to the request's arguments decides it; any
+  // other is kept in the log and ignored.
+  Status operator()(const ApprovalDecided&) {
+    if (!note_approval(s.approvals, e)) ++s.approvals_ignored;
     return Status();
   }
 

@@ -66,6 +66,52 @@ Digest128 digest_messages(const std::vector<Message>& messages) {
   return d;
 }
 
+const PendingApproval* find_approval(const SessionState& state, const std::string& call_id) {
+  for (const auto& a : state.approvals) {
+    if (a.request.call_id == call_id) return &a;
+  }
+  return nullptr;
+}
+
+const PendingApproval* waiting_approval(const SessionState& state) {
+  for (const auto& a : state.approvals) {
+    if (!a.decided) return &a;
+  }
+  return nullptr;
+}
+
+Digest128 args_digest(const JsonText& args) { return digest128(args.text); }
+
+bool note_approval(std::vector<PendingApproval>& approvals, const Event& e) {
+  if (std::holds_alternative<TurnStarted>(e.body) || std::holds_alternative<TurnRolledBack>(e.body)) {
+    approvals.clear();
+    return true;
+  }
+  if (const auto* r = get_if<ApprovalRequested>(e)) {
+    PendingApproval p{.request = *r, .seq = e.seq};
+    for (auto& a : approvals) {
+      if (a.request.call_id == r->call_id) {
+        a = std::move(p);
+        return true;
+      }
+    }
+    approvals.push_back(std::move(p));
+    return true;
+  }
+  if (const auto* d = get_if<ApprovalDecided>(e)) {
+    for (auto& a : approvals) {
+      if (a.request.call_id != d->call_id) continue;
+      if (a.decided || d->args_digest != a.request.args_digest) return false;
+      a.decided = true;
+      a.decision = *d;
+      a.decided_seq = e.seq;
+      return true;
+    }
+    return false;
+  }
+  return true;
+}
+
 bool state_hash_version_known(uint32_t version) { return version >= 1 && version <= kStateHashVersion; }
 
 Digest128 state_hash(const SessionState& state, uint32_t version) {

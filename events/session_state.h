@@ -53,6 +53,22 @@ struct PendingToolCall {
   friend bool operator==(const PendingToolCall&, const PendingToolCall&) = default;
 };
 
+// An approval.requested of the open turn, and its decision once recorded.
+struct PendingApproval {
+  ApprovalRequested request;
+  uint64_t seq = 0;  // of the request
+  bool decided = false;
+  ApprovalDecided decision;  // the first one recorded that is bound to the request's arguments
+  uint64_t decided_seq = 0;
+
+  static constexpr auto fields() {
+    using P = PendingApproval;
+    return std::tuple{Field{1, "request", &P::request}, Field{2, "seq", &P::seq}, Field{3, "decided", &P::decided},
+                      Field{4, "decision", &P::decision}, Field{5, "decided_seq", &P::decided_seq}};
+  }
+  friend bool operator==(const PendingApproval&, const PendingApproval&) = default;
+};
+
 enum class SessionStatus : uint8_t { kNew = 0, kRunning = 1, kCompleted = 2, kFailed = 3 };
 std::string_view status_name(SessionStatus status);
 
@@ -120,6 +136,11 @@ struct SessionState {
   // User messages sent while the loop ran; they join `messages` when the next turn starts.
   std::vector<std::string> queued_inputs;
   std::vector<std::string> follow_ups;  // waiting for the session to have nothing left to do, in order
+  // This turn's approval requests (cleared when the next turn starts); one
+  // not decided parks the session (waiting_approval()).
+  std::vector<PendingApproval> approvals;
+  uint64_t approvals_requested = 0;  // over the session
+  uint64_t approvals_ignored = 0;    // decisions that came second, or bound to other arguments
 
   // XXH3-128 chain over `messages` (see state_hash); kept up to date by apply().
   Digest128 messages_digest;
@@ -185,11 +206,32 @@ struct SessionState {
         Field{53, "turn_system_messages", &S::turn_system_messages},
         Field{54, "turn_failures", &S::turn_failures},
         Field{55, "follow_ups", &S::follow_ups},
+        Field{56, "approvals", &S::approvals},
+        Field{57, "approvals_requested", &S::approvals_requested},
+        Field{58, "approvals_ignored", &S::approvals_ignored},
         Field{40, "messages_digest", &S::messages_digest},
     };
   }
   friend bool operator==(const SessionState&, const SessionState&) = default;
 };
+
+// The request of call `call_id` in this turn, or null.
+const PendingApproval* find_approval(const SessionState& state, const std::string& call_id);
+// The first request of this turn still waiting for its decision, or null:
+// the session is parked on it.
+const PendingApproval* waiting_approval(const SessionState& state);
+
+// The fold's rules for a turn's approvals, also used to read a parked
+// session's requests from its open turn without folding it all:
+// turn.started and turn.rolled_back clear them; approval.requested adds one
+// (replacing an earlier request of the same call); approval.decided decides
+// its call's request if that is still undecided and the decision names the
+// request's argument digest, and is ignored otherwise (returns false: the
+// first answer wins, and a changed call cannot ride an old approval).
+bool note_approval(std::vector<PendingApproval>& approvals, const Event& e);
+
+// The XXH3-128 of a call's arguments as recorded (their exact bytes).
+Digest128 args_digest(const JsonText& args);
 
 // Version of the state_hash() definition, stored in every turn.committed.
 // Checkpoints of every earlier version stay checkable.

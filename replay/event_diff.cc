@@ -24,6 +24,7 @@ bool replay_ignores(std::string_view type, std::string_view field) {
   if (type == "llm.responded" || type == "llm.failed") return field == "latency_ms" || field == "body_ref";
   if (type == "tool.completed") return field == "duration_ms";
   if (type == "session.resumed") return field == "pid" || field == "host";
+  if (type == "approval.requested") return field == "requested_at_us" || field == "expires_at_us";
   return false;
 }
 

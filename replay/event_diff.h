@@ -8,6 +8,7 @@
 //   llm.failed        latency_ms, body_ref
 //   tool.completed    duration_ms
 //   session.resumed   pid, host
+//   approval.requested requested_at_us, expires_at_us (expires_after_ms is compared)
 // Pure.
 #pragma once
 

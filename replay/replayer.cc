@@ -319,6 +319,24 @@ class Replay {
         caf::anon_send(session_, UserInput{message->text});
         continue;
       }
+      if (const auto* decided = get_if<ApprovalDecided>(*next); decided != nullptr && sent_ != written_) {
+        // A person's decision (or the clock's) came from outside the loop
+        // while it was parked: given as recorded, bound to the recorded
+        // arguments, so that a call that changed does not ride it.
+        sent_ = written_;
+        ApprovalAnswer answer{.call_id = decided->call_id,
+                              .kind = decided->decision == "approved"   ? ApprovalAnswer::Kind::kApprove
+                                      : decided->decision == "answered" ? ApprovalAnswer::Kind::kAnswer
+                                                                        : ApprovalAnswer::Kind::kDeny,
+                              .reason = decided->reason,
+                              .text = decided->answer,
+                              .args_digest = decided->args_digest.hex(),
+                              .by = decided->by,
+                              .who = decided->who,
+                              .expiry = decided->expired};
+        caf::anon_send(session_, std::move(answer));
+        continue;
+      }
       if (ReplayTape::is_resume_boundary(*next)) {
         bool go_on = false;
         CARAPACE_RETURN_IF_ERROR(resume(&go_on));

@@ -4,6 +4,7 @@
 #include "base/bounded_json.h"
 #include "base/pattern.h"
 #include "base/redactor.h"
+#include "actors/session/approval_policy.h"
 
 #include "runtime/home.h"
 #include "actors/tool/mcp_result.h"
@@ -222,6 +223,39 @@ Status read_retention(const Reader& r, Config* c) {
   return r.get("max_body_bytes", &c->retention_max_body_bytes, 0);
 }
 
+Status read_approvals(const Reader& r, Config* c) {
+  CARAPACE_RETURN_IF_ERROR(r.object());
+  r.warn_unknown({"tools", "non_idempotent", "expires_after", "on_expiry"});
+  CARAPACE_RETURN_IF_ERROR(r.get("tools", &c->approvals_tools));
+  if (!c->approvals_tools.empty()) {
+    Pattern check;
+    Status compiled = Pattern::compile(c->approvals_tools, &check);
+    if (!compiled.ok()) return r.error(r.key("tools"), compiled.message());
+  }
+  if (r.has("non_idempotent")) {
+    const json& v = r.raw("non_idempotent");
+    if (!v.is_boolean()) return r.error(r.key("non_idempotent"), "must be true or false, got " + v.dump());
+    c->approvals_non_idempotent = v.get<bool>();
+  }
+  if (r.has("expires_after")) {
+    const json& v = r.raw("expires_after");
+    uint64_t ms = 0;
+    if (v.is_number_unsigned()) {
+      ms = v.get<uint64_t>();  // 0: never
+    } else if (!v.is_string() || !parse_expiry(v.get<std::string>(), &ms)) {
+      return r.error(r.key("expires_after"),
+                     "must be a duration such as \"90s\", \"30m\", \"24h\", \"7d\" (or milliseconds; 0: never), got " +
+                         v.dump());
+    }
+    c->approvals_expires_after_ms = ms;
+  }
+  CARAPACE_RETURN_IF_ERROR(r.get("on_expiry", &c->approvals_on_expiry));
+  if (c->approvals_on_expiry != "deny" && c->approvals_on_expiry != "approve") {
+    return r.error(r.key("on_expiry"), "must be \"deny\" or \"approve\", got \"" + c->approvals_on_expiry + "\"");
+  }
+  return Status();
+}
+
 Status read_redaction(const Reader& r, Config* c) {
   CARAPACE_RETURN_IF_ERROR(r.object());
   r.warn_unknown({"patterns", "paths"});
@@ -278,12 +312,12 @@ Status read_tools(const Reader& r, Config* c) {
   r.warn_unknown({"enabled", "call_timeout_ms", "shell", "files", "env", "sandbox", "network", "sandbox_readable",
                   "sandbox_writable"});
   CARAPACE_RETURN_IF_ERROR(r.get("enabled", &c->tools_enabled));
-  static const std::set<std::string> kBuiltins = {"shell", "read_file", "write_file", "list_dir"};
+  static const std::set<std::string> kBuiltins = {"shell", "read_file", "write_file", "list_dir", "ask_user"};
   for (size_t i = 0; i < c->tools_enabled.size(); ++i) {
     if (!kBuiltins.count(c->tools_enabled[i])) {
       return r.error(
           r.key("enabled") + "[" + std::to_string(i) + "]",
-          "\"" + c->tools_enabled[i] + "\" is not a built-in tool (shell, read_file, write_file, list_dir)");
+          "\"" + c->tools_enabled[i] + "\" is not a built-in tool (shell, read_file, write_file, list_dir, ask_user)");
     }
   }
   CARAPACE_RETURN_IF_ERROR(r.get("call_timeout_ms", &c->tool_timeout_ms, 1));
@@ -542,7 +576,8 @@ Status parse_config(std::string_view text, const std::string& source, Config* ou
   Config c;
   Reader r(doc, "", source, warnings);
   CARAPACE_RETURN_IF_ERROR(r.object());
-  r.warn_unknown({"agent_id", "provider", "retry", "session", "prompt", "tools", "hooks", "prices", "retention", "redaction", "mcp_servers"});
+  r.warn_unknown({"agent_id", "provider", "retry", "session", "prompt", "tools", "hooks", "approvals", "prices",
+                  "retention", "redaction", "mcp_servers"});
   CARAPACE_RETURN_IF_ERROR(r.get("agent_id", &c.agent_id));
   if (r.has("provider")) CARAPACE_RETURN_IF_ERROR(read_provider(r.child("provider"), &c.provider));
   if (r.has("retry")) CARAPACE_RETURN_IF_ERROR(read_retry(r.child("retry"), &c.retry));
@@ -550,6 +585,7 @@ Status parse_config(std::string_view text, const std::string& source, Config* ou
   if (r.has("prompt")) CARAPACE_RETURN_IF_ERROR(read_prompt(r.child("prompt"), &c.prompt));
   if (r.has("tools")) CARAPACE_RETURN_IF_ERROR(read_tools(r.child("tools"), &c));
   if (r.has("hooks")) CARAPACE_RETURN_IF_ERROR(read_hooks(r, doc["hooks"], &c.hooks));
+  if (r.has("approvals")) CARAPACE_RETURN_IF_ERROR(read_approvals(r.child("approvals"), &c));
   if (r.has("prices")) CARAPACE_RETURN_IF_ERROR(read_prices(r, doc["prices"], &c.prices));
   if (r.has("retention")) CARAPACE_RETURN_IF_ERROR(read_retention(r.child("retention"), &c));
   if (r.has("redaction")) CARAPACE_RETURN_IF_ERROR(read_redaction(r.child("redaction"), &c));
@@ -697,6 +733,15 @@ json config_to_json(const Config& c) {
       {"hooks", hooks},
       {"prices", prices},
   };
+  // Only when set: the stored configuration, and so the digest, of a
+  // session without a policy stays what it was.
+  if (!c.approvals_tools.empty() || c.approvals_non_idempotent || c.approvals_expires_after_ms != 0 ||
+      c.approvals_on_expiry != "deny") {
+    out["approvals"] = {{"tools", c.approvals_tools},
+                        {"non_idempotent", c.approvals_non_idempotent},
+                        {"expires_after", c.approvals_expires_after_ms},
+                        {"on_expiry", c.approvals_on_expiry}};
+  }
   // Only when there are servers: the stored configuration, and so the
   // digest, of a session without them stays what it was.
   if (!c.mcp_servers.empty()) {

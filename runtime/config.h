@@ -90,6 +90,12 @@ struct Config {
   std::vector<McpServerConfig> mcp_servers;
 
   std::vector<HookConfig> hooks;
+  // approvals: which tool calls wait for a person (docs/approvals.md); the
+  // tools regex as written (compiled into the session settings).
+  std::string approvals_tools;
+  bool approvals_non_idempotent = false;
+  uint64_t approvals_expires_after_ms = 0;  // 0: never
+  std::string approvals_on_expiry = "deny";
   PriceTable prices = default_prices();
 
   // retention: what `carapace gc` keeps (storage/retention.h). The home's

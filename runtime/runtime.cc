@@ -2,6 +2,7 @@
 
 #include "base/lib_log.h"
 
+#include "runtime/approval_scan.h"
 #include "runtime/deadlines.h"
 #include "runtime/logging.h"
 
@@ -10,10 +11,12 @@
 #include "runtime/runtime_internal.h"
 #include "runtime/session_setup.h"
 
+#include <ctime>
 #include <deque>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <algorithm>
 #include <atomic>
@@ -32,6 +35,7 @@
 #include "actors/session/session_actor.h"
 #include "actors/session/session_keeper.h"
 #include "actors/session/session_outcome.h"
+#include "actors/tool/ask_user_tool.h"
 #include "actors/tool/file_tools.h"
 #include "actors/tool/mcp_hub.h"
 #include "actors/tool/scratch_dir.h"
@@ -52,6 +56,34 @@
 namespace carapace {
 
 const std::string Runtime::kNoStart = std::string("\0no-start", 9);
+// launch()'s first_input for an actor woken to take an approval decision
+// (Runtime::decide): a parked session, not finished, not started.
+const std::string kWakeForAnswer = std::string("\0answer", 7);
+
+namespace {
+
+int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// "2026-11-26T21:20:59Z".
+std::string format_time_us(int64_t us) {
+  std::time_t secs = static_cast<std::time_t>(us / 1'000'000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string describe_decision(const PendingApproval& a) {
+  const ApprovalDecided& d = a.decision;
+  return d.decision + " by " + d.by + (d.who.empty() ? "" : " (" + d.who + ")") + (d.expired ? " when it expired" : "") +
+         " at seq " + std::to_string(a.decided_seq) + (d.reason.empty() ? "" : ": " + d.reason);
+}
+
+}  // namespace
 
 namespace {
 
@@ -184,6 +216,44 @@ struct Runtime::Impl {
     std::lock_guard lock(mu);
     if (deadlines) deadlines->disarm(id);
   }
+  // Approval requests' expiry: keyed "SESSION CALL" (a session id has no
+  // space); the runtime decides an expired request by its on_expiry (null
+  // once the runtime closes; under mu).
+  std::unique_ptr<Deadlines> expiries;
+  std::function<void(const std::string&, const std::string&)> expire_approval;
+  bool expiries_closed = false;
+  void arm_expiry(const std::string& id, const ApprovalRequested& r) {
+    if (r.expires_at_us == 0) return;
+    const int64_t left_us = r.expires_at_us - now_us();
+    const auto after = std::chrono::milliseconds(std::max<int64_t>(1, (left_us + 999) / 1000));
+    std::lock_guard lock(mu);
+    if (expiries_closed) return;
+    if (!expiries) expiries = std::make_unique<Deadlines>(expire_approval);
+    expiries->arm(id + " " + r.call_id, after);
+  }
+  // A session parked on request `a` (its actor's thread).
+  void parked(const std::string& id, const PendingApproval& parked_on) {
+    // The state keeps no wall-clock times: the request as recorded has them.
+    PendingApproval a = parked_on;
+    std::vector<PendingApproval> recorded;
+    if (open_approvals(*log, id, &recorded).ok()) {
+      for (const auto& r : recorded) {
+        if (r.request.call_id == a.request.call_id) a.request = r.request;
+      }
+    }
+    lib_log().info("session {}: waits for a decision on call {} ({}): {}", id, a.request.call_id, a.request.tool,
+                   a.request.reason);
+    arm_expiry(id, a.request);
+    if (!options.on_approval) return;
+    try {
+      options.on_approval(Approval{.session_id = id, .seq = a.seq, .request = a.request});
+    } catch (const std::exception& e) {
+      lib_log().warn("session {}: on_approval threw: {}", id, e.what());
+    } catch (...) {
+      lib_log().warn("session {}: on_approval threw", id);
+    }
+  }
+
   // SessionOptions::on_complete of the sessions launched here, called once (under mu).
   std::map<std::string, std::function<void(const SessionOutcome&)>> completions;
 
@@ -307,6 +377,8 @@ struct Runtime::Impl {
     for (const auto& [id, journal] : running) {
       const SessionStatus status = journal->state().status;
       if (journal->broken() || status == SessionStatus::kCompleted || status == SessionStatus::kFailed) continue;
+      // Parked: it waits for a person, not for a resume (docs/approvals.md).
+      if (waiting_approval(journal->state()) != nullptr) continue;
       Status s = journal->append({SessionStopped{.reason = reason, .pid = static_cast<int64_t>(::getpid())}});
       if (s.ok()) {
         lib_log().info("session {}: stopped ({}); `carapace resume {}` goes on", id, reason, id);
@@ -371,6 +443,13 @@ Runtime::~Runtime() {
     deadlines = std::move(impl_->deadlines);
   }
   deadlines.reset();  // no deadline stops a session from now on
+  std::unique_ptr<Deadlines> expiries;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->expiries_closed = true;
+    expiries = std::move(impl_->expiries);
+  }
+  expiries.reset();  // no request expires in this runtime from now on (the next one to touch it decides)
   std::map<std::string, std::shared_ptr<SessionJournal>> running;
   std::string reason;
   {
@@ -469,6 +548,10 @@ Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_p
     CARAPACE_RETURN_IF_ERROR(
         add_builtin_tools(config, options.decorate_builtin_tool, impl->tools.get(), impl->processes));
   }
+  if (options.on_approval && !impl->tools->find(kAskUserTool)) {
+    // A person is there to answer: the model may ask.
+    CARAPACE_RETURN_IF_ERROR(impl->tools->add(ask_user_tool()));
+  }
   CARAPACE_RETURN_IF_ERROR(add_config_hooks(config, impl->hooks.get()));
   if (!config.mcp_servers.empty()) {
     // The servers run under the shell's sandbox: what the kernel cannot
@@ -516,6 +599,18 @@ Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_p
         }).detach();
       },
       [impl_ptr](const std::string& id, const caf::actor_addr& actor) { impl_ptr->closed(id, actor); });
+  rt->impl_->expire_approval = [rt](const std::string& key, const std::string&) {
+    const size_t space = key.find(' ');
+    if (space == std::string::npos) return;
+    const std::string id = key.substr(0, space);
+    ApprovalDecided decided;
+    Status s = rt->decide_with(id, ApprovalAnswer{.call_id = key.substr(space + 1), .by = "expiry"}, &decided, true);
+    if (s.ok()) {
+      lib_log().info("session {}: call {} expired and was {}", id, decided.call_id, decided.decision);
+    } else if (!s.is_already_decided() && !s.is_not_found()) {
+      lib_log().warn("session {}: the expiry of call {} was not recorded: {}", id, key.substr(space + 1), s.to_string());
+    }
+  };
   rt->impl_->stop_for_deadline = [rt](const std::string& id, const std::string& reason) {
     Status s = rt->stop(id, reason);
     if (s.ok()) lib_log().info("session {}: stopped: {}", id, reason);
@@ -571,6 +666,7 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
       .faults = impl_->options.faults,
       .on_settled = [impl = impl_.get(), id](const SessionOutcome& o) { impl->settled(id, o); },
       .on_durable = log_session_event,
+      .on_parked = [impl = impl_.get()](const std::string& sid, const PendingApproval& a) { impl->parked(sid, a); },
   });
 
   if (impl_->bodies) {
@@ -617,8 +713,8 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
       if (auto it = impl_->subscriptions.find(n); it != impl_->subscriptions.end()) it->second.observer = true;
     }
   }
-  if (first_input == kNoStart) {
-    // Woken for a message the caller sends next.
+  if (first_input == kNoStart || first_input == kWakeForAnswer) {
+    // Woken for a message, or a decision, the caller sends next.
   } else if (first_input.empty()) {
     caf::anon_send(session, start_atom::value);
   } else {
@@ -768,12 +864,13 @@ Status Runtime::resume(const std::string& id, const ResumeOptions& options, cons
   }
   lib_log().info("session {}: resumed in {} mode at seq {}", id, options.mode == ResumeMode::kStep ? "step" : "turn",
                journal->last_seq());
-  if (first_input != kNoStart) {
+  const bool woken = first_input == kNoStart || first_input == kWakeForAnswer;
+  if (!woken || options.on_complete) {
     impl_->expect_completion(id, options.on_complete);
     impl_->arm_deadline(id, options.deadline);
   }
   Status launched = launch(id, std::move(journal), std::move(settings), options.on_event, options.on_delta, first_input);
-  if (!launched.ok() && first_input != kNoStart) {
+  if (!launched.ok() && !woken) {
     impl_->expect_completion(id, nullptr);
     impl_->disarm_deadline(id);
   }
@@ -886,6 +983,153 @@ Status Runtime::send_message(const std::string& id, const std::string& text) {
     if (!gone || attempt >= 3) return result;
     impl_->wait_until_not(id, session);
   }
+}
+
+Status Runtime::decide(const std::string& id, const ApprovalAnswer& answer, ApprovalDecided* recorded) {
+  if (answer.expiry) {
+    return Status::invalid_argument("ApprovalAnswer::expiry is set by the runtime only: a request's expiry decides it");
+  }
+  return decide_with(id, answer, recorded, false);
+}
+
+Status Runtime::decide_with(const std::string& id, ApprovalAnswer answer, ApprovalDecided* recorded, bool by_expiry) {
+  CARAPACE_RETURN_IF_ERROR(impl_->refuse_if_closing());
+  CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
+  if (answer.call_id.empty()) return Status::invalid_argument("the answer names no tool call");
+  uint64_t last = 0;
+  CARAPACE_RETURN_IF_ERROR(impl_->log->last_seq(id, &last));
+  if (last == 0) return Status::not_found("no session '" + id + "' in " + impl_->options.home);
+  // What the log says now: the session's actor, should it run, has the last
+  // word (the first durable answer wins there), but most answers need not wake it.
+  std::vector<PendingApproval> approvals;
+  CARAPACE_RETURN_IF_ERROR(open_approvals(*impl_->log, id, &approvals));
+  const PendingApproval* request = nullptr;
+  for (const auto& a : approvals) {
+    if (a.request.call_id == answer.call_id) request = &a;
+  }
+  if (request == nullptr) {
+    // Decided in a turn that has ended since: the decision that stands.
+    std::vector<Event> all;
+    CARAPACE_RETURN_IF_ERROR(impl_->log->read(id, 1, UINT64_MAX, &all));
+    std::vector<PendingApproval> seen;
+    std::optional<PendingApproval> decided;
+    for (const Event& e : all) {
+      if (std::holds_alternative<TurnStarted>(e.body) || std::holds_alternative<TurnRolledBack>(e.body)) {
+        for (const auto& a : seen) {
+          if (a.decided && a.request.call_id == answer.call_id) decided = a;
+        }
+      }
+      note_approval(seen, e);
+    }
+    for (const auto& a : seen) {
+      if (a.decided && a.request.call_id == answer.call_id) decided = a;
+    }
+    if (decided) {
+      if (recorded != nullptr) *recorded = decided->decision;
+      return Status::already_decided("call " + answer.call_id + " of session " + id + " was already " +
+                                     describe_decision(*decided) + "; the first decision stands");
+    }
+    std::string waiting;
+    for (const auto& a : approvals) {
+      if (!a.decided) waiting += (waiting.empty() ? "" : ", ") + a.request.call_id;
+    }
+    return Status::not_found("session " + id + " has no approval request for call '" + answer.call_id + "'" +
+                             (waiting.empty() ? "; nothing waits there (`carapace approvals` lists what does)"
+                                              : "; waiting: " + waiting));
+  }
+  if (request->decided) {
+    if (recorded != nullptr) *recorded = request->decision;
+    return Status::already_decided("call " + answer.call_id + " of session " + id + " was already " +
+                                   describe_decision(*request) + "; the first decision stands");
+  }
+  const ApprovalRequested r = request->request;
+  // What the session would refuse, refused before it is woken for it.
+  if (!answer.args_digest.empty() && answer.args_digest != r.args_digest.hex()) {
+    return Status::invalid_argument("the answer is for arguments with digest " + answer.args_digest + ", but call " +
+                                    r.call_id + " waits with arguments " + r.args_digest.hex() +
+                                    " (`carapace approvals " + id + "` shows them); nothing was recorded");
+  }
+  if (!by_expiry && (r.kind == "question") != (answer.kind == ApprovalAnswer::Kind::kAnswer) &&
+      answer.kind != ApprovalAnswer::Kind::kDeny) {
+    return Status::invalid_argument(r.kind == "question"
+                                        ? "call " + r.call_id + " is a question (ask_user): answer it with text "
+                                              "(`carapace answer " + id + " " + r.call_id + " TEXT`), or deny it"
+                                        : "call " + r.call_id + " asks for approval of " + r.tool +
+                                              ", not for an answer: approve or deny it");
+  }
+  bool expired_now = false;
+  if (by_expiry || (r.expires_at_us != 0 && now_us() >= r.expires_at_us)) {
+    if (r.expires_at_us == 0) return Status::invalid_argument("call " + r.call_id + " of session " + id + " never expires");
+    if (now_us() < r.expires_at_us) return Status::busy("call " + r.call_id + " has not expired yet");
+    // Too late: its on_expiry decides, and the answer is not recorded.
+    expired_now = !by_expiry;
+    answer = ApprovalAnswer{.call_id = r.call_id,
+                            .kind = r.on_expiry == "approve" && r.kind != "question" ? ApprovalAnswer::Kind::kApprove
+                                                                                     : ApprovalAnswer::Kind::kDeny,
+                            .reason = "the request expired (after " + std::to_string(r.expires_after_ms / 1000) +
+                                      " s) with no decision; on_expiry: " + r.on_expiry,
+                            .by = "expiry",
+                            .who = "",
+                            .expiry = true};
+  }
+  caf::scoped_actor self{*impl_->system};
+  ApprovalReply reply;
+  bool woke = false;
+  for (int attempt = 0;; ++attempt) {
+    SessionActor session = impl_->find(id);
+    if (!session) {
+      // Parked with its actor closed, or by another process: woken from its log.
+      Status w = resume(id, ResumeOptions{.mode = ResumeMode::kStep}, kWakeForAnswer);
+      if (w.is_busy() && attempt < 8) {
+        impl_->wait_until_not(id, SessionActor{});
+        continue;
+      }
+      CARAPACE_RETURN_IF_ERROR(w);
+      session = impl_->find(id);
+      if (!session) return Status::aborted("session " + id + " could not be woken");
+      woke = true;
+    }
+    bool gone = false;
+    Status failed;
+    self->request(session, std::chrono::minutes(1), answer)
+        .receive([&](ApprovalReply& a) { reply = std::move(a); },
+                 [&](caf::error& e) {
+                   gone = e != caf::sec::request_timeout;
+                   failed = Status::aborted("session " + id + " did not take the decision: " + caf::to_string(e));
+                 });
+    if (!failed.ok()) {
+      if (gone && attempt < 3) {
+        impl_->wait_until_not(id, session);
+        continue;
+      }
+      return failed;
+    }
+    if (!reply.ok && woke) caf::anon_send(session, close_atom::value);  // woken for nothing: it closes again
+    break;
+  }
+  if (recorded != nullptr) *recorded = reply.decided;
+  if (!reply.ok) {
+    if (reply.code == "not_found") return Status::not_found(reply.error);
+    if (reply.code == "already_decided") return Status::already_decided(reply.error);
+    if (reply.code == "storage") return Status::io_error(reply.error);
+    return Status::invalid_argument(reply.error);
+  }
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->expiries) impl_->expiries->disarm(id + " " + r.call_id);
+  }
+  lib_log().info("session {}: call {} {} by {}", id, r.call_id, reply.decided.decision, reply.decided.by);
+  if (expired_now) {
+    return Status::expired("call " + r.call_id + " of session " + id + " expired at " + format_time_us(r.expires_at_us) +
+                           " before this answer; its on_expiry " + r.on_expiry + " decided it (recorded now)");
+  }
+  return Status();
+}
+
+Status Runtime::list_approvals(const std::string& id, std::vector<Approval>* out) const {
+  Status s = waiting_approvals(*impl_->log, id, out);
+  if (s.is_not_found()) return Status::not_found("no session '" + id + "' in " + impl_->options.home);
+  return s;
 }
 
 Status Runtime::stop(const std::string& id, const std::string& reason) {
@@ -1132,10 +1376,11 @@ size_t Runtime::live_sessions() const {
 }
 
 Status Runtime::list_sessions(const SessionFilter& filter, std::vector<SessionSummary>* out) const {
-  static const std::set<std::string> kStatuses = {"new", "running", "completed", "failed", "stopped", "crashed"};
+  static const std::set<std::string> kStatuses = {"new",     "running", "waiting", "completed",
+                                                  "failed",  "stopped", "crashed"};
   if (!filter.status.empty() && !kStatuses.count(filter.status)) {
     return Status::invalid_argument("no session status '" + filter.status +
-                                    "': new, running, completed, failed, stopped or crashed");
+                                    "': new, running, waiting, completed, failed, stopped or crashed");
   }
   std::vector<SessionMeta> metas;
   std::vector<std::string> unreadable;
@@ -1153,7 +1398,14 @@ Status Runtime::list_sessions(const SessionFilter& filter, std::vector<SessionSu
                      .created_us = m.created_us,
                      .updated_us = m.updated_us};
     (void)impl_->log->last_seq(m.id, &r.last_seq);
-    if (m.status == SessionStatus::kRunning && r.last_seq > 0 && !impl_->find(m.id)) {
+    std::vector<PendingApproval> approvals;
+    const bool parked = m.status == SessionStatus::kRunning && r.last_seq > 0 &&
+                        open_approvals(*impl_->log, m.id, &approvals).ok() &&
+                        std::any_of(approvals.begin(), approvals.end(), [](const auto& a) { return !a.decided; });
+    if (parked) {
+      // Waiting for a person (it may be woken here for the decision).
+      r.status = "waiting";
+    } else if (m.status == SessionStatus::kRunning && r.last_seq > 0 && !impl_->find(m.id)) {
       // Not finished and not run here: stopped if its last event says so;
       // else its writer died (this runtime holds the home: nobody else writes).
       std::vector<Event> last;

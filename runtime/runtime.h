@@ -109,6 +109,12 @@ class Runtime {
     // session's opening included. Called on an actor thread: keep it quick
     // (the collector's offer() only queues). Null: none.
     std::function<void(const std::string& session, const Event& event)> observe;
+    // Told of every approval request a session of this runtime parks on
+    // (docs/approvals.md), once it is durable; answer it with decide(), from
+    // any thread, now or days later (the request survives the runtime).
+    // Called on an actor thread: keep it quick. Setting it also offers the
+    // model the ask_user tool (a person is there to answer). Null: none.
+    std::function<void(const Approval& request)> on_approval;
   };
 
   // Opens the log, registers the configured tools and hooks, and starts the
@@ -215,6 +221,22 @@ class Runtime {
   // session of that id runs here.
   Status stop(const std::string& id, const std::string& reason);
 
+  // Answers approval request `answer.call_id` of session `id`
+  // (docs/approvals.md) and returns once the decision is durable; the
+  // session then goes on in this runtime (woken from its log if its actor
+  // closed, or if another process parked it). The first durable answer wins.
+  // Errors change nothing: not_found (no such session, or no request for
+  // the call), already_decided (the message names the decision that
+  // stands), invalid_argument (answer.args_digest names other arguments
+  // than the request's; text for an approval, or approve/deny for a
+  // question), expired (the request's on_expiry decided it; recorded now if
+  // it was not yet). *recorded, if given, is the decision recorded or standing.
+  Status decide(const std::string& id, const ApprovalAnswer& answer, ApprovalDecided* recorded = nullptr);
+
+  // The approval requests that wait in the home (every session's), oldest
+  // first; with a session id, that session's only.
+  Status list_approvals(const std::string& id, std::vector<Approval>* out) const;
+
   // Waits until the session's loop stops; *out says how it stands. By then
   // the session's subscribers have been handed every event it appended.
   // timed_out when `timeout` passes first (it runs on); for a session not
@@ -277,6 +299,8 @@ class Runtime {
   // launch()'s first_input for an actor that waits for a message instead of starting.
   static const std::string kNoStart;
   Status resume(const std::string& id, const ResumeOptions& options, const std::string& first_input);
+  // decide(); `by_expiry`: the runtime's own expiry decides (answer's kind ignored).
+  Status decide_with(const std::string& id, ApprovalAnswer answer, ApprovalDecided* recorded, bool by_expiry);
   // A session actor failed: rebuild the session from its log (step mode)
   // under a new actor, keeping its subscribers. Runs on a thread of its own.
   void recover_failed_session(const std::string& id, const std::string& reason);

@@ -13,6 +13,13 @@
 
 namespace carapace {
 
+// An approval request that waits (Runtime::list_approvals, Options::on_approval).
+struct Approval {
+  std::string session_id;
+  uint64_t seq = 0;  // of its approval.requested
+  ApprovalRequested request;
+};
+
 struct SessionOptions {
   std::string id;            // empty: generated
   std::string task;          // the first user message
@@ -46,7 +53,7 @@ struct SessionOptions {
 
 // What Runtime::list_sessions keeps.
 struct SessionFilter {
-  std::string status;    // "": any; else new, running, completed, failed, stopped or crashed
+  std::string status;    // "": any; else new, running, waiting, completed, failed, stopped or crashed
   int64_t since_us = 0;  // updated (or started) then or later
   size_t limit = 0;      // 0: all; else the newest N
 };

@@ -2,6 +2,7 @@
 
 #include "base/lib_log.h"
 
+#include "actors/tool/ask_user_tool.h"
 #include "actors/tool/file_tools.h"
 #include "actors/tool/shell_tool.h"
 
@@ -40,9 +41,11 @@ Status add_builtin_tools(const Config& config, const std::function<ToolDefinitio
       tool = make_write_file_tool(config.files);
     else if (name == "list_dir")
       tool = make_list_dir_tool(config.files);
+    else if (name == kAskUserTool)
+      tool = ask_user_tool();  // answered by a person: not decorated, never run
     else
       return Status::invalid_argument("tools.enabled names an unknown tool: " + name);
-    if (decorate) tool = decorate(std::move(tool));
+    if (decorate && name != kAskUserTool) tool = decorate(std::move(tool));
     CARAPACE_RETURN_IF_ERROR(tools->add(std::move(tool)));
   }
   return Status();
@@ -71,6 +74,13 @@ SessionSettings session_settings(const Config& config, const std::string& worksp
       .provider_timeout_ms = config.provider.timeout_ms,
       .mutation = mutation,
   };
+  if (!config.approvals_tools.empty()) {
+    // Checked when the configuration was read.
+    (void)Pattern::compile(config.approvals_tools, &settings.approvals.tools);
+  }
+  settings.approvals.non_idempotent = config.approvals_non_idempotent;
+  settings.approvals.expires_after_ms = config.approvals_expires_after_ms;
+  settings.approvals.on_expiry = config.approvals_on_expiry;
   if (!extra_instructions.empty()) {
     settings.instructions += (settings.instructions.empty() ? "" : "\n\n") + extra_instructions;
   }

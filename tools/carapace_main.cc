@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
   register_verify_command(app, ctx);
   register_repair_command(app, ctx);
   register_run_command(app, ctx);
+  register_approval_commands(app, ctx);
   register_demo_command(app, ctx);
   register_chat_command(app, ctx);
   register_torture_command(app, ctx);

@@ -25,6 +25,7 @@ namespace carapace::cli {
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;  // the command ran and found a problem, or failed
 constexpr int kExitUsage = 2;   // the command line was wrong
+constexpr int kExitWaiting = 3; // the session waits for a person (docs/approvals.md): answer it to go on
 
 struct Context {
   std::string home_flag;  // --home
@@ -119,6 +120,7 @@ void register_sessions_command(CLI::App& app, Context& ctx);
 void register_verify_command(CLI::App& app, Context& ctx);
 void register_repair_command(CLI::App& app, Context& ctx);
 void register_run_command(CLI::App& app, Context& ctx);
+void register_approval_commands(CLI::App& app, Context& ctx);
 void register_demo_command(CLI::App& app, Context& ctx);
 void register_chat_command(CLI::App& app, Context& ctx);
 void register_torture_command(CLI::App& app, Context& ctx);

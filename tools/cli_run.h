@@ -24,6 +24,7 @@ struct RuntimeArgs {
   std::string model;
   std::string base_url;
   bool resuming = false;  // sessions keep the model they recorded: no --model needed
+  bool ask_user = false;  // a person is there (chat): offer the model the ask_user tool
   // A session imported from a bundle runs with the configuration it
   // recorded, not the home's (--trust-bundle-config).
   bool trust_bundle_config = false;
@@ -215,6 +216,11 @@ class StatusLine {
 // runs its follow-ups start), then prints the outcome: the final answer (or
 // JSON). Exit 0 if it completed.
 int report_outcome(Context& ctx, Runtime& rt, const std::string& id, StatusLine& status);
+
+// What waits for a person in a parked session, and the commands that answer
+// it, on stderr (the lines `run` prints when it exits with kExitWaiting).
+void print_waiting(const Context& ctx, const std::string& id, const std::vector<ApprovalRequested>& waiting);
+nlohmann::json approval_json(const std::string& session, uint64_t seq, const ApprovalRequested& r);
 
 // What the run and resume commands print for each event: the status line,
 // and the acknowledgement log.

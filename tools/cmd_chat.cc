@@ -231,8 +231,35 @@ class Chat {
     shown_.on_event(e);
   }
 
+  // A line while the session waits for this person: the decision.
+  int decide(const std::string& text) {
+    const ApprovalRequested r = waiting_.front();
+    ApprovalAnswer a{.call_id = r.call_id, .by = "chat"};
+    if (r.kind == "question") {
+      a.kind = ApprovalAnswer::Kind::kAnswer;
+      a.text = text;
+    } else if (text == "y" || text == "yes") {
+      a.kind = ApprovalAnswer::Kind::kApprove;
+    } else if (text == "n" || text == "no" || text.rfind("no ", 0) == 0) {
+      a.kind = ApprovalAnswer::Kind::kDeny;
+      if (text.size() > 3) a.reason = text.substr(3);
+    } else {
+      std::printf("! call %s waits for your decision: y (approve) or n [reason] (deny)\n", ctx_.shown(r.call_id).c_str());
+      return kExitOk;
+    }
+    waiting_.clear();
+    Status s = rt_->decide(current_, a);
+    if (!s.ok() && !s.is_expired()) {
+      std::printf("! %s\n", ctx_.shown(s.to_string()).c_str());
+      return kExitOk;
+    }
+    if (s.is_expired()) std::printf("! %s\n", ctx_.shown(s.message()).c_str());
+    return answer(current_);
+  }
+
   int message(const std::string& text) {
     Status s;
+    if (!waiting_.empty()) return decide(text);
     if (pending_fork_) {
       const uint64_t turn = *pending_fork_;
       pending_fork_.reset();
@@ -366,6 +393,17 @@ class Chat {
       if (!s.ok()) break;
       shown_.outcome(o);
     } while (o.continues);
+    if (s.ok() && o.stop_reason == "waiting" && !o.waiting.empty()) {
+      // Parked on a person: this one. The next line decides.
+      waiting_ = o.waiting;
+      const ApprovalRequested& r = waiting_.front();
+      if (r.kind == "question") {
+        std::printf("agent asks: %s\n  (your next line is the answer)\n", ctx_.shown(r.question).c_str());
+      } else {
+        std::printf("approve %s %s?\n  why: %s\n  (y to approve, n [reason] to deny)\n", ctx_.shown(r.tool).c_str(),
+                    ctx_.shown(r.args.text).c_str(), ctx_.shown(r.reason).c_str());
+      }
+    }
     if (!s.ok()) std::printf("! %s\n", ctx_.shown(s.to_string()).c_str());
     std::fflush(stdout);
     return kExitOk;
@@ -402,6 +440,7 @@ class Chat {
   std::unique_ptr<Runtime> rt_;
   std::string current_;
   bool stopped_ = false;      // current_'s turn was stopped by Ctrl-C
+  std::vector<ApprovalRequested> waiting_;  // current_ is parked on these (the first is asked)
   std::optional<uint64_t> pending_fork_;  // /fork N waits for the fork's first message
 };
 
@@ -412,6 +451,7 @@ void register_chat_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand(
       "chat", "Talk to an agent session line by line (/help for commands; Ctrl-C stops a turn, Ctrl-D leaves)");
   add_runtime_options(cmd, args->runtime);
+  args->runtime.ask_user = true;  // a person is there to answer the model's questions
   cmd->add_option("--session", args->session, "Id of the session the first message starts (default: generated)");
   cmd->add_option("--workspace", args->workspace,
                   "Directory the tools are confined to (default: a new one under the home, workspaces/ID)");

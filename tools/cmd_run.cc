@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
@@ -238,6 +239,10 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
       });
     }
   }
+  if (args.ask_user &&
+      std::find(config.tools_enabled.begin(), config.tools_enabled.end(), "ask_user") == config.tools_enabled.end()) {
+    config.tools_enabled.push_back("ask_user");
+  }
   // The command line owns its process: it makes both process-wide changes.
   Runtime::Options options{
       .home = ctx.home(), .config = config, .builtin_tools = true, .faults = faults, .child_subreaper = true,
@@ -304,14 +309,16 @@ int report_outcome(Context& ctx, Runtime& rt, const std::string& id, StatusLine&
   bool completed = outcome.status == SessionStatus::kCompleted;
   // Out of turns: stopped, resumable with a larger budget.
   const bool out_of_turns = outcome.stop_reason == "max_turns" && !completed;
-  const std::string word = out_of_turns ? "stopped" : std::string(status_name(outcome.status));
+  // Parked: a person decides, then it goes on (docs/approvals.md).
+  const bool waiting = outcome.stop_reason == "waiting" && !completed;
+  const std::string word = out_of_turns ? "stopped" : waiting ? "waiting" : std::string(status_name(outcome.status));
   char cost[32];
   std::snprintf(cost, sizeof cost, "$%.4f", outcome.cost_usd);
   std::string summary = "session " + id + " " + word + " after " +
                         count(outcome.turns, "turn") + ", " + std::to_string(outcome.tokens.input) +
                         " in / " + std::to_string(outcome.tokens.output) + " out tokens, " + cost;
   if (ctx.json) {
-    print_redacted(ctx, {{"success", completed},
+    print_redacted(ctx, {{"success", completed || waiting},
                        {"data",
                         {{"session", id},
                          {"status", word},
@@ -325,12 +332,20 @@ int report_outcome(Context& ctx, Runtime& rt, const std::string& id, StatusLine&
                            {"cache_read", outcome.tokens.cache_read},
                            {"cache_write", outcome.tokens.cache_write}}},
                          {"cost_usd", outcome.cost_usd},
-                         {"last_seq", outcome.last_seq}}},
+                         {"last_seq", outcome.last_seq},
+                         {"waiting", [&] {
+                            nlohmann::json list = nlohmann::json::array();
+                            for (const auto& r : outcome.waiting) list.push_back(approval_json(id, 0, r));
+                            return list;
+                          }()}}},
                        {"summary", summary}});
   } else if (completed) {
     if (!status.streamed(outcome.final_answer)) std::cout << ctx.shown(outcome.final_answer) << "\n";
     std::fprintf(stderr, "%s (%s)\n  its events: %s\n", summary.c_str(), ctx.shown(outcome.stop_reason).c_str(),
                  ctx.shown(ctx.with_home("carapace log show " + id)).c_str());
+  } else if (waiting) {
+    std::fprintf(stderr, "carapace: %s: it waits for a decision\n", summary.c_str());
+    print_waiting(ctx, id, outcome.waiting);
   } else if (out_of_turns) {
     std::fprintf(stderr, "carapace: %s: it used its turn budget without a final answer\n  go on: %s\n",
                  summary.c_str(),
@@ -340,7 +355,7 @@ int report_outcome(Context& ctx, Runtime& rt, const std::string& id, StatusLine&
     std::fprintf(stderr, "carapace: %s: %s\n  its events: %s\n", summary.c_str(), ctx.shown(outcome.error).c_str(),
                  ctx.shown(ctx.with_home("carapace log show " + id)).c_str());
   }
-  return completed ? kExitOk : kExitFailed;
+  return completed ? kExitOk : waiting ? kExitWaiting : kExitFailed;
 }
 
 namespace {

@@ -13,6 +13,7 @@
 #include "actors/collector/log_watch.h"
 #include "events/session_state.h"
 #include "replay/recovery.h"
+#include "runtime/approval_scan.h"
 #include "storage/body_store.h"
 #include "storage/db_lock.h"
 #include "storage/keys.h"
@@ -23,12 +24,18 @@
 namespace carapace::cli {
 namespace {
 
-// The index's status, or for a session that never finished: "stopped" when
-// its last event is session.stopped (its runtime stopped it), "crashed" when
+// The index's status, or for a session that never finished: "waiting" when
+// its open turn has an approval request with no decision (docs/approvals.md),
+// "stopped" when its last event is session.stopped (its runtime stopped it), "crashed" when
 // no process holds the log (nobody is writing it), else "running" (a process
 // writes the home; a crashed session cannot be told from a running one then).
 std::string shown_status(EventLog& log, const SessionMeta& m, uint64_t last, bool log_held) {
   if (m.status == SessionStatus::kRunning && last > 0) {
+    std::vector<PendingApproval> approvals;
+    if (open_approvals(log, m.id, &approvals).ok() &&
+        std::any_of(approvals.begin(), approvals.end(), [](const PendingApproval& a) { return !a.decided; })) {
+      return "waiting";
+    }
     if (ends_stopped(log, m.id, last)) return "stopped";
     if (!log_held) return "crashed";
   }
@@ -271,7 +278,7 @@ void register_sessions_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand(
       "sessions", "List the sessions in the data directory, newest first, with status, turns, events and cost");
   cmd->add_option("--status", args->status, "Only sessions with this status")
-      ->check(CLI::IsMember({"new", "running", "completed", "failed", "stopped", "crashed"}));
+      ->check(CLI::IsMember({"new", "running", "waiting", "completed", "failed", "stopped", "crashed"}));
   cmd->add_option("--since", args->since, "Only sessions written to within this long (30m, 24h, 7d)");
   cmd->add_option("--limit", args->limit, "At most this many (the newest)")->check(whole_number_from(1));
   add_json_flag(cmd, ctx);

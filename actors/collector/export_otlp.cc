@@ -98,6 +98,16 @@ json span_json(const Span& sp, const Span& root, int64_t last_us, const ExportIn
     a.add("gen_ai.tool.type", "function");
     if (sp.attrs.contains("call_id")) a.add("gen_ai.tool.call.id", sp.attrs["call_id"], true);
   }
+  if (sp.kind == kSpanApproval) {
+    // Marked as a wait for a person: its time is neither the model's nor the tool's.
+    name = sp.name;
+    kind = kOtlpKindInternal;
+    a.add("carapace.approval.kind", sp.attrs.value("kind", std::string()));
+    if (sp.attrs.contains("decision")) a.add("carapace.approval.decision", sp.attrs["decision"]);
+    if (sp.attrs.contains("by")) a.add("carapace.approval.by", sp.attrs["by"]);
+    if (sp.attrs.contains("wait_ms")) a.add("carapace.approval.wait_ms", sp.attrs["wait_ms"]);
+    if (sp.attrs.contains("call_id")) a.add("gen_ai.tool.call.id", sp.attrs["call_id"], true);
+  }
   if (sp.kind == kSpanSession || sp.kind == kSpanLlm) {
     static const std::pair<const char*, const char*> kUsage[] = {
         {"tokens_in", "gen_ai.usage.input_tokens"},

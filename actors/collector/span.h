@@ -30,6 +30,9 @@ inline constexpr std::string_view kSpanLlm = "llm";
 inline constexpr std::string_view kSpanTool = "tool";
 inline constexpr std::string_view kSpanHook = "hook";
 inline constexpr std::string_view kSpanResume = "resume";
+// The time a tool call waited for a person (approval.requested to
+// approval.decided, docs/approvals.md): a child of its tool span.
+inline constexpr std::string_view kSpanApproval = "approval";
 
 // Something that happened inside a span without being work of its own: a
 // context trim, an injected fault, a crash, a rollback, a user message.

@@ -252,6 +252,48 @@ void SpanBuilder::add(const Event& e) {
       spans_[parent].attrs["denied_by"] = ev_hook_decided->hook_name;
       touch(parent);
     }
+  } else if (const auto* ev_approval_requested = get_if<ApprovalRequested>(e)) {
+    const auto& r = *ev_approval_requested;
+    call_names_[r.call_id] = r.tool;
+    size_t parent = tool_span(r.call_id, e);
+    size_t i = open_span(kSpanApproval, r.kind == "question" ? "question" : "approval " + r.tool, e, parent);
+    auto& a = spans_[i].attrs;
+    a["call_id"] = r.call_id;
+    a["tool"] = r.tool;
+    a["kind"] = r.kind;
+    a["asked_by"] = r.asked_by;
+    a["reason"] = preview(r.reason, 200);
+    a["args_digest"] = r.args_digest.hex();
+    if (!r.question.empty()) a["question"] = preview(r.question, 200);
+    if (r.expires_after_ms != 0) {
+      a["expires_after_ms"] = r.expires_after_ms;
+      a["on_expiry"] = r.on_expiry;
+    }
+    approvals_[r.call_id] = i;
+    add_to_root("approvals", 1);
+  } else if (const auto* ev_approval_decided = get_if<ApprovalDecided>(e)) {
+    const auto& d = *ev_approval_decided;
+    auto it = approvals_.find(d.call_id);
+    if (it != approvals_.end() && spans_[it->second].open() &&
+        spans_[it->second].attrs.value("args_digest", std::string()) == d.args_digest.hex()) {
+      Span& sp = spans_[it->second];
+      const uint64_t waited_ms = e.ts_us > sp.start_us ? static_cast<uint64_t>(e.ts_us - sp.start_us) / 1000 : 0;
+      sp.attrs["decision"] = d.decision;
+      sp.attrs["by"] = d.by;
+      if (!d.who.empty()) sp.attrs["who"] = preview(d.who, 120);
+      if (!d.reason.empty()) sp.attrs["decision_reason"] = preview(d.reason, 200);
+      sp.attrs["wait_ms"] = waited_ms;
+      if (d.expired) sp.attrs["expired"] = true;
+      close_span(it->second, e, d.expired ? "expired" : d.decision);
+      add_to_root("waiting_ms", waited_ms);
+      if (auto t = tools_.find(d.call_id); d.decision == "denied" && t != tools_.end()) {
+        spans_[t->second].attrs["denied_by"] = d.expired ? "expiry" : d.by;
+        touch(t->second);
+      }
+    } else if (it != approvals_.end()) {
+      // A second answer, or one for other arguments: recorded, ignored.
+      span_event(it->second, e, "decision ignored", {{"decision", d.decision}, {"by", d.by}});
+    }
   } else if (const auto* ev_tool_requested = get_if<ToolRequested>(e)) {
     call_names_[ev_tool_requested->call_id] = ev_tool_requested->tool;
     size_t i = tool_span(ev_tool_requested->call_id, e);

@@ -1,6 +1,7 @@
 #include "actors/collector/trace_stats.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <ctime>
 #include <map>
@@ -43,8 +44,9 @@ nlohmann::json tool_json(const ToolAgg& t) {
 struct Agg {
   std::set<std::string> sessions;
   uint64_t turns = 0, model_calls = 0, retries = 0, tokens_in = 0, tokens_out = 0, cache_read = 0,
-           cache_write = 0, tool_calls = 0, tool_errors = 0;
+           cache_write = 0, tool_calls = 0, tool_errors = 0, approvals = 0;
   double cost = 0;
+  std::vector<uint64_t> waits_ms;  // how long each decided approval waited for its person
   std::vector<uint64_t> latency;
   using Tool = ToolAgg;
   std::map<std::string, Tool> tools;
@@ -66,6 +68,9 @@ struct Agg {
       }
       latency.push_back(a.contains("latency_ms") ? u(a, "latency_ms")
                                                  : static_cast<uint64_t>((s.end_us - s.start_us) / 1000));
+    } else if (s.kind == kSpanApproval) {
+      ++approvals;
+      if (!s.open()) waits_ms.push_back(u(a, "wait_ms"));
     } else if (s.kind == kSpanTool && !s.open()) {
       ++tool_calls;
       auto& t = tools[a.value("tool", std::string("?"))];
@@ -100,7 +105,14 @@ struct Agg {
             {"tool_errors", tool_errors},
             {"tool_error_rate",
              tool_calls ? static_cast<double>(tool_errors) / static_cast<double>(tool_calls) : 0.0},
-            {"tools", tj}};
+            {"tools", tj},
+            // Time spent waiting for people, apart from model and tool time.
+            {"approvals",
+             {{"requests", approvals},
+              {"decided", waits_ms.size()},
+              {"waiting_ms", std::accumulate(waits_ms.begin(), waits_ms.end(), uint64_t{0})},
+              {"p50_wait_ms", percentile(waits_ms, 50)},
+              {"max_wait_ms", waits_ms.empty() ? 0 : *std::max_element(waits_ms.begin(), waits_ms.end())}}}};
   }
 };
 

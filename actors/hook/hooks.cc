@@ -16,8 +16,8 @@ namespace {
 
 constexpr std::array<std::string_view, 8> kEventNames = {
     "", "AgentStart", "TurnStart", "TurnEnd", "PreToolUse", "PostToolUse", "PostToolUseFailure", "AgentStop"};
-constexpr std::array<std::string_view, 7> kDecisionNames = {
-    "continue", "append_context", "system_message", "stop", "allow", "modify_args", "deny"};
+constexpr std::array<std::string_view, 8> kDecisionNames = {
+    "continue", "append_context", "system_message", "stop", "allow", "modify_args", "deny", "ask"};
 
 using nlohmann::json;
 
@@ -121,7 +121,8 @@ std::optional<Decision> decision_from_name(std::string_view name) {
 }
 
 bool decision_fits(HookEvent event, Decision d) {
-  bool tool_gate = d == Decision::kAllow || d == Decision::kDeny || d == Decision::kModifyArgs;
+  bool tool_gate =
+      d == Decision::kAllow || d == Decision::kDeny || d == Decision::kModifyArgs || d == Decision::kAsk;
   return event == HookEvent::kPreToolUse ? tool_gate : !tool_gate;
 }
 
@@ -130,6 +131,7 @@ HookVerdict resolve_decisions(HookEvent event, std::vector<HookDecision> decisio
   v.decisions = std::move(decisions);
   if (event == HookEvent::kPreToolUse) {
     v.resolved = Decision::kAllow;
+    bool modified = false;
     for (const auto& d : v.decisions) {
       if (d.decision == Decision::kDeny) {
         v.resolved = Decision::kDeny;
@@ -137,10 +139,17 @@ HookVerdict resolve_decisions(HookEvent event, std::vector<HookDecision> decisio
         v.modified_args = {};
         return v;
       }
-      if (d.decision == Decision::kModifyArgs && v.resolved != Decision::kModifyArgs) {
-        v.resolved = Decision::kModifyArgs;
-        v.reason = d.reason;
-        v.modified_args = d.modified_args;
+      if (d.decision == Decision::kAsk && v.resolved != Decision::kAsk) {
+        v.resolved = Decision::kAsk;
+        v.reason = d.reason.empty() ? "hook " + d.hook_name + " asks a person" : d.reason;
+      }
+      if (d.decision == Decision::kModifyArgs && !modified) {
+        modified = true;
+        if (v.resolved != Decision::kAsk) {
+          v.resolved = Decision::kModifyArgs;
+          v.reason = d.reason;
+        }
+        v.modified_args = d.modified_args;  // the first one's: what runs, or what is asked about
       }
     }
     return v;

@@ -7,7 +7,8 @@
 // A hook is a C++ callable or an external command (the HookInput as JSON on
 // its stdin, a decision as JSON on its stdout, a timeout). Tool events match
 // a hook by a regex on the tool name. Decisions combine by priority:
-// PreToolUse  deny > modify_args > allow (the first modify_args wins);
+// PreToolUse  deny > ask > modify_args > allow (the first modify_args wins;
+//             under ask, the call asked about carries its arguments);
 // others      stop > system_message > append_context > continue, where every
 //             system_message and append_context is kept unless stop wins.
 // A hook that throws, fails, times out or answers nonsense is logged and
@@ -55,6 +56,9 @@ enum class Decision : uint8_t {
   kAllow,
   kModifyArgs,
   kDeny,
+  // PreToolUse: a person decides (docs/approvals.md): the call waits,
+  // recorded as approval.requested, until approved or denied.
+  kAsk,
 };
 std::string_view decision_name(Decision d);
 std::optional<Decision> decision_from_name(std::string_view name);
@@ -124,7 +128,7 @@ struct HookVerdict {
   std::vector<HookFailure> failures;    // already logged; recorded as hook.decided "failed"
   Decision resolved = Decision::kContinue;
   std::string reason;             // of the winning decision
-  JsonText modified_args;         // modify_args
+  JsonText modified_args;         // modify_args; under ask, the first modify_args's (if any)
   std::vector<FaultNote> faults;  // injected faults that fired
 
   static constexpr auto fields() {

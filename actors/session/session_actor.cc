@@ -44,6 +44,7 @@ SessionActor::behavior_type session_actor(SessionActor::stateful_pointer<Session
       [=](start_atom) { self->state.start(); },
       [=](UserInput& input) -> caf::result<InputAck> { return self->state.user_input(std::move(input.text)); },
       [=](wait_atom) -> caf::result<SessionOutcome> { return self->state.wait(); },
+      [=](ApprovalAnswer& answer) -> caf::result<ApprovalReply> { return self->state.decide(std::move(answer)); },
       [=](subscribe_atom, SubscriberActor& subscriber) { self->state.subscribe(std::move(subscriber)); },
       [=](const StreamDelta& delta) { self->state.delta(delta); },
       [=](retry_atom, uint64_t turn, uint32_t attempt) { self->state.retry(turn, attempt); },

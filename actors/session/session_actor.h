@@ -31,6 +31,7 @@
 
 #include "actors/caf_types.h"
 #include "actors/hook/hook_registry.h"
+#include "actors/session/approval_policy.h"
 #include "actors/session/loop_mutation.h"
 #include "actors/session/pricing.h"
 #include "actors/session/prompt.h"
@@ -52,6 +53,7 @@ struct SessionSettings {
   uint64_t tool_timeout_ms = 15 * 60 * 1000;      // no result by then: the call failed
   uint64_t provider_timeout_ms = 10 * 60 * 1000;  // no reply by then: a transport failure
   LoopMutation mutation = LoopMutation::kNone;
+  ApprovalPolicy approvals;  // which calls wait for a person besides the hooks' asks
 };
 
 struct SessionContext {
@@ -75,6 +77,9 @@ struct SessionContext {
   // Stores the body the provider will send for a request (durably) and
   // returns its body_ref; unset or "": nothing to capture (scripted).
   std::function<std::string(const ProviderRequest&)> capture_request;
+  // Called on the actor's thread when the session parks on a request (it
+  // is durable by then); null: none.
+  std::function<void(const std::string& id, const PendingApproval&)> on_parked;
 };
 
 // Spawns the session's actor. Send it start_atom to run its loop.

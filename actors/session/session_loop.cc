@@ -85,12 +85,90 @@ void SessionLoop::durable(uint64_t token, bool ok, const std::string& error) {
   in_flight_.erase(it);
   if (!ok) {
     if (w.ack) w.ack->deliver(InputAck{.error = error});
+    if (w.on_fail) w.on_fail(error);
     return fail_hard(error);
   }
   publish(w.events);
   publish(w.held);
   if (w.ack) w.ack->deliver(InputAck{.ok = true});
   if (w.then && !broken_) w.then();
+}
+
+caf::result<ApprovalReply> SessionLoop::decide(ApprovalAnswer answer) {
+  if (broken_) {
+    return ApprovalReply{.code = "storage", .error = "session " + ctx_->id + " stopped writing after: " +
+                                                         storage_error_ + "; resume it to go on"};
+  }
+  const PendingApproval* p = find_approval(state(), answer.call_id);
+  if (p == nullptr) {
+    std::string waiting;
+    for (const auto& a : state().approvals) {
+      if (!a.decided) waiting += (waiting.empty() ? "" : ", ") + a.request.call_id;
+    }
+    return ApprovalReply{.code = "not_found",
+                         .error = "session " + ctx_->id + " has no approval request for call '" + answer.call_id +
+                                  "'" + (waiting.empty() ? "; nothing waits" : "; waiting: " + waiting)};
+  }
+  const ApprovalRequested& r = p->request;
+  if (p->decided) {
+    const ApprovalDecided& d = p->decision;
+    return ApprovalReply{.code = "already_decided",
+                         .error = "call " + r.call_id + " of session " + ctx_->id + " was already " + d.decision +
+                                  " by " + d.by + (d.who.empty() ? "" : " (" + d.who + ")") +
+                                  (d.expired ? " when it expired" : "") + " at seq " +
+                                  std::to_string(p->decided_seq) + (d.reason.empty() ? "" : ": " + d.reason) +
+                                  "; the first decision stands",
+                         .decided = d};
+  }
+  if (!answer.args_digest.empty() && answer.args_digest != r.args_digest.hex()) {
+    return ApprovalReply{.code = "mismatch",
+                         .error = "the answer is for arguments with digest " + answer.args_digest + ", but call " +
+                                  r.call_id + " waits with arguments " + r.args_digest.hex() +
+                                  " (`carapace approvals " + ctx_->id + "` shows them); nothing was recorded"};
+  }
+  const bool question = r.kind == "question";
+  using K = ApprovalAnswer::Kind;
+  if (question && answer.kind == K::kApprove) {
+    return ApprovalReply{.code = "invalid",
+                         .error = "call " + r.call_id + " is a question (ask_user): answer it with text "
+                                  "(`carapace answer " + ctx_->id + " " + r.call_id + " TEXT`), or deny it"};
+  }
+  if (!question && answer.kind == K::kAnswer) {
+    return ApprovalReply{.code = "invalid",
+                         .error = "call " + r.call_id + " asks for approval of " + r.tool +
+                                  ", not for an answer: approve or deny it"};
+  }
+  if (answer.kind == K::kAnswer && answer.text.empty()) {
+    return ApprovalReply{.code = "invalid", .error = "the answer is empty"};
+  }
+  ApprovalDecided d{.call_id = r.call_id,
+                    .decision = answer.kind == K::kApprove  ? "approved"
+                                : answer.kind == K::kAnswer ? "answered"
+                                                            : "denied",
+                    .args_digest = r.args_digest,
+                    .reason = std::move(answer.reason),
+                    .answer = std::move(answer.text),
+                    .by = std::move(answer.by),
+                    .who = std::move(answer.who),
+                    .expired = answer.expiry};
+  auto promise = self_->make_response_promise<ApprovalReply>();
+  ApprovalReply ok{.ok = true, .decided = d};
+  write_durable(
+      {std::move(d)}, /*checkpoint=*/false,
+      [this, promise, ok]() mutable {
+        promise.deliver(ok);
+        // Parked: the loop goes on from the decision. Running (the request
+        // itself is still being made durable): it finds the decision there.
+        if (!running_) {
+          running_ = true;
+          continue_turn();
+        }
+      },
+      std::nullopt,
+      [promise](const std::string& error) mutable {
+        promise.deliver(ApprovalReply{.code = "storage", .error = "the decision may not be durable: " + error});
+      });
+  return promise;
 }
 
 // ---- writing ---------------------------------------------------------------------
@@ -123,12 +201,14 @@ bool SessionLoop::append(std::vector<EventBody> step) {
 }
 
 void SessionLoop::write_durable(std::vector<EventBody> step, bool checkpoint, std::function<void()> then,
-                                std::optional<caf::typed_response_promise<InputAck>> ack) {
+                                std::optional<caf::typed_response_promise<InputAck>> ack,
+                                std::function<void(const std::string&)> on_fail) {
   inject_actor_fault(step);
   uint64_t token = ++next_token_;
   DurableWrite& w = in_flight_[token];
   w.then = std::move(then);
   w.ack = std::move(ack);
+  w.on_fail = std::move(on_fail);
   SessionActor handle = caf::actor_cast<SessionActor>(self_);
   auto done = [handle, token](Status s) {
     caf::anon_send(handle, durable_atom::value, token, s.ok(), s.ok() ? std::string() : s.to_string());
@@ -215,7 +295,9 @@ void SessionLoop::settle() {
   running_ = false;
   // Messages that came while the run went on start the next one; then the
   // follow-ups, one run each, in order.
-  const bool budget = !broken_ && state().committed_turn < turn_budget();
+  // A parked session's turn stays open until its decision: what was sent
+  // meanwhile waits for the turn after it.
+  const bool budget = !broken_ && state().committed_turn < turn_budget() && waiting_approval(state()) == nullptr;
   const bool queued = budget && !state().queued_inputs.empty();
   const bool follow_up = budget && !queued && !state().follow_ups.empty();
   SessionOutcome o = outcome();
@@ -266,6 +348,7 @@ void SessionLoop::fail_hard(const std::string& error) {
   storage_error_ = error;
   for (auto& [token, w] : in_flight_) {
     if (w.ack) w.ack->deliver(InputAck{.error = "the message may not be durable: " + error});
+    if (w.on_fail) w.on_fail(error);
   }
   in_flight_.clear();
   SessionOutcome o = outcome();

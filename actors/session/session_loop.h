@@ -46,6 +46,11 @@ class SessionLoop {
   void delta(const StreamDelta& d);
   void retry(uint64_t turn, uint32_t attempt);
   void durable(uint64_t token, bool ok, const std::string& error);
+  // A decision for one of this turn's approval requests (docs/approvals.md):
+  // recorded durably unless the request is unknown, already decided, bound
+  // to other arguments, or of another kind; then the loop goes on if it
+  // was parked.
+  caf::result<ApprovalReply> decide(ApprovalAnswer answer);
   // Quits the actor if no run, write or waiter is pending (a message that
   // arrived since the run ended has started another); subscribers are told.
   void close();
@@ -66,8 +71,10 @@ class SessionLoop {
   bool append(std::vector<EventBody> step);
   // Writes `step` durably, with a checkpoint or without, and runs `then` once
   // it is durable. `ack`, if given, is answered either way.
+  // `on_fail`, if given, hears a write that did not become durable.
   void write_durable(std::vector<EventBody> step, bool checkpoint, std::function<void()> then,
-                     std::optional<caf::typed_response_promise<InputAck>> ack = std::nullopt);
+                     std::optional<caf::typed_response_promise<InputAck>> ack = std::nullopt,
+                     std::function<void(const std::string&)> on_fail = nullptr);
   void publish(const std::vector<Event>& events);
 
   // ---- hooks (session_loop.cc) ----
@@ -88,6 +95,14 @@ class SessionLoop {
   // ---- the tool step (tool_step.cc) ----
   void next_tool();
   void refuse_call(std::vector<EventBody> step, const ToolCall& call, std::string why);
+  // tool.requested after `step` (durably first for a call with side effects), then the call.
+  void request_and_run(std::vector<EventBody> step, ToolCall call, bool idempotent);
+  ApprovalRequested approval_request(const ToolCall& call, std::string reason, std::string asked_by);
+  // ask_user's request, or nullopt if its arguments hold no question.
+  std::optional<ApprovalRequested> question_request(const ToolCall& call);
+  // The call was asked about: park until decided, then run, refuse or answer it.
+  void after_approval(PendingApproval a, ToolCall call);
+  void park(PendingApproval a);
   void stop_remaining_calls();
   void resume_interrupted_call(ToolCall call);
   // `recovering`: a call a crash or a stop interrupted, for the tool's
@@ -142,6 +157,7 @@ class SessionLoop {
     std::vector<Event> held;  // buffered appends made while this one was in flight
     std::function<void()> then;
     std::optional<caf::typed_response_promise<InputAck>> ack;
+    std::function<void(const std::string&)> on_fail;
   };
   uint64_t next_token_ = 0;
   std::map<uint64_t, DurableWrite> in_flight_;

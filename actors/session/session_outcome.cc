@@ -18,6 +18,15 @@ SessionOutcome outcome_of(const std::string& id, const SessionState& s, uint64_t
     o.error = "it used all " + std::to_string(budget) +
               " turns of its budget without a final answer; resume it with a larger max_turns to go on";
   }
+  if (s.status == SessionStatus::kRunning && waiting_approval(s) != nullptr) {
+    // Parked: it goes on once a person decides (docs/approvals.md).
+    o.final_answer.clear();
+    o.stop_reason = "waiting";
+    o.error.clear();
+    for (const auto& a : s.approvals) {
+      if (!a.decided) o.waiting.push_back(a.request);
+    }
+  }
   return o;
 }
 

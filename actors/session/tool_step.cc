@@ -1,7 +1,14 @@
 // The tool step of a turn: each tool call the model asked for, in order,
 // between PreToolUse and PostToolUse(Failure) hooks.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+
 #include "actors/session/loop_events.h"
 #include "actors/session/session_loop.h"
+#include "actors/tool/ask_user_tool.h"
+#include "base/bounded_json.h"
 
 namespace carapace {
 
@@ -21,6 +28,11 @@ void SessionLoop::next_tool() {
   if (const PendingToolCall* p = pending_call(calls_[call_index_].id); p != nullptr && p->requested) {
     return resume_interrupted_call(p->call);
   }
+  // Asked before (a resume, or the decision just arrived): its hooks decided
+  // then; the person's decision, or the wait for it, is what follows.
+  if (const PendingApproval* a = find_approval(state(), calls_[call_index_].id)) {
+    return after_approval(*a, pending_call(calls_[call_index_].id)->call);
+  }
   ToolCall call = calls_[call_index_];
   HookInput in{.event = HookEvent::kPreToolUse,
                .session_id = ctx_->id,
@@ -31,22 +43,117 @@ void SessionLoop::next_tool() {
   fire_hooks(in, [this, in, call](HookVerdict v) mutable {
     std::vector<EventBody> step = decided_events(in, v);
     if (v.resolved == Decision::kDeny) return refuse_call(std::move(step), call, "The call was denied: " + v.reason);
-    if (v.resolved == Decision::kModifyArgs) call.args = v.modified_args;
+    const bool modified = std::any_of(v.decisions.begin(), v.decisions.end(),
+                                      [](const HookDecision& d) { return d.decision == Decision::kModifyArgs; });
+    if (modified) call.args = v.modified_args;
     auto tool = ctx_->tools->find(call.name);
     if (!tool) {
       std::string names;
       for (const auto& n : ctx_->tools->names()) names += (names.empty() ? "" : ", ") + n;
       return refuse_call(std::move(step), call, "There is no tool named " + call.name + ". The tools are: " + names);
     }
-    step.emplace_back(ToolRequested{call.id, call.name, call.args});
-    // The intent of a call with side effects is durable before the call
-    // starts: after a crash or a power loss, the log says it may have run.
-    if (!tool->spec.idempotent && settings().mutation != LoopMutation::kBufferedToolIntent) {
-      return write_durable(std::move(step), /*checkpoint=*/false, [this, call] { run_tool(call); });
+    // A person decides first: a hook asked, the policy matches, or the model asks a question.
+    std::optional<ApprovalRequested> ask;
+    if (call.name == kAskUserTool) {
+      ask = question_request(call);
+      if (!ask) return refuse_call(std::move(step), call,
+                                   "ask_user needs {\"question\": \"...\"}: a non-empty question for the user");
+    } else if (v.resolved == Decision::kAsk) {
+      std::string asked_by;
+      for (const auto& d : v.decisions) {
+        if (d.decision == Decision::kAsk) asked_by = d.hook_name;
+        if (!asked_by.empty()) break;
+      }
+      ask = approval_request(call, v.reason, asked_by);
+    } else if (std::string why = policy_reason(settings().approvals, call.name, tool->spec.idempotent);
+               !why.empty()) {
+      ask = approval_request(call, std::move(why), "approvals policy");
     }
-    if (!append(std::move(step))) return;
-    run_tool(std::move(call));
+    if (ask) {
+      // Durable before anyone is told: the request survives a crash or a
+      // power loss, and a resume parks on it again without asking the hooks.
+      step.emplace_back(std::move(*ask));
+      return write_durable(std::move(step), /*checkpoint=*/false, [this] { next_tool(); });
+    }
+    request_and_run(std::move(step), std::move(call), tool->spec.idempotent);
   });
+}
+
+void SessionLoop::request_and_run(std::vector<EventBody> step, ToolCall call, bool idempotent) {
+  step.emplace_back(ToolRequested{call.id, call.name, call.args});
+  // The intent of a call with side effects is durable before the call
+  // starts: after a crash or a power loss, the log says it may have run.
+  if (!idempotent && settings().mutation != LoopMutation::kBufferedToolIntent) {
+    return write_durable(std::move(step), /*checkpoint=*/false, [this, call] { run_tool(call); });
+  }
+  if (!append(std::move(step))) return;
+  run_tool(std::move(call));
+}
+
+ApprovalRequested SessionLoop::approval_request(const ToolCall& call, std::string reason, std::string asked_by) {
+  const auto& policy = settings().approvals;
+  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const uint64_t after = policy.expires_after_ms;
+  return ApprovalRequested{.call_id = call.id,
+                           .tool = call.name,
+                           .args = call.args,
+                           .args_digest = args_digest(call.args),
+                           .reason = std::move(reason),
+                           .asked_by = std::move(asked_by),
+                           .kind = "approval",
+                           .requested_at_us = now,
+                           .expires_after_ms = after,
+                           .expires_at_us = after ? now + static_cast<int64_t>(after) * 1000 : 0,
+                           .on_expiry = after ? policy.on_expiry : ""};
+}
+
+std::optional<ApprovalRequested> SessionLoop::question_request(const ToolCall& call) {
+  nlohmann::json args = parse_stored_json(call.args.text.empty() ? "{}" : call.args.text);
+  if (!args.is_object() || !args.contains("question") || !args["question"].is_string() ||
+      args["question"].get<std::string>().empty()) {
+    return std::nullopt;
+  }
+  ApprovalRequested r = approval_request(call, "the model asks the user", "ask_user");
+  r.kind = "question";
+  r.question = args["question"].get<std::string>();
+  if (r.expires_at_us != 0) r.on_expiry = "deny";  // an unanswered question has no answer to invent
+  return r;
+}
+
+void SessionLoop::after_approval(PendingApproval a, ToolCall call) {
+  if (!a.decided) return park(a);
+  const ApprovalDecided& d = a.decision;
+  auto tool = ctx_->tools->find(call.name);
+  if (d.decision == "denied") {
+    std::string why = a.request.kind == "question" ? "The user did not answer the question" : "The call was not approved";
+    why += d.expired ? " before the request expired (its on_expiry denied it)" : " (denied by " + d.by + ")";
+    if (!d.reason.empty()) why += ": " + d.reason;
+    return refuse_call({}, call, std::move(why));
+  }
+  // Bound to the exact arguments: the fold decides a request only with a
+  // decision naming its digest; this is the last look before it runs.
+  if (args_digest(call.args) != d.args_digest) {
+    return refuse_call({}, call,
+                       "The call was not run: its approval was for other arguments (digest " + d.args_digest.hex() +
+                           ", the call's are " + args_digest(call.args).hex() + ")");
+  }
+  if (d.decision == "answered") {
+    if (!append({ToolRequested{call.id, call.name, call.args}})) return;
+    return tool_done(call, ToolOutcome{.call_id = call.id, .output = d.answer});
+  }
+  if (!tool) {
+    return refuse_call({}, call, "The call was approved, but there is no tool named " + call.name + " any more");
+  }
+  request_and_run({}, call, tool->spec.idempotent);
+}
+
+void SessionLoop::park(PendingApproval a) {
+  // The run ends here: no thread, no timer. decide() (an answer, or the
+  // runtime's expiry) records the decision and starts the loop again.
+  if (ctx_->on_parked) ctx_->on_parked(ctx_->id, a);
+  settle();
 }
 
 // Records `call` as failed without running it, after `step` (the hooks' decisions).
