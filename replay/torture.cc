@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +36,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kSession = "torture";
+constexpr int kExitWaiting = 3;  // a child parked on a person (tools/cli.h)
 // A child that neither finishes nor crashes by then is a violation.
 constexpr uint64_t kChildTimeoutMs = 120'000;
 
@@ -90,7 +93,8 @@ Status prepare_home(const TortureOptions& o, const std::string& home) {
   // PostToolUse hook that stops the turn when a shell call prints DONE; and
   // snapshots often enough that recovery starts from them.
   std::ofstream(home + "/config.json") << R"({"retry": {"base_delay_ms": 5, "max_delay_ms": 50},
-             "session": {"snapshot_every_turns": 2},
+             "session": {"snapshot_every_turns": 2},)"
+                                        << (o.approvals ? R"("approvals": {"non_idempotent": true},)" : "") << R"(
              "hooks": [{"name": "allow-all", "event": "PreToolUse",
                         "command": "cat > /dev/null; echo '{\"decision\":\"allow\"}'", "timeout_ms": 10000},
                        {"name": "stop-when-done", "event": "PostToolUse", "matcher": "^shell$",
@@ -137,6 +141,23 @@ Status read_user_messages(const std::string& scenario, std::vector<std::string>*
 }
 
 // Where a session stands, from the log alone.
+// The approval requests of the session's open turn with no decision yet.
+std::vector<ApprovalRequested> waiting_requests(const std::string& home) {
+  std::vector<ApprovalRequested> out;
+  std::unique_ptr<EventLog> log;
+  if (!open_reader(home, &log).ok()) return out;
+  SessionMeta meta;
+  if (!log->get_meta(kSession, &meta).ok() || meta.status != SessionStatus::kRunning) return out;
+  std::vector<Event> events;
+  if (!log->read(kSession, meta.committed_seq + 1, UINT64_MAX, &events).ok()) return out;
+  std::vector<PendingApproval> approvals;
+  for (const auto& e : events) note_approval(approvals, e);
+  for (const auto& a : approvals) {
+    if (!a.decided) out.push_back(a.request);
+  }
+  return out;
+}
+
 struct Progress {
   uint64_t last_seq = 0;
   std::multiset<std::string> user_texts;  // every user message recorded
@@ -226,6 +247,14 @@ class Runner {
                              "--fault-counts", home + "/counts.txt"});
     auto start = std::chrono::steady_clock::now();
     int status = run_child_process(o_.carapace, args, home + "/child.log");
+    // Parked on a person: answered at once, each answer's child with the counting plan too.
+    for (int answers = 0; WIFEXITED(status) && WEXITSTATUS(status) == kExitWaiting && answers < 1000; ++answers) {
+      std::vector<ApprovalRequested> waiting = waiting_requests(home);
+      if (waiting.empty()) break;
+      std::vector<std::string> a = child_args(home, "answer", waiting.front().call_id, {});
+      a.insert(a.end(), {"--faults", home + "/counting.json", "--fault-counts", home + "/counts.txt"});
+      status = run_child_process(o_.carapace, a, home + "/child.log");
+    }
     reference_ms_ = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -301,7 +330,17 @@ class Runner {
         else
           unsent.push_back(m);
       }
-      std::vector<std::string> args = child_args(home, p.last_seq == 0 ? "run" : "resume", it.mode, unsent);
+      // Parked on a person: the runner answers, after a random delay, in a
+      // child that goes on with the session (and may be crashed like any).
+      std::vector<ApprovalRequested> waiting = p.last_seq == 0 ? std::vector<ApprovalRequested>{}
+                                                               : waiting_requests(home);
+      if (!waiting.empty()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(rng_() % 50));
+        ++report_->approvals_answered;
+      }
+      std::vector<std::string> args = !waiting.empty() ? child_args(home, "answer", waiting.front().call_id, {})
+                                                        : child_args(home, p.last_seq == 0 ? "run" : "resume",
+                                                                     it.mode, unsent);
       std::string point;
       uint64_t kill_after_ms = kChildTimeoutMs;
       if (crash_next) {
@@ -334,9 +373,9 @@ class Runner {
           return finish(it, home);
         }
       }
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == kExitWaiting)) {
         check_acknowledged(home, prefixes, violation);
-        continue;  // the loop's check sees whether everything is answered
+        continue;  // the loop's check sees whether everything is answered (or waits for the runner)
       }
       if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) {
         violation("child_failed",
@@ -372,11 +411,30 @@ class Runner {
   }
 
  private:
+  // The runner's decision for a call: every third call asked about in a
+  // session is denied, the others approved. Every run of the scenario asks
+  // about the same calls in the same order (a re-run turn asks again about
+  // the same ids), so the crash-free run decides alike.
+  bool runner_denies(const std::string& home, const std::string& call_id) {
+    auto& order = asked_[home];
+    auto it = std::find(order.begin(), order.end(), call_id);
+    size_t n = static_cast<size_t>(it - order.begin());
+    if (it == order.end()) order.push_back(call_id);
+    return n % 3 == 2;
+  }
+  std::map<std::string, std::vector<std::string>> asked_;  // per home: the calls asked about, in order
+
   std::vector<std::string> child_args(const std::string& home, const std::string& verb, const std::string& mode,
                                       const std::vector<std::string>& then) {
     std::vector<std::string> a = {"--home", home};
     if (verb == "run") {
       a.insert(a.end(), {"run", o_.task, "--session", kSession, "--workspace", home + "/ws"});
+    } else if (verb == "answer") {  // `mode` is the call the runner decides
+      if (runner_denies(home, mode)) {
+        a.insert(a.end(), {"deny", kSession, mode, "--reason", "the torture runner denies this one"});
+      } else {
+        a.insert(a.end(), {"approve", kSession, mode, "--reason", "the torture runner approves"});
+      }
     } else {
       a.insert(a.end(), {"resume", kSession, "--mode", mode});
     }
@@ -503,6 +561,7 @@ class Runner {
     for (const auto& e : events) {
       if (const auto* c = get_if<ToolCompleted>(e); c != nullptr && c->interrupted) it.interrupted_calls = true;
     }
+    check_approvals(it, home, events, violation);
     if (it.mode == "step") {
       // Lines "<session> <call> <tool> <idempotent>", one per real execution
       // (written as it starts), and "<session> <call> <tool> again" when a
@@ -530,6 +589,37 @@ class Runner {
       }
     }
     compare(it, home, state, events, violation);
+  }
+
+  // One approval.decided per request (the first answer wins, and nothing
+  // writes a second); step mode: a call whose request was denied never ran.
+  template <class Violation>
+  void check_approvals(TortureIteration& it, const std::string& home, const std::vector<Event>& events,
+                       Violation&& violation) {
+    std::map<std::string, int> decided_in_turn;  // this request's decisions, by call (cleared like the fold's)
+    std::set<std::string> denied;
+    for (const auto& e : events) {
+      if (get_if<TurnStarted>(e) != nullptr || get_if<TurnRolledBack>(e) != nullptr) decided_in_turn.clear();
+      if (const auto* r = get_if<ApprovalRequested>(e)) {
+        decided_in_turn[r->call_id] = 0;
+        ++report_->approvals_requested;
+      }
+      if (const auto* d = get_if<ApprovalDecided>(e)) {
+        if (++decided_in_turn[d->call_id] > 1) {
+          violation("approval_decided_twice",
+                    "call " + d->call_id + " has a second approval.decided at seq " + std::to_string(e.seq));
+        }
+        if (d->decision == "denied") denied.insert(d->call_id);
+      }
+    }
+    if (it.mode != "step") return;  // a rolled-back turn may run a call the re-run then denies
+    std::ifstream in(home + "/exec.log");
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream words(line);
+      std::string session, call, tool;
+      if (!(words >> session >> call >> tool)) continue;
+      if (denied.count(call)) violation("denied_call_ran", "call " + call + " (" + tool + ") ran though it was denied");
+    }
   }
 
   // The final state against the crash-free run's: the conversation and

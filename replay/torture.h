@@ -21,6 +21,8 @@
 //     snapshots every 2 turns, so snapshots are exercised);
 //   - step mode: no call of a tool whose spec is not idempotent ran twice
 //     (counted by a wrapper that records every real execution);
+//   - approvals: one approval.decided per request; step mode: a denied call
+//     never ran;
 //   - the final conversation and outcome, and the workspace left behind,
 //     equal the crash-free run's, in turn mode always, in step mode unless a
 //     call was interrupted (whose outcome is then unknown by design), and
@@ -72,6 +74,15 @@ struct TortureOptions {
   // that the invariants catch it.
   std::string mutation;
   uint32_t max_resumes = 30;
+  // Approvals (docs/approvals.md): the runner's own config asks before
+  // every call that is not idempotent. With any config, a child that parks
+  // (exit 3) is answered by the runner after a random delay — every third
+  // call asked about is denied, the same calls in every run, so that the
+  // crash-free run decides alike — in a child of its own, which it may
+  // crash too.
+  // Checked: one approval.decided per request, a denied call never ran
+  // (step mode), the approved ones at most once.
+  bool approvals = false;
   bool keep_passing_homes = false;
 };
 
@@ -113,6 +124,8 @@ struct TortureReport {
   uint64_t messages_acknowledged = 0;
   uint64_t snapshots_used = 0;  // recoveries that started from a snapshot
   uint64_t completed = 0;
+  uint64_t approvals_requested = 0;  // approval.requested in the final logs
+  uint64_t approvals_answered = 0;   // children the runner ran to answer one
   uint64_t compared_with_reference = 0;
   uint64_t equal_to_reference = 0;
   std::map<std::string, uint64_t> skipped_by_reason;  // iterations not compared, and why

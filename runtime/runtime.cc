@@ -365,7 +365,21 @@ struct Runtime::Impl {
     RecoveredSession r;
     if (!recover(*log, id, RecoverOptions{}, &r).ok()) return false;
     const SessionState& s = r.committed;
-    if (s.status != SessionStatus::kCompleted && s.status != SessionStatus::kFailed) return false;
+    if (s.status != SessionStatus::kCompleted && s.status != SessionStatus::kFailed) {
+      // Parked (by this runtime or another process): it waits for a decision.
+      std::vector<PendingApproval> approvals;
+      if (!open_approvals(*log, id, &approvals).ok()) return false;
+      SessionOutcome o = outcome_of(id, s);
+      for (const auto& a : approvals) {
+        if (!a.decided) o.waiting.push_back(a.request);
+      }
+      if (o.waiting.empty()) return false;
+      o.final_answer.clear();
+      o.error.clear();
+      o.stop_reason = "waiting";
+      *out = std::move(o);
+      return true;
+    }
     *out = outcome_of(id, s);
     return true;
   }

@@ -240,8 +240,9 @@ class Runtime {
   // Waits until the session's loop stops; *out says how it stands. By then
   // the session's subscribers have been handed every event it appended.
   // timed_out when `timeout` passes first (it runs on); for a session not
-  // running here: its outcome if it finished, needs_resume if it did not
-  // (crashed, stopped), not_found if the home has no such session.
+  // running here: its outcome if it finished or waits for a decision
+  // (stop_reason "waiting"), needs_resume if it did not (crashed, stopped),
+  // not_found if the home has no such session.
   // A session whose loop has stopped closes its actor and releases its
   // memory (its subscriptions end with it); waiting for it afterwards
   // answers from what was remembered or from its log, and send_message

@@ -25,6 +25,7 @@ struct TortureArgs {
   double random_moment_probability = 0.5;
   std::vector<std::string> points;
   bool power_loss = false;
+  bool approvals = false;
   std::string mutation;
   bool keep = false;
   std::string config;
@@ -56,6 +57,7 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                          .points = args.points,
                          .power_loss = args.power_loss,
                          .mutation = args.mutation,
+                         .approvals = args.approvals,
                          .keep_passing_homes = args.keep};
   bool own_dir = args.dir.empty();
   if (own_dir) {
@@ -124,6 +126,8 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                          {"not_compared_after_a_violation", report.not_reached},
                          {"crash_free_run_home", kept ? nlohmann::json(report.reference_home) : nlohmann::json()},
                          {"work_dir", kept ? nlohmann::json(options.work_dir) : nlohmann::json()},
+                         {"approvals_requested", report.approvals_requested},
+                         {"approvals_answered", report.approvals_answered},
                          {"violations_by_kind", report.violations_by_kind},
                          {"violations", violations},
                          {"seconds", report.seconds}}},
@@ -155,6 +159,11 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                 static_cast<unsigned long long>(report.messages_acknowledged));
     std::printf("  %-34s %8llu\n", "recoveries from a snapshot",
                 static_cast<unsigned long long>(report.snapshots_used));
+    if (report.approvals_requested != 0) {
+      std::printf("  %-34s %8llu  (%llu answers by the runner)\n", "approval requests",
+                  static_cast<unsigned long long>(report.approvals_requested),
+                  static_cast<unsigned long long>(report.approvals_answered));
+    }
     std::printf("  %-34s %8llu\n", "completed and verified",
                 static_cast<unsigned long long>(report.completed));
     std::printf("  %-34s %8llu of %llu compared\n", "final state equal to crash-free run",
@@ -234,6 +243,10 @@ void register_torture_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--power-loss", args->power_loss,
                 "After every crash, take away what was not synced, as a power loss would (sometimes tearing "
                 "the last write)");
+  cmd->add_flag("--approvals", args->approvals,
+                "The runner's config asks before every call that is not idempotent; the runner answers each "
+                "request after a random delay (denying every third), crashing those children too "
+                "(docs/approvals.md)");
   cmd->add_option("--test-mutation", args->mutation, "A deliberate defect in the children, for tests")->group("");
   cmd->add_option("--dir", args->dir, "Where the iterations' homes go (default: a temporary directory)");
   cmd->add_flag("--keep", args->keep,

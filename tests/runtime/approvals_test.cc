@@ -273,6 +273,11 @@ BOOST_AUTO_TEST_CASE(a_parked_session_survives_its_runtime_and_parks_again_on_re
   const std::string call = parked("pay").waiting[0].call_id;
   open(kCharge, "", /*asking_hook=*/true);  // a new runtime (the process restarted)
   BOOST_TEST(of_type<SessionStopped>("pay").empty());
+  SessionOutcome before_resume;
+  CHECK_OK(rt->wait("pay", 1s, &before_resume));  // from the log: it waits for a decision
+  BOOST_TEST(before_resume.stop_reason == "waiting");
+  BOOST_REQUIRE(before_resume.waiting.size() == 1u);
+  BOOST_TEST(before_resume.waiting[0].call_id == call);
   std::vector<SessionSummary> rows;
   CHECK_OK(rt->list_sessions(SessionFilter{}, &rows));
   BOOST_REQUIRE(rows.size() == 1u);
