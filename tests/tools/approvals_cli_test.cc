@@ -74,6 +74,11 @@ BOOST_FIXTURE_TEST_CASE(run_parks_with_exit_3_and_approve_goes_on_once, Home) {
   BOOST_TEST(trace.code == 0, trace.err);
   BOOST_TEST(trace.out.find("approval shell") != std::string::npos, trace.out);
 
+  CliResult otlp = run("trace export s1 --format otlp");
+  BOOST_TEST(otlp.code == 0, otlp.err);
+  BOOST_TEST(otlp.out.find("carapace.approval.decision") != std::string::npos);
+  BOOST_TEST(otlp.out.find("carapace.approval.wait_ms") != std::string::npos);
+
   CliResult replay = run("replay s1");
   BOOST_TEST(replay.code == 0, replay.out << replay.err);
 }
@@ -87,4 +92,24 @@ BOOST_FIXTURE_TEST_CASE(deny_tells_the_model_and_the_call_never_runs, Home) {
   CliResult unknown = run("approve s2 nope");
   BOOST_TEST(unknown.code == 1);
   BOOST_TEST(unknown.err.find("no approval request for call 'nope'") != std::string::npos, unknown.err);
+}
+
+// In chat, a person is there: the model may ask (ask_user), and the next
+// line answers; a call the policy asks about is decided with y or n.
+BOOST_FIXTURE_TEST_CASE(chat_answers_questions_and_approvals_line_by_line, Home) {
+  const std::string s = file("chat.json", R"({"replies": [
+      {"tool_calls": [{"name": "ask_user", "args": {"question": "Which file?"}}]},
+      {"tool_calls": [{"name": "shell", "args": {"command": "touch ran"}}]},
+      {"text": "all done"}]})");
+  CliResult r = run("chat --session c1 --scenario " + s + " --config " + config + " --workspace " + workspace(),
+                    "go\nthe ran file\nmaybe\ny\n/exit\n");
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(r.out.find("agent asks: Which file?") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("approve shell") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("y (approve) or n [reason] (deny)") != std::string::npos, r.out);  // "maybe" decides nothing
+  BOOST_TEST(r.out.find("all done") != std::string::npos, r.out);
+  BOOST_TEST(std::filesystem::exists(workspace() + "/ran"));
+  CliResult log = run("log show c1 --json");
+  BOOST_TEST(log.out.find("the ran file") != std::string::npos);  // the answer is the call's result
+  BOOST_TEST(log.out.find("\"by\":\"chat\"") != std::string::npos, log.out.substr(0, 400));
 }
