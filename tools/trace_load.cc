@@ -21,6 +21,7 @@ void attribute_crash(const Context& ctx, const EventLog& log, const std::string&
                      const std::vector<Span>& spans, TraceInfo* info) {
   if (info->crashed_after_seq != 0 || spans.empty() || !spans[0].open()) return;
   if (ends_stopped(log, session, info->last_seq)) return;
+  if (waits_for_decision(log, session)) return;  // parked: it waits for a person
   if (lock_holder(ctx.log_path()) != 0) return;  // a process writes the home: it may be running
   info->crashed_after_seq = info->last_seq;
 }

@@ -1,5 +1,8 @@
 #include "actors/collector/log_watch.h"
 
+#include <algorithm>
+
+#include "events/session_state.h"
 #include "storage/db_lock.h"
 #include "storage/event_log.h"
 
@@ -22,6 +25,16 @@ bool ends_stopped(const EventLog& log, const std::string& session, uint64_t last
   std::vector<Event> tail;
   return log.read(session, last, last, &tail).ok() && !tail.empty() &&
          std::holds_alternative<SessionStopped>(tail.back().body);
+}
+
+bool waits_for_decision(const EventLog& log, const std::string& session) {
+  SessionMeta meta;
+  if (!log.get_meta(session, &meta).ok() || meta.status != SessionStatus::kRunning) return false;
+  std::vector<Event> events;
+  if (!log.read(session, meta.committed_seq + 1, UINT64_MAX, &events).ok()) return false;
+  std::vector<PendingApproval> approvals;
+  for (const auto& e : events) note_approval(approvals, e);
+  return std::any_of(approvals.begin(), approvals.end(), [](const PendingApproval& a) { return !a.decided; });
 }
 
 const SpanBuilder* LogWatch::builder(const std::string& session) const {
@@ -69,7 +82,12 @@ Status LogWatch::poll(std::vector<WatchChange>* changes) {
       s.stopped_seq = last;
     }
     const bool stopped = !s.builder && s.stopped_seq == last;
-    if (open && !stopped && s.crashed_after == 0 && writer_gone) {
+    // Parked on a person: its writer left on purpose.
+    if (open && writer_gone && s.crashed_after == 0 && s.parked_seq != last && waits_for_decision(*log_, meta.id)) {
+      s.parked_seq = last;
+    }
+    const bool parked = s.parked_seq == last;
+    if (open && !stopped && !parked && s.crashed_after == 0 && writer_gone) {
       s.crashed_after = s.builder ? s.builder->last_seq() : last;
       change.newly_crashed = true;
       changed = true;

@@ -41,6 +41,10 @@ class EventLog;
 // runtime stopped it, and it did not crash.
 bool ends_stopped(const EventLog& log, const std::string& session, uint64_t last);
 
+// Whether the session is parked on an approval request with no decision
+// (docs/approvals.md): it waits for a person, it did not crash.
+bool waits_for_decision(const EventLog& log, const std::string& session);
+
 // What one poll learnt about one session.
 struct WatchChange {
   std::string session;
@@ -83,6 +87,7 @@ class LogWatch {
     uint64_t crashed_after = 0;
     pid_t writer = 0;  // the lock holder when its events last grew
     uint64_t stopped_seq = 0;  // the seq of its session.stopped, when that was its last event
+    uint64_t parked_seq = 0;   // its last seq, when it was found parked on an approval request
   };
   EventLog* log_;
   std::string log_dir_;

@@ -271,6 +271,12 @@ void SpanBuilder::add(const Event& e) {
     }
     approvals_[r.call_id] = i;
     add_to_root("approvals", 1);
+    spans_[parent].attrs["awaiting_decision"] = true;
+    touch(parent);
+    if (root_ != kNone) {
+      spans_[root_].attrs["waiting_call"] = r.call_id;
+      touch(root_);
+    }
   } else if (const auto* ev_approval_decided = get_if<ApprovalDecided>(e)) {
     const auto& d = *ev_approval_decided;
     auto it = approvals_.find(d.call_id);
@@ -286,6 +292,14 @@ void SpanBuilder::add(const Event& e) {
       if (d.expired) sp.attrs["expired"] = true;
       close_span(it->second, e, d.expired ? "expired" : d.decision);
       add_to_root("waiting_ms", waited_ms);
+      if (auto t = tools_.find(d.call_id); t != tools_.end()) {
+        spans_[t->second].attrs.erase("awaiting_decision");
+        touch(t->second);
+      }
+      if (root_ != kNone && spans_[root_].attrs.value("waiting_call", std::string()) == d.call_id) {
+        spans_[root_].attrs.erase("waiting_call");
+        touch(root_);
+      }
       if (auto t = tools_.find(d.call_id); d.decision == "denied" && t != tools_.end()) {
         spans_[t->second].attrs["denied_by"] = d.expired ? "expiry" : d.by;
         touch(t->second);
@@ -408,7 +422,10 @@ void SpanBuilder::add(const Event& e) {
     close_span(root_, e, "stopped");
     add_to_root("stops", 1);
   } else if (const auto* ev_session_resumed = get_if<SessionResumed>(e)) {
-    const bool crashed = spans_[root_].open();
+    // Parked on a person: the process that parked it left on purpose (a
+    // resume, or an answer, goes on from the wait), not a crash.
+    const bool parked = !spans_[root_].attrs.value("waiting_call", std::string()).empty();
+    const bool crashed = spans_[root_].open() && !parked;
     const bool stopped = spans_[root_].status == "stopped";
     size_t cut = innermost_open();
     uint64_t crashed_after = previous_seq;
@@ -423,7 +440,7 @@ void SpanBuilder::add(const Event& e) {
         if (spans_[i].open() && !cut_.count(i)) cut_[i] = Cut{.at_us = crashed_after_us};
       }
     }
-    if (!crashed) {  // a stopped session resumed, or a finished one opened again for another message
+    if (!crashed && !parked) {  // a stopped session resumed, or a finished one opened again for another message
       if (stopped) spans_[root_].attrs.erase("stop_reason");
       spans_[root_].close_seq = 0;
       spans_[root_].end_us = 0;
@@ -445,6 +462,7 @@ void SpanBuilder::add(const Event& e) {
     a["pid"] = ev_session_resumed->pid;
     a["after_crash"] = crashed;
     if (stopped) a["after_stop"] = true;
+    if (parked) a["after_wait"] = true;
     if (crashed) {
       a["crashed_after_seq"] = crashed_after;
       span_event(cut, e, "crash", {{"after_seq", crashed_after}});

@@ -67,6 +67,11 @@ std::vector<Finding> analyze_trace(const std::vector<Span>& spans, const Analyze
     }
     call_ids_seen.insert(text(s, "call_id"));
     if (!tool.empty()) used.insert(tool);
+    if (s.open() && flag(s, "awaiting_decision")) {
+      out.push_back({"waiting_for_decision",
+                     "tool call " + text(s, "call_id") + " (" + tool + ") waits for a person's decision", {s.open_seq}});
+      continue;
+    }
     if (s.open()) {
       out.push_back({"tool_call_without_result",
                      "tool call " + text(s, "call_id") + " (" + tool + ") has no result", {s.open_seq}});

@@ -109,7 +109,7 @@ std::string describe(const Tree& tree, const Span& sp) {
     if (sp.status == "ok") {
       d += "  ok";
     } else if (sp.open()) {
-      d += "  NO RESULT";
+      d += b(a, "awaiting_decision") ? "  WAITING for a decision" : "  NO RESULT";
     } else {
       d += "  " + std::string(sp.status == "interrupted" ? "INTERRUPTED by a crash"
                               : sp.status == "stopped"
@@ -120,12 +120,20 @@ std::string describe(const Tree& tree, const Span& sp) {
     }
     if (b(a, "truncated")) d += "  TRUNCATED from " + format_count(u(a, "original_bytes")) + " B";
     if (!s(a, "args").empty()) d += "  " + cut(s(a, "args"), 50);
+  } else if (sp.kind == kSpanApproval) {
+    if (sp.open()) {
+      d = "WAITING (" + s(a, "asked_by") + "): " + cut(s(a, "kind") == "question" ? s(a, "question") : s(a, "reason"), 60);
+    } else {
+      d = "→ " + sp.status + " by " + s(a, "by") + " after " + ms(u(a, "wait_ms"));
+    }
   } else if (sp.kind == kSpanHook) {
     d = "→ " + s(a, "decision");
     if (!s(a, "reason").empty()) d += ": " + cut(s(a, "reason"), 60);
   } else if (sp.kind == kSpanResume) {
     if (b(a, "after_crash")) {
       d = "CRASHED after seq " + std::to_string(u(a, "crashed_after_seq")) + ", resumed";
+    } else if (b(a, "after_wait")) {
+      d = "woken while waiting for a decision";
     } else {
       d = "reopened";
     }
@@ -411,6 +419,8 @@ std::string render_skeleton(const std::vector<Span>& spans, const SkeletonOption
     head += "FAILED (" + s(a, "stop_reason") + "): " + cut(s(a, "error"), 80);
   } else if (root.status == "stopped") {
     head += "STOPPED (" + s(a, "stop_reason") + "), resumable";
+  } else if (!s(a, "waiting_call").empty()) {
+    head += "WAITING for a decision on call " + s(a, "waiting_call") + " (`carapace approvals`)";
   } else if (options.crashed_after_seq) {
     head += "CRASHED after seq " + std::to_string(options.crashed_after_seq) + ", not resumed";
   } else {

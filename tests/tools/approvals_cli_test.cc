@@ -45,6 +45,9 @@ BOOST_FIXTURE_TEST_CASE(run_parks_with_exit_3_and_approve_goes_on_once, Home) {
   BOOST_TEST(w["args"]["command"] == "touch ran");
   const std::string call = w["call_id"];
   const std::string digest = w["args_digest"];
+  CliResult parked_trace = run("trace show s1");
+  BOOST_TEST(parked_trace.out.find("WAITING for a decision on call " + call) != std::string::npos, parked_trace.out);
+  BOOST_TEST(parked_trace.out.find("CRASH") == std::string::npos, parked_trace.out);  // it waits, it did not crash
   nlohmann::json sessions = run_json("sessions");
   BOOST_TEST(sessions.dump().find("\"waiting\"") != std::string::npos, sessions.dump());
 
@@ -72,7 +75,9 @@ BOOST_FIXTURE_TEST_CASE(run_parks_with_exit_3_and_approve_goes_on_once, Home) {
   BOOST_TEST(stats.dump().find("\"approvals\":{\"decided\":1") != std::string::npos, stats.dump());
   CliResult trace = run("trace show s1 --full");
   BOOST_TEST(trace.code == 0, trace.err);
-  BOOST_TEST(trace.out.find("approval shell") != std::string::npos, trace.out);
+  BOOST_TEST(trace.out.find("approval shell  → approved by cli after") != std::string::npos, trace.out);
+  BOOST_TEST(trace.out.find("woken while waiting for a decision") != std::string::npos, trace.out);
+  BOOST_TEST(trace.out.find("CRASH") == std::string::npos, trace.out);
 
   CliResult otlp = run("trace export s1 --format otlp");
   BOOST_TEST(otlp.code == 0, otlp.err);
