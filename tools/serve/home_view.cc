@@ -253,7 +253,9 @@ json HomeView::row_json(const Row& row) const {
   auto u = [&](const char* key) { return a.contains(key) && a[key].is_number() ? a[key].get<uint64_t>() : 0; };
   std::string status = row.crashed_after      ? "crashed"
                        : !row.stopped.empty() ? "stopped"
-                                              : std::string(status_name(m.status));
+                       : m.status == SessionStatus::kRunning && a.contains("waiting_call")
+                           ? "waiting"  // parked on a person (docs/approvals.md)
+                           : std::string(status_name(m.status));
   return {{"id", m.id},
           {"status", status},
           {"turns", m.committed_turn},
