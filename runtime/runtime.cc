@@ -1010,6 +1010,20 @@ Status Runtime::decide_with(const std::string& id, ApprovalAnswer answer, Approv
   CARAPACE_RETURN_IF_ERROR(impl_->refuse_if_closing());
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
   if (answer.call_id.empty()) return Status::invalid_argument("the answer names no tool call");
+  // What a person (or a program) sends is bounded like any outside input.
+  constexpr size_t kAnswerBytes = 1 << 20, kReasonBytes = 64 << 10, kLabelBytes = 256;
+  if (answer.text.size() > kAnswerBytes) {
+    return Status::invalid_argument("the answer is " + std::to_string(answer.text.size()) + " bytes; at most " +
+                                    std::to_string(kAnswerBytes) + " are taken");
+  }
+  if (answer.reason.size() > kReasonBytes) {
+    return Status::invalid_argument("the reason is " + std::to_string(answer.reason.size()) + " bytes; at most " +
+                                    std::to_string(kReasonBytes) + " are taken");
+  }
+  if (answer.by.size() > kLabelBytes || answer.who.size() > kLabelBytes || answer.call_id.size() > kLabelBytes) {
+    return Status::invalid_argument("the answer's call id, by or who is longer than " + std::to_string(kLabelBytes) +
+                                    " bytes");
+  }
   uint64_t last = 0;
   CARAPACE_RETURN_IF_ERROR(impl_->log->last_seq(id, &last));
   if (last == 0) return Status::not_found("no session '" + id + "' in " + impl_->options.home);

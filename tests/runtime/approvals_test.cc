@@ -212,6 +212,10 @@ BOOST_AUTO_TEST_CASE(a_hook_that_asks_parks_the_session_until_the_first_answer) 
   BOOST_TEST(last_seq("pay") == before);
   Status unknown = rt->decide("pay", ApprovalAnswer{.call_id = "nope"});
   BOOST_TEST(unknown.is_not_found(), unknown.to_string());
+  Status huge = rt->decide("pay", ApprovalAnswer{.call_id = r.call_id, .reason = std::string(1 << 20, 'x')});
+  BOOST_TEST(huge.is_invalid_argument(), huge.to_string());
+  BOOST_TEST(rt->decide("pay", ApprovalAnswer{.call_id = r.call_id, .expiry = true}).is_invalid_argument());
+  BOOST_TEST(last_seq("pay") == before);
 
   ApprovalDecided recorded;
   CHECK_OK(rt->decide("pay", ApprovalAnswer{.call_id = r.call_id, .args_digest = r.args_digest.hex(), .by = "test",
