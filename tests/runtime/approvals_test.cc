@@ -173,7 +173,7 @@ BOOST_AUTO_TEST_CASE(ask_ranks_between_deny_and_modify_args) {
 BOOST_FIXTURE_TEST_SUITE(approvals, Fixture)
 
 // A hook asks: the session parks (its actor closes; another session runs
-// on), waits as "waiting", and the approved call runs exactly once. A
+// meanwhile), waits as "waiting", and the approved call runs exactly once. A
 // second answer, and one for other arguments, are refused and write nothing.
 BOOST_AUTO_TEST_CASE(a_hook_that_asks_parks_the_session_until_the_first_answer) {
   open(kCharge, "", /*asking_hook=*/true);
@@ -201,9 +201,9 @@ BOOST_AUTO_TEST_CASE(a_hook_that_asks_parks_the_session_until_the_first_answer) 
   BOOST_REQUIRE(waiting.size() == 1u);
   BOOST_TEST(waiting[0].request.call_id == r.call_id);
 
-  // Another session runs to its end meanwhile.
+  // Another session runs meanwhile, up to its own request (the hook asks
+  // about every charge): the parked one holds nothing up.
   CHECK_OK(rt->start_session(SessionOptions{.id = "other", .task = "x"}, nullptr));
-  // (its own charge call parks too: the hook asks for every charge)
   (void)parked("other");
 
   const uint64_t before = last_seq("pay");
