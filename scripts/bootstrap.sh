@@ -2,7 +2,7 @@
 # Installs what Carapace needs on Debian 12 (only the packages that are
 # missing), builds it in build/, then runs the main job or the test suite.
 #
-#   scripts/bootstrap.sh demo    build, then run the demo
+#   scripts/bootstrap.sh demo    build the carapace command only, then run the demo
 #   scripts/bootstrap.sh test    build, then run every test (CTest)
 #   scripts/bootstrap.sh build   build only
 #
@@ -17,7 +17,9 @@ case "$task" in
   *) echo "usage: scripts/bootstrap.sh demo|test|build" >&2; exit 2 ;;
 esac
 
-# Debian packages, and why each is here (the README says the same).
+# Debian packages, and why each is here (the README says the same). The
+# demo needs the first list only; the tests, benchmarks and fuzz targets the
+# second as well.
 packages=(
   build-essential cmake pkg-config ccache  # the toolchain; ccache speeds up rebuilds
   libcaf-dev            # the actor framework (CAF 0.17.6)
@@ -27,13 +29,17 @@ packages=(
   nlohmann-json3-dev    # JSON rendering and --json output
   libspdlog-dev         # structured logs
   libcli11-dev          # the command line
-  libboost-test-dev     # the test framework
   libboost-dev          # Boost.Beast and Asio: the HTTP and WebSocket server of carapace serve
-  libsqlite3-dev        # the SQLite peer in the benchmark
   libcurl4-openssl-dev  # HTTP for the openai and anthropic providers
-  chromium              # the real browser the web view and HTML export tests drive
-  clang libclang-rt-14-dev  # the fuzz targets (scripts/fuzz.sh): libFuzzer comes with clang only
 )
+if [ "$task" != demo ]; then
+  packages+=(
+    libboost-test-dev     # the test framework
+    libsqlite3-dev        # the SQLite peer in the benchmark
+    chromium              # the real browser the web view and HTML export tests drive
+    clang libclang-rt-14-dev  # the fuzz targets (scripts/fuzz.sh): libFuzzer comes with clang only
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -51,9 +57,9 @@ fi
 
 # Outside programs the integration tests run against (MCP reference servers,
 # OpenTelemetry's OTLP definitions, a browser driver), pinned by
-# tests/node/package-lock.json. Installed only where Node and npm are present;
-# the tests that need them are skipped otherwise.
-if command -v npm > /dev/null && command -v node > /dev/null; then
+# tests/node/package-lock.json. Installed only where Node and npm are present
+# (and not for the demo); the tests that need them are skipped otherwise.
+if [ "$task" != demo ] && command -v npm > /dev/null && command -v node > /dev/null; then
   if [ ! -f tests/node/node_modules/.package-lock.json ] ||
      ! cmp -s tests/node/package-lock.json tests/node/node_modules/.carapace-lock; then
     echo "== installing the tests' npm packages (tests/node, from the lock file)"
@@ -63,9 +69,16 @@ if command -v npm > /dev/null && command -v node > /dev/null; then
 fi
 
 jobs="$(nproc 2>/dev/null || echo 2)"
-echo "== building (build/, Release, -j$jobs)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
-cmake --build build -j "$jobs"
+if [ "$task" = demo ]; then
+  # The command alone: what the demo runs, not the tests and benchmarks.
+  echo "== building the carapace command (build/, Release, -j$jobs)"
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCARAPACE_PROGRAM_ONLY=ON > /dev/null
+  cmake --build build -j "$jobs" --target carapace
+else
+  echo "== building (build/, Release, -j$jobs)"
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCARAPACE_PROGRAM_ONLY=OFF > /dev/null
+  cmake --build build -j "$jobs"
+fi
 
 case "$task" in
   demo)
