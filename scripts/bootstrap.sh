@@ -70,13 +70,17 @@ fi
 
 jobs="$(nproc 2>/dev/null || echo 2)"
 if [ "$task" = demo ]; then
-  # The command alone: what the demo runs, not the tests and benchmarks.
-  echo "== building the carapace command (build/, Release, -j$jobs)"
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCARAPACE_PROGRAM_ONLY=ON > /dev/null
+  # The command alone, what the demo runs, at -O1: a first build about
+  # 40% shorter than -O3 (the tests and benchmarks are built by `test`, at
+  # -O3, with warnings as errors).
+  echo "== building the carapace command (build/, -O1, -j$jobs)"
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" \
+    -DCARAPACE_PROGRAM_ONLY=ON -DCARAPACE_WERROR=OFF > /dev/null
   cmake --build build -j "$jobs" --target carapace
 else
   echo "== building (build/, Release, -j$jobs)"
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCARAPACE_PROGRAM_ONLY=OFF > /dev/null
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG" \
+    -DCARAPACE_PROGRAM_ONLY=OFF -DCARAPACE_WERROR=ON > /dev/null
   cmake --build build -j "$jobs"
 fi
 
