@@ -70,11 +70,11 @@ fi
 
 jobs="$(nproc 2>/dev/null || echo 2)"
 if [ "$task" = demo ]; then
-  # The command alone, what the demo runs, unoptimized: a first build half
-  # as long as at -O3 (the tests and benchmarks are built by `test`, at -O3,
-  # with warnings as errors).
-  echo "== building the carapace command (build/, -O0, -j$jobs)"
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG" \
+  # The command alone, what the demo runs, at -O1: a first build a third
+  # shorter than at -O3 (-O0 saves no more); the tests and benchmarks are
+  # built by `test`, at -O3, with warnings as errors.
+  echo "== building the carapace command (build/, -O1, -j$jobs)"
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" \
     -DCARAPACE_PROGRAM_ONLY=ON -DCARAPACE_WERROR=OFF > /dev/null
   cmake --build build -j "$jobs" --target carapace
 else
