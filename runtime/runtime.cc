@@ -1237,12 +1237,18 @@ Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, S
   auto deadline = std::chrono::steady_clock::now() + timeout;
   caf::scoped_actor self{*impl_->system};
   Status result;
+  // Still being stopped or recovered when the time is up: it has not
+  // settled yet, which is a time-out (wait again), not a session that needs
+  // a resume.
+  auto settling = [&] {
+    return Status::timed_out("session " + id + " is still being stopped or recovered after " +
+                             std::to_string(timeout.count()) + " ms; wait again");
+  };
   SessionActor session = impl_->find(id);
   while (!session) {
     if (impl_->finished_outcome(id, out)) return Status();
-    if (!impl_->is_recovering(id) || std::chrono::steady_clock::now() >= deadline) {
-      return impl_->not_running(id);
-    }
+    if (!impl_->is_recovering(id)) return impl_->not_running(id);
+    if (std::chrono::steady_clock::now() >= deadline) return settling();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     session = impl_->find(id);
   }
@@ -1267,7 +1273,8 @@ Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, S
       SessionActor now = impl_->wait_until_not(id, session);
       while (!now) {  // closed (its outcome remembered), or being recovered
         if (impl_->finished_outcome(id, out)) return Status();
-        if (!impl_->is_recovering(id) || std::chrono::steady_clock::now() >= deadline) return result;
+        if (!impl_->is_recovering(id)) return result;
+        if (std::chrono::steady_clock::now() >= deadline) return settling();
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
         now = impl_->find(id);
       }
@@ -1283,9 +1290,8 @@ Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, S
     SessionActor now = impl_->find(id);
     while (!now) {  // closed (its outcome remembered), or being recovered
       if (impl_->finished_outcome(id, out)) return Status();
-      if (!impl_->is_recovering(id) || std::chrono::steady_clock::now() >= deadline) {
-        return impl_->not_running(id);
-      }
+      if (!impl_->is_recovering(id)) return impl_->not_running(id);
+      if (std::chrono::steady_clock::now() >= deadline) return settling();
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       now = impl_->find(id);
     }
