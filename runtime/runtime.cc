@@ -393,6 +393,13 @@ struct Runtime::Impl {
       if (journal->broken() || status == SessionStatus::kCompleted || status == SessionStatus::kFailed) continue;
       // Parked: it waits for a person, not for a resume (docs/approvals.md).
       if (waiting_approval(journal->state()) != nullptr) continue;
+      // Its run ended with its own stop (its turn budget) and its actor had
+      // not closed yet: that stop and its reason stand.
+      std::vector<Event> last;
+      if (journal->last_seq() != 0 && log->read(id, journal->last_seq(), journal->last_seq(), &last).ok() &&
+          !last.empty() && get_if<SessionStopped>(last.back()) != nullptr) {
+        continue;
+      }
       Status s = journal->append({SessionStopped{.reason = reason, .pid = static_cast<int64_t>(::getpid())}});
       if (s.ok()) {
         lib_log().info("session {}: stopped ({}); `carapace resume {}` goes on", id, reason, id);

@@ -172,6 +172,28 @@ BOOST_AUTO_TEST_CASE(running_out_of_turns_stops_the_session_and_a_larger_budget_
   BOOST_TEST(replayed.identical(), "diverged at seq " << (replayed.divergence ? replayed.divergence->seq : 0));
 }
 
+// A run that stopped at its turn budget and a close that comes at once
+// (before its actor has closed): the close records no second
+// session.stopped over the first, whose reason stands.
+BOOST_AUTO_TEST_CASE(a_close_right_after_a_run_stopped_adds_no_second_stop) {
+  for (int i = 0; i < 40; ++i) {
+    open(kThreeCalls);
+    CHECK_OK(rt->register_tool(note_tool()));
+    const std::string id = "b" + std::to_string(i);
+    CHECK_OK(rt->start_session(SessionOptions{.id = id, .task = "go", .max_turns = 1}, nullptr));
+    SessionOutcome o;
+    CHECK_OK(rt->wait(id, 60s, &o));
+    BOOST_REQUIRE(o.stop_reason == "max_turns");
+    rt.reset();
+    open(kThreeCalls);
+    auto stops = of_type<SessionStopped>(id);
+    BOOST_REQUIRE_MESSAGE(stops.size() == 1u, "run " << i << ": " << stops.size() << " session.stopped, the last "
+                                                       << (stops.empty() ? "" : stops.back().reason));
+    BOOST_TEST(stops[0].reason == "max_turns");
+    rt.reset();
+  }
+}
+
 // timed_out, already_finished, needs_resume and not_found, each for its own
 // case; a message to a session that needs a resume writes nothing.
 BOOST_AUTO_TEST_CASE(status_codes_name_one_situation_each) {
