@@ -70,8 +70,8 @@ pid_t start_server(const fs::path& home, int interval_ms, const fs::path& out, u
     std::freopen(out.c_str(), "w", stdout);
     std::freopen((out.string() + ".err").c_str(), "w", stderr);
     std::string interval = std::to_string(interval_ms);
-    ::execl(CARAPACE_BIN, CARAPACE_BIN, "--home", home.c_str(), "serve", "--port", "0", "--interval-ms",
-            interval.c_str(), static_cast<char*>(nullptr));
+    ::execl(CARAPACE_BIN, CARAPACE_BIN, "--home", home.c_str(), "serve", "--read-only", "--port", "0",
+            "--interval-ms", interval.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   for (int i = 0; i < 600; ++i) {

@@ -5,7 +5,11 @@
 
 namespace carapace {
 
-pid_t lock_holder(const std::string& dir) {
+pid_t lock_holder(const std::string& dir, bool count_this_process) {
+  // Asked first, and the file left unopened: closing any descriptor of the
+  // LOCK file would drop the record lock this process holds on it (POSIX
+  // locks are the process's, released by the first close).
+  if (count_this_process && written_by_this_process(dir)) return ::getpid();
   int fd = ::open((dir + "/LOCK").c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   struct flock probe {};

@@ -17,7 +17,16 @@
 namespace carapace {
 
 // The pid of the process holding the lock of the database in `dir`, or 0 if
-// none does (or there is no LOCK file yet).
-pid_t lock_holder(const std::string& dir);
+// none does (or there is no LOCK file yet). This process's own pid when an
+// EventLog of this process writes it (carapace serve reads the log it
+// writes, and must not take its own sessions for crashed), unless
+// `count_this_process` is false (EventLog's own probe, under its list's lock,
+// for a database this process does not write: the LOCK file is opened and
+// closed, which would drop a lock this process held on it).
+pid_t lock_holder(const std::string& dir, bool count_this_process = true);
+
+// Whether an EventLog of this process has `dir` open as its writer
+// (storage/event_log.cc keeps the list).
+bool written_by_this_process(const std::string& dir);
 
 }  // namespace carapace

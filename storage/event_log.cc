@@ -305,7 +305,7 @@ Status EventLog::open(const Options& options, std::unique_ptr<EventLog>* out) {
     if (ec) canonical = options.path;
     std::lock_guard lock(open_writers_mu);
     if (open_writers.count(canonical)) return busy_writer(options.path, 0);
-    if (pid_t holder = lock_holder(options.path); holder > 0) return busy_writer(options.path, holder);
+    if (pid_t holder = lock_holder(options.path, false); holder > 0) return busy_writer(options.path, holder);
     open_writers.insert(canonical);
     impl->registered_writer = canonical;
   }
@@ -329,7 +329,7 @@ Status EventLog::open(const Options& options, std::unique_ptr<EventLog>* out) {
     impl->handles.clear();
     impl->db = nullptr;
     // Another process took the lock between the probe and the open.
-    if (pid_t holder = writer && s.IsIOError() ? lock_holder(options.path) : 0; holder > 0)
+    if (pid_t holder = writer && s.IsIOError() ? lock_holder(options.path, false) : 0; holder > 0)
       return busy_writer(options.path, holder);
     if (s.IsCorruption()) {
       // The WAL is damaged before its tail (db_options.h's recovery rule):
@@ -690,5 +690,13 @@ Status EventLog::snapshots(std::string_view session,
 
 uint64_t EventLog::durable_appends() const { return impl_->durable_appends.load(); }
 uint64_t EventLog::durable_syncs() const { return impl_->committer ? impl_->committer->syncs() : 0; }
+
+bool written_by_this_process(const std::string& dir) {
+  std::error_code ec;
+  std::string canonical = fs::weakly_canonical(dir, ec).string();
+  if (ec) canonical = dir;
+  std::lock_guard lock(open_writers_mu);
+  return open_writers.count(canonical) != 0;
+}
 
 }  // namespace carapace

@@ -25,6 +25,8 @@ struct RuntimeArgs {
   std::string base_url;
   bool resuming = false;  // sessions keep the model they recorded: no --model needed
   bool ask_user = false;  // a person is there (chat): offer the model the ask_user tool
+  // Told of each approval request a session parks on (serve); null: none.
+  std::function<void(const Approval&)> on_approval;
   // A session imported from a bundle runs with the configuration it
   // recorded, not the home's (--trust-bundle-config).
   bool trust_bundle_config = false;

@@ -248,6 +248,7 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
       .home = ctx.home(), .config = config, .builtin_tools = true, .faults = faults, .child_subreaper = true,
       .non_dumpable = true};
   options.provider = stored_provider;
+  options.on_approval = args.on_approval;
   RuntimeInternals::TestKnobs knobs;
   if (!args.sync_ledger.empty()) {
     Status s = make_sync_ledger_fs(

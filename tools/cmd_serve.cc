@@ -1,11 +1,24 @@
-// carapace serve: a local web view of the home, live (docs/serve.md).
+// carapace serve: a local web view of the home, live, and the host of its
+// sessions: it runs them and takes writes over its API (docs/serve.md).
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
 #include <cstdlib>
 
 #include "runtime/home.h"
+#include "storage/event_log.h"
 #include "tools/cli.h"
+#include "tools/cli_run.h"
 #include "tools/serve/home_view.h"
 #include "tools/serve/serve_token.h"
+#include "tools/serve/session_host.h"
 #include "tools/serve/web_server.h"
 #include "tools/stop_signals.h"
 
@@ -22,7 +35,58 @@ struct ServeArgs {
   int interval_ms = 200;
   bool no_token = false;
   bool poll = false;
+  bool read_only = false;
+  bool no_resume = false;
+  std::string workspace_root;  // default: HOME/workspaces
+  RuntimeArgs runtime;
 };
+
+// Whether another process writes the home (holds its log's lock).
+bool home_is_held(const Context& ctx) {
+  std::unique_ptr<EventLog> probe;
+  Status s = EventLog::open(
+      EventLog::Options{.path = ctx.log_path(), .mode = EventLog::Mode::kWriter, .block_cache_bytes = 1 << 20},
+      &probe);
+  return s.is_busy();
+}
+
+std::string who_answers() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  const struct passwd* pw = ::getpwuid(::getuid());
+  const char* user = pw != nullptr ? pw->pw_name : std::getenv("USER");
+  return std::string(user != nullptr ? user : "?") + "@" + host + " (carapace serve, pid " +
+         std::to_string(::getpid()) + ")";
+}
+
+// Host mode at the start: the sessions this server's last run was running
+// (stopped by its SIGTERM or SIGINT) and those a crash cut off go on, in
+// step mode; parked ones stay parked; ones a person stopped stay stopped.
+void resume_where_it_left(const Context& ctx, Runtime& rt, web::SessionHost& host) {
+  std::vector<SessionSummary> rows;
+  if (Status s = rt.list_sessions(SessionFilter{}, &rows); !s.ok()) {
+    std::fprintf(stderr, "carapace serve: cannot list the sessions to resume: %s\n", ctx.shown(s.to_string()).c_str());
+    return;
+  }
+  size_t resumed = 0;
+  for (auto it = rows.rbegin(); it != rows.rend(); ++it) {  // oldest first
+    const SessionSummary& row = *it;
+    const bool ours = row.status == "stopped" && row.stop_reason.starts_with(web::kServeStopPrefix);
+    if (row.status != "crashed" && !ours) continue;
+    Runtime::ResumeOptions options;
+    options.on_delta = host.stream_to(row.id);
+    Status s = rt.resume_session(row.id, options);
+    if (s.ok()) {
+      ++resumed;
+      std::printf("carapace serve: resumed %s (%s)\n", ctx.shown(row.id).c_str(),
+                  ours ? "this server was stopped while it ran" : "crashed");
+    } else {
+      std::printf("carapace serve: could not resume %s: %s\n", ctx.shown(row.id).c_str(),
+                  ctx.shown(s.to_string()).c_str());
+    }
+  }
+  if (resumed > 0) std::fflush(stdout);
+}
 
 int run_serve(Context& ctx, const ServeArgs& args) {
   const bool loopback = web::is_loopback(args.bind);
@@ -44,6 +108,67 @@ int run_serve(Context& ctx, const ServeArgs& args) {
     Status s = web::serve_token(ctx.home(), env_token, &token);
     if (!s.ok()) return ctx.fail(s);
   }
+  // Host mode: this process runs the sessions, the home's one writer.
+  std::string held_note;
+  bool hosting = !args.read_only;
+  if (hosting && home_is_held(ctx)) {
+    hosting = false;
+    held_note = "another process writes this home, so this server is read-only (its writes answer 403)";
+  }
+  // Destroyed in the reverse order: the runtime first, whose sessions call
+  // the host (and it the publisher) until it is gone.
+  std::function<void(web::LiveMessage)> publish;  // set once the server is up
+  std::mutex publish_mu;
+  web::SessionHost* host_ptr = nullptr;  // for on_approval, once it is made
+  std::unique_ptr<web::SessionHost> session_host;
+  std::unique_ptr<Runtime> rt;
+  if (hosting && args.runtime.scenario.empty() && args.runtime.provider.empty()) {
+    // Nothing to run sessions with: the view alone, said so.
+    Config config;
+    if (int rc = load_cli_config(ctx, args.runtime.config, &config); rc != kExitOk) return rc;
+    if (config.provider.name == "scripted" && config.provider.scenario.empty()) {
+      hosting = false;
+      held_note =
+          "no provider is configured, so this server runs no session (pass --scenario FILE, or --provider and "
+          "--model, or set provider in the config)";
+    }
+  }
+  std::string workspace_root = args.workspace_root.empty() ? ctx.home() + "/workspaces" : args.workspace_root;
+  {
+    std::error_code ec;
+    auto absolute = std::filesystem::absolute(workspace_root, ec);
+    if (!ec) workspace_root = absolute.lexically_normal().string();
+    while (workspace_root.size() > 1 && workspace_root.back() == '/') workspace_root.pop_back();
+  }
+  if (hosting) {
+    if (::mkdir(workspace_root.c_str(), 0700) != 0 && errno != EEXIST) {
+      return ctx.fail(Status::io_error("cannot make the workspace root " + workspace_root + ": " + std::strerror(errno)));
+    }
+    RuntimeArgs runtime = args.runtime;
+    runtime.on_approval = [&publish_mu, &host_ptr](const Approval& a) {
+      web::SessionHost* to = nullptr;
+      {
+        std::lock_guard lock(publish_mu);
+        to = host_ptr;
+      }
+      if (to != nullptr) to->on_approval(a);  // which takes publish_mu itself
+    };
+    if (int rc = open_runtime(ctx, runtime, &rt); rc != kExitOk) return rc;
+    session_host = std::make_unique<web::SessionHost>(
+        rt.get(), web::HostOptions{.workspace_root = workspace_root, .who = who_answers()},
+        [&publish_mu, &publish](web::LiveMessage m) {
+          std::function<void(web::LiveMessage)> p;
+          {
+            std::lock_guard lock(publish_mu);
+            p = publish;
+          }
+          if (p) p(std::move(m));
+        });
+    {
+      std::lock_guard lock(publish_mu);
+      host_ptr = session_host.get();
+    }
+  }
   std::unique_ptr<web::HomeView> home;
   Status s = web::HomeView::open(ctx, &home);
   if (!s.ok()) return ctx.fail(s, "`carapace verify --all` checks the home");
@@ -53,7 +178,9 @@ int run_serve(Context& ctx, const ServeArgs& args) {
                              .version = CARAPACE_VERSION,
                              .home = ctx.home(),
                              .notify = !args.poll,
-                             .poll_interval_ms = args.interval_ms};
+                             .poll_interval_ms = args.interval_ms,
+                             .host = session_host.get(),
+                             .workspace_root = hosting ? workspace_root : ""};
   std::unique_ptr<web::WebServer> server;
   s = web::WebServer::start(options, home.get(), &server);
   if (!s.ok()) {
@@ -83,9 +210,34 @@ int run_serve(Context& ctx, const ServeArgs& args) {
               server->updates() == "inotify"
                   ? "following the log with inotify"
                   : ("reading the log every " + std::to_string(args.interval_ms) + " ms").c_str());
+  if (hosting) {
+    std::printf("carapace serve: hosting: sessions run in this process (the home's one writer); workspaces under %s\n",
+                workspace_root.c_str());
+  } else {
+    std::printf("carapace serve: read-only: %s\n",
+                held_note.empty() ? "--read-only (the API takes no write)" : held_note.c_str());
+  }
   std::fflush(stdout);
+  {
+    std::lock_guard lock(publish_mu);
+    publish = server->publisher();
+  }
   arm_stop_signals();
+  if (hosting && !args.no_resume) resume_where_it_left(ctx, *rt, *session_host);
   server->run([] { return stop_signal() != 0; });
+  if (hosting) {
+    const int sig = stop_signal();
+    const std::string why = std::string(web::kServeStopPrefix) + " (" + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ")";
+    std::printf("carapace serve: stopping the sessions it runs (%s); its next start resumes them\n", why.c_str());
+    std::fflush(stdout);
+    rt->set_stop_reason(why);
+    server.reset();  // no request is under way past here
+    {
+      std::lock_guard lock(publish_mu);
+      publish = nullptr;
+    }
+    rt.reset();  // session.stopped recorded for each, tool processes killed
+  }
   std::printf("carapace serve: stopped\n");
   return kExitOk;
 }
@@ -95,7 +247,9 @@ int run_serve(Context& ctx, const ServeArgs& args) {
 void register_serve_command(CLI::App& app, Context& ctx) {
   auto args = std::make_shared<ServeArgs>();
   auto* cmd = app.add_subcommand(
-      "serve", "A web view of the home in the browser: sessions, traces, live status (reads beside running commands)");
+      "serve",
+      "Host the home's sessions: a web page and an API to start, message, stop, resume, fork and approve them "
+      "(--read-only: a live view beside other commands)");
   cmd->add_option("--port", args->port, "TCP port; 0 takes any free one")->capture_default_str();
   cmd->add_option("--bind", args->bind,
                   "Address to listen on (loopback, or an interface's: then use a TLS proxy)")
@@ -113,6 +267,15 @@ void register_serve_command(CLI::App& app, Context& ctx) {
       "--poll", args->poll,
       "Read the log every --interval-ms instead of when inotify reports a change (for a file system "
       "inotify does not see, e.g. a network one)");
+  cmd->add_flag("--read-only", args->read_only,
+                "Run no session and take no write: a live view of a home other commands write (the default when "
+                "another process writes the home)");
+  cmd->add_option("--workspace-root", args->workspace_root,
+                  "Directory under which sessions started over the API get their workspaces (default: "
+                  "HOME/workspaces)");
+  cmd->add_flag("--no-resume", args->no_resume,
+                "At the start, leave crashed sessions and those this server stopped as they are (default: resume them)");
+  add_runtime_options(cmd, args->runtime);
   cmd->callback([&ctx, args] { ctx.run = [&ctx, args] { return run_serve(ctx, *args); }; });
 }
 

@@ -53,7 +53,7 @@ cat >"$dir/live.json" <<'JSON'
  ]}
 JSON
 
-"$bin" --home "$home" serve --port 0 >"$dir/serve.out" 2>"$dir/serve.err" &
+"$bin" --home "$home" serve --read-only --port 0 >"$dir/serve.out" 2>"$dir/serve.err" &
 server=$!
 url=""
 for _ in $(seq 1 100); do

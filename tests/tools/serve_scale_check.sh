@@ -28,7 +28,7 @@ cli_rows=$(awk '/^#/ && !/^#[^ ]+ +· / { n++ } END { print n + 0 }' "$dir/show.
 "$bin" --home "$home" trace show big --json >"$dir/show.json"
 echo "serve_scale_check: $turns turns written and shown by the CLI in $(($(date +%s) - start)) s ($cli_rows lines of spans)"
 
-"$bin" --home "$home" serve --port 0 >"$dir/serve.out" 2>"$dir/serve.err" &
+"$bin" --home "$home" serve --read-only --port 0 >"$dir/serve.out" 2>"$dir/serve.err" &
 server=$!
 url=""
 for _ in $(seq 1 600); do

@@ -168,6 +168,8 @@ json error_body(unsigned status, std::string message, std::string hint) {
                      : status == 403 ? "forbidden"
                      : status == 404 ? "not found"
                      : status == 405 ? "method not allowed"
+                     : status == 409 ? "conflict"
+                     : status == 415 ? "unsupported media type"
                      : status == 413 ? "too large"
                      : status == 431 ? "too large"
                      : status >= 500 ? "internal"

@@ -1,6 +1,8 @@
 #include "tools/serve/web_server.h"
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
@@ -11,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <mutex>
 #include <optional>
 #include <set>
 
@@ -78,6 +81,16 @@ struct WebServer::Impl {
   uint64_t refused_unreported = 0;
   bool refusal_summary_due = false;
 
+  // Host mode: the write API's requests run here, off the server's thread.
+  std::unique_ptr<asio::thread_pool> workers;
+  // What sessions publish from their threads reaches the clients through
+  // this; cleared when the server goes.
+  struct Gate {
+    std::mutex mu;
+    Impl* server = nullptr;
+  };
+  std::shared_ptr<Gate> gate = std::make_shared<Gate>();
+
   void accept();
   void refuse(tcp::socket& socket);
   void report_refusals();
@@ -90,6 +103,11 @@ struct WebServer::Impl {
   nlohmann::json status() const;
 
   ~Impl() {
+    {
+      std::lock_guard lock(gate->mu);
+      gate->server = nullptr;
+    }
+    if (workers) workers->join();  // requests under way end before the server they answer through
     if (notify_wait) notify_wait->release();  // LogNotify closes its descriptor
   }
 };
@@ -255,10 +273,23 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void read() {
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
-    parser_->body_limit(kBodyLimit);
+    // A host takes POSTs of up to kPostBodyLimit; everything else kBodyLimit.
+    // (The parser checks a Content-Length as the header ends: the larger
+    // limit first, the smaller one once the method is known.)
+    const bool hosting = server_->options.host != nullptr;
+    parser_->body_limit(hosting ? kPostBodyLimit : kBodyLimit);
     stream_.expires_after(kIdle);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+    http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this(), hosting](beast::error_code ec, size_t) {
+      if (ec) return self->on_read(ec);
+      if (hosting && self->parser_->get().method() != http::verb::post) {
+        auto length = self->parser_->content_length();
+        if (length && *length > kBodyLimit) return self->on_read(http::error::body_limit);
+        self->parser_->body_limit(kBodyLimit);
+      }
+      if (self->parser_->is_done()) return self->on_read(ec);
+      http::async_read(self->stream_, self->buffer_, *self->parser_,
+                       [self](beast::error_code ec2, size_t) { self->on_read(ec2); });
+    });
   }
 
   void on_read(beast::error_code ec) {
@@ -272,7 +303,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       std::string error = "bad request: " + ec.message();
       if (ec == http::error::body_limit) {
         status = 413;
-        error = "request body over " + std::to_string(kBodyLimit) + " bytes: this server takes GET requests only";
+        error = parser_->get().method() == http::verb::post && server_->options.host != nullptr
+                    ? "request body over " + std::to_string(kPostBodyLimit) + " bytes"
+                    : "request body over " + std::to_string(kBodyLimit) + " bytes: only a POST to a host has a body";
       } else if (ec == http::error::header_limit) {
         status = 431;
         error = "request headers over " + std::to_string(kHeaderLimit) + " bytes";
@@ -322,11 +355,19 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                                                                   .websocket_protocols = protocols})
                                 : check_host(server_->policy, host);
     if (access != Access::kAllowed) return refuse(access_status(access), access_error(access));
+    const bool hosting = server_->options.host != nullptr;
+    if (hosting && req.method() == http::verb::post && !websocket && path.starts_with("/api/")) {
+      return post(std::move(req), path);
+    }
     if (req.method() != http::verb::get && req.method() != http::verb::head) {
       auto res = json_response(
-          405, error_body(405, "method " + std::string(req.method_string()) + " not allowed: GET or HEAD"), version,
-          keep_alive);
-      res.set(http::field::allow, "GET, HEAD");
+          405,
+          error_body(405, "method " + std::string(req.method_string()) + " not allowed: " +
+                              (hosting ? "GET or HEAD, or POST to the API"
+                                       : "GET or HEAD (this server is read-only: --read-only, or another process "
+                                         "writes the home)")),
+          version, keep_alive);
+      res.set(http::field::allow, hosting ? "GET, HEAD, POST" : "GET, HEAD");
       return write(std::move(res));
     }
     if (websocket) {
@@ -346,6 +387,17 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       handed_over_ = true;
       ws->start(std::move(req), offers_protocol(protocols, kWebSocketProtocol));
       return;
+    }
+    if (path == "/api/approvals") {
+      if (server_->options.host == nullptr) {
+        return write(json_response(
+            403, error_body(403, "this server is read-only (--read-only, or another process writes the home)",
+                            "`carapace approvals` lists what waits"),
+            version, keep_alive));
+      }
+      return on_worker(
+          [host = server_->options.host, q = std::string(query)] { return host->approvals(q); }, version,
+          keep_alive, req.method() == http::verb::head);
     }
     if (path.starts_with("/api/")) {
       ApiReply reply =
@@ -369,6 +421,51 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (req.method() != http::verb::head) res.body() = std::string(asset->body);
     res.content_length(asset->body.size());
     write(std::move(res));
+  }
+
+  // A write of the API (token and Host checked already).
+  void post(http::request<http::string_body> req, std::string_view path) {
+    const unsigned version = req.version();
+    const bool keep_alive = req.keep_alive();
+    auto refuse = [&](unsigned status, const std::string& error, const std::string& hint = "") {
+      return write(json_response(status, error_body(status, error, hint), version, keep_alive));
+    };
+    // A page of another site may send a POST (with no token it gets 401
+    // anyway): one that names its origin must be this server's own.
+    if (req.count(http::field::origin) > 1) return refuse(400, "more than one Origin header: send one");
+    if (req.count(http::field::origin) == 1) {
+      std::string_view origin(req[http::field::origin].data(), req[http::field::origin].size());
+      std::string_view host(req[http::field::host].data(), req[http::field::host].size());
+      if (!origin_allowed(origin, host)) {
+        return refuse(403, "a request from another origin is refused: only http://" + std::string(host) + " may write");
+      }
+    }
+    std::string_view type(req[http::field::content_type].data(), req[http::field::content_type].size());
+    if (!type.starts_with("application/json")) {
+      return refuse(415, "the body must be JSON: send Content-Type: application/json");
+    }
+    on_worker([host = server_->options.host, p = std::string(path), body = std::move(req.body())] {
+      return host->post(p, body);
+    }, version, keep_alive, false);
+  }
+
+  // Runs `work` on a worker thread and answers with its reply.
+  template <class Work>
+  void on_worker(Work work, unsigned version, bool keep_alive, bool head) {
+    asio::post(*server_->workers, [self = shared_from_this(), work = std::move(work), version, keep_alive, head] {
+      ApiReply reply;
+      try {
+        reply = work();
+      } catch (const std::exception& e) {
+        spdlog::error("serve: a write request failed: {}", e.what());
+        reply = api_error(500, std::string("internal error: ") + e.what());
+      }
+      asio::post(self->server_->io, [self, reply = std::move(reply), version, keep_alive, head] {
+        auto res = json_response(reply.status, reply.body, version, keep_alive);
+        if (head) res.body().clear();
+        self->write(std::move(res));
+      });
+    });
   }
 
   void write(http::response<http::string_body> res) {
@@ -460,7 +557,9 @@ json WebServer::Impl::status() const {
           {"updates", notify ? "inotify" : "polling"},
           {"interval_ms", options.poll_interval_ms},
           {"log_reads", log_reads},
-          {"token", !policy.token.empty()}};
+          {"token", !policy.token.empty()},
+          {"mode", options.host != nullptr ? "host" : "read-only"},
+          {"workspace_root", options.host != nullptr ? json(options.workspace_root) : json(nullptr)}};
 }
 
 void WebServer::Impl::check_stop() {
@@ -550,6 +649,8 @@ Status WebServer::start(const ServerOptions& options, HomeView* home, std::uniqu
                             ec.message());
   }
   impl.policy.port = impl.acceptor.local_endpoint().port();
+  impl.gate->server = &impl;
+  if (options.host != nullptr) impl.workers = std::make_unique<asio::thread_pool>(std::max<size_t>(1, options.workers));
   if (options.notify && !options.home.empty()) {
     Status watching = LogNotify::open(options.home, &impl.notify);
     if (watching.ok()) {
@@ -565,6 +666,15 @@ Status WebServer::start(const ServerOptions& options, HomeView* home, std::uniqu
 }
 
 uint16_t WebServer::port() const { return impl_->policy.port; }
+
+std::function<void(LiveMessage)> WebServer::publisher() {
+  return [gate = impl_->gate](LiveMessage message) {
+    std::lock_guard lock(gate->mu);
+    if (gate->server == nullptr) return;
+    Impl* server = gate->server;
+    asio::post(server->io, [server, m = std::move(message)] { server->broadcast(m); });
+  };
+}
 
 std::string WebServer::updates() const { return impl_->notify ? "inotify" : "polling"; }
 

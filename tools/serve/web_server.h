@@ -8,7 +8,7 @@
 // be used or `notify` is off, every `poll_interval_ms`.
 //
 // Limits, so that no client takes it down: request headers 8 KiB, request
-// bodies 4 KiB (GET and HEAD only), client WebSocket messages 64 KiB (a
+// bodies 4 KiB (64 KiB for a POST to a host), client WebSocket messages 64 KiB (a
 // bigger one closes that socket with 1009), 64 connections (one more is
 // closed at once and counted; a summary line every 10 s while it happens),
 // an idle HTTP connection closed after 30 s, a WebSocket client that falls
@@ -24,6 +24,7 @@
 
 #include "base/status.h"
 #include "tools/serve/home_view.h"
+#include "tools/serve/session_host.h"
 #include "tools/serve/web_access.h"
 
 namespace carapace::web {
@@ -37,6 +38,12 @@ struct ServerOptions {
   bool notify = true;  // false: read the log every poll_interval_ms, inotify or not
   int poll_interval_ms = 200;
   size_t max_connections = 64;
+  // Host mode (docs/serve.md, "Hosting sessions"): the POSTs of the write
+  // API and GET /api/approvals go to it, on `workers` threads of their own.
+  // Null: a read-only server (every POST answers 403).
+  SessionHost* host = nullptr;
+  size_t workers = 2;
+  std::string workspace_root;  // shown in /api/status
 };
 
 class WebServer {
@@ -49,6 +56,11 @@ class WebServer {
 
   // How it follows the log: "inotify" or "polling".
   std::string updates() const;
+
+  // Hands `message` to the WebSocket clients, from any thread (a session's
+  // actor): what the returned function is given after the server is gone
+  // is dropped.
+  std::function<void(LiveMessage)> publisher();
 
   // Serves until `stop()` returns true (checked every 100 ms).
   void run(const std::function<bool()>& stop);

@@ -1,0 +1,82 @@
+// SessionHost: the write side of `carapace serve` in host mode
+// (docs/serve.md, "Hosting sessions"). It answers the API's POSTs (start a
+// session, send it a message, stop, resume, fork, answer an approval) and
+// GET /api/approvals through the Runtime the server opened, as the single
+// writer of the home; the read side stays HomeView's.
+//
+// Every body is checked before anything is written: a JSON object (depth
+// and size bounded), no unknown field, every field of its type and within
+// its bounds, a workspace only as a relative path under the workspace root
+// (no `..`, no symbolic link on the way). A refused request changes nothing.
+//
+// What sessions do live reaches the page through `publish` (called on an
+// actor thread): a streamed piece of an answer ({"type": "delta"}, for the
+// session's watchers) and an approval request a session parks on
+// ({"type": "approval"}, for every client).
+//
+// Thread-safe: the server calls it from its worker threads.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "runtime/runtime.h"
+#include "tools/serve/home_view.h"
+
+namespace carapace::web {
+
+// The largest body a POST may have.
+inline constexpr size_t kPostBodyLimit = 64 * 1024;
+
+struct HostOptions {
+  std::string workspace_root;  // sessions' workspaces are made under it (it exists, owner-only)
+  std::string who;             // recorded as who answered an approval ("user@host (pid N)")
+};
+
+// The reason a stop over the API records; and the one a stopped server
+// records for the sessions it was running (resumed at its next start).
+inline constexpr std::string_view kApiStopReason = "stopped over the API";
+inline constexpr std::string_view kServeStopPrefix = "carapace serve stopped";
+
+class SessionHost {
+ public:
+  SessionHost(Runtime* runtime, HostOptions options, std::function<void(LiveMessage)> publish);
+
+  // A POST to `path` (under /api/) with `body`.
+  ApiReply post(std::string_view path, std::string_view body);
+  // GET /api/approvals[?session=ID].
+  ApiReply approvals(std::string_view query);
+
+  // Told by the runtime (Runtime::Options::on_approval).
+  void on_approval(const Approval& request);
+
+  // The delta sink of a run of `session` started now: a later one (a
+  // message, a resume) replaces it, so no piece is sent twice.
+  std::function<void(const StreamDelta&)> stream_to(const std::string& session);
+
+ private:
+  ApiReply start(const nlohmann::json& body);
+  ApiReply message(const std::string& session, const nlohmann::json& body);
+  ApiReply stop(const std::string& session, const nlohmann::json& body);
+  ApiReply resume(const std::string& session, const nlohmann::json& body);
+  ApiReply fork(const std::string& session, const nlohmann::json& body);
+  ApiReply decide(const std::string& session, const std::string& call, const nlohmann::json& body);
+  // The workspace `relative` names under the root, made owner-only; or why not.
+  Status workspace_for(const std::string& relative, std::string* path) const;
+
+  Runtime* runtime_;
+  HostOptions options_;
+  std::function<void(LiveMessage)> publish_;
+  std::mutex mu_;
+  std::map<std::string, uint64_t> stream_generation_;  // the session's current delta sink
+  std::map<std::string, uint64_t> subscriptions_;      // a message's run: its subscription
+};
+
+// The HTTP status for a Status the runtime answered.
+unsigned http_status_of(const Status& s);
+
+}  // namespace carapace::web
