@@ -36,6 +36,7 @@ struct ServeArgs {
   bool no_token = false;
   bool poll = false;
   bool read_only = false;
+  size_t max_connections = 256;
   bool no_resume = false;
   std::string workspace_root;  // default: HOME/workspaces
   RuntimeArgs runtime;
@@ -179,6 +180,7 @@ int run_serve(Context& ctx, const ServeArgs& args) {
                              .home = ctx.home(),
                              .notify = !args.poll,
                              .poll_interval_ms = args.interval_ms,
+                             .max_connections = args.max_connections,
                              .host = session_host.get(),
                              .workspace_root = hosting ? workspace_root : ""};
   std::unique_ptr<web::WebServer> server;
@@ -267,6 +269,10 @@ void register_serve_command(CLI::App& app, Context& ctx) {
       "--poll", args->poll,
       "Read the log every --interval-ms instead of when inotify reports a change (for a file system "
       "inotify does not see, e.g. a network one)");
+  cmd->add_option("--max-connections", args->max_connections,
+                  "Open connections at most, WebSockets included (one more is closed at once and counted)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   cmd->add_flag("--read-only", args->read_only,
                 "Run no session and take no write: a live view of a home other commands write (the default when "
                 "another process writes the home)");

@@ -123,7 +123,7 @@ struct Fixture {
     std::string log = dir.sub("serve.out");
     std::filesystem::remove(log);  // a restart must not read the port of the server before it
     // Read-only: the tests write the home from other processes beside it.
-    server = spawn("serve --port 0 --interval-ms 50 --read-only " + args, log, env);
+    server = spawn("serve --port 0 --interval-ms 50 --read-only --max-connections 64 " + args, log, env);
     BOOST_REQUIRE_MESSAGE(wait_for([&] { return contains(slurp(log), "Ctrl-C stops"); }), slurp(log));
     std::string text = slurp(log);
     size_t at = text.find("127.0.0.1:");

@@ -9,7 +9,7 @@
 //
 // Limits, so that no client takes it down: request headers 8 KiB, request
 // bodies 4 KiB (64 KiB for a POST to a host), client WebSocket messages 64 KiB (a
-// bigger one closes that socket with 1009), 64 connections (one more is
+// bigger one closes that socket with 1009), 256 connections (--max-connections; one more is
 // closed at once and counted; a summary line every 10 s while it happens),
 // an idle HTTP connection closed after 30 s, a WebSocket client that falls
 // 16 MiB behind dropped. A bad request gets a JSON error naming what was
@@ -37,7 +37,7 @@ struct ServerOptions {
   std::string home;    // watched for changes of its log
   bool notify = true;  // false: read the log every poll_interval_ms, inotify or not
   int poll_interval_ms = 200;
-  size_t max_connections = 64;
+  size_t max_connections = 256;
   // Host mode (docs/serve.md, "Hosting sessions"): the POSTs of the write
   // API and GET /api/approvals go to it, on `workers` threads of their own.
   // Null: a read-only server (every POST answers 403).
