@@ -9,15 +9,19 @@
 #include <rocksdb/write_batch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <future>
 #include <mutex>
 #include <random>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "base/crc32c.h"
+#include "base/lib_log.h"
 #include "events/record.h"
 #include "storage/db_directory.h"
 #include "storage/db_lock.h"
@@ -77,6 +81,13 @@ Status unframe_snapshot(std::string_view key, std::string_view value, SnapshotEn
 // The writers this process has open, by canonical path: the kernel does not
 // report a process its own locks, and RocksDB's in-process refusal is only a
 // message.
+// A writer closing with this many small files in a family (all of level 0,
+// those of level 1 under kSmallTable) merges them (settle_before_close),
+// up to the budget.
+constexpr uint64_t kCloseCompactionTrigger = 8;
+constexpr uint64_t kSmallTable = 4 << 20;
+constexpr std::chrono::milliseconds kCloseCompactionBudget{3000};
+
 std::mutex open_writers_mu;
 std::set<std::string> open_writers;
 
@@ -139,6 +150,7 @@ struct EventLog::Impl {
 
   ~Impl() {
     committer.reset();  // drains queued durable appends
+    settle_before_close();
     for (auto* h : handles) {
       if (h != nullptr) db->DestroyColumnFamilyHandle(h);
     }
@@ -153,6 +165,49 @@ struct EventLog::Impl {
     if (!registered_writer.empty()) {
       std::lock_guard lock(open_writers_mu);
       open_writers.erase(registered_writer);
+    }
+  }
+
+  // A writer that closes with small files piling up (level 0's, and level
+  // 1's under kSmallTable) merges them into level 1 before it closes. A CLI command is
+  // a short writer: its open flushes what the last one left in the
+  // write-ahead log into a small file per family, and RocksDB's
+  // own compactions either never ran before it exited or moved the files
+  // down whole (a "trivial move": one session's keys overlap no other's),
+  // so a home used by thousands of commands kept thousands of files, all of
+  // which every reader opens (docs/architecture.md, "Compaction"). The merge
+  // rewrites only files under kSmallTable, so a byte is rewritten a few
+  // times at most; it stops at the close budget's end (cancelled by the
+  // close; the next writer does it).
+  void settle_before_close() {
+    if (registered_writer.empty() || options.scratch || db == nullptr) return;
+    std::vector<rocksdb::ColumnFamilyHandle*> live;
+    for (auto* h : handles) {
+      if (h != nullptr) live.push_back(h);
+    }
+    const auto until = std::chrono::steady_clock::now() + kCloseCompactionBudget;
+    for (auto* h : live) {
+      for (int attempt = 0; attempt < 2 && std::chrono::steady_clock::now() < until; ++attempt) {
+        rocksdb::ColumnFamilyMetaData meta;
+        db->GetColumnFamilyMetaData(h, &meta);
+        if (meta.levels.size() < 2) break;
+        std::vector<std::string> inputs;
+        for (const auto& f : meta.levels[0].files) inputs.push_back(f.name);
+        for (const auto& f : meta.levels[1].files) {
+          if (f.size < kSmallTable) inputs.push_back(f.name);
+        }
+        if (inputs.size() < kCloseCompactionTrigger) break;
+        rocksdb::CompactionOptions compaction;
+        rocksdb::Status merged = db->CompactFiles(compaction, h, inputs, 1);
+        if (merged.ok()) break;
+        // Files a background compaction holds: wait for it, then once more.
+        lib_log().debug("event log: merging level-0 files at close: {}", merged.ToString());
+        while (std::chrono::steady_clock::now() < until) {
+          uint64_t running = 0;
+          if (!db->GetIntProperty("rocksdb.num-running-compactions", &running) || running == 0) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+      }
     }
   }
 
