@@ -719,7 +719,7 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
     uint64_t ignored;
     CARAPACE_RETURN_IF_ERROR(subscribe_with(id, on_event, on_delta, backlog, &ignored));
   }
-  if (impl_->options.observe) {
+  if (impl_->options.observe || impl_->options.observe_delta) {
     bool observed = false;  // a recovered session keeps its observer
     {
       std::lock_guard lock(impl_->mu);
@@ -728,8 +728,12 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
     if (!observed) {
       uint64_t n = 0;
       auto observe = impl_->options.observe;
-      CARAPACE_RETURN_IF_ERROR(
-          subscribe_with(id, [observe, id](const Event& e) { observe(id, e); }, nullptr, backlog, &n));
+      auto observe_delta = impl_->options.observe_delta;
+      std::function<void(const Event&)> on_observed;
+      std::function<void(const StreamDelta&)> on_observed_delta;
+      if (observe) on_observed = [observe, id](const Event& e) { observe(id, e); };
+      if (observe_delta) on_observed_delta = [observe_delta, id](const StreamDelta& d) { observe_delta(id, d); };
+      CARAPACE_RETURN_IF_ERROR(subscribe_with(id, on_observed, on_observed_delta, observe ? backlog : std::vector<Event>{}, &n));
       std::lock_guard lock(impl_->mu);
       if (auto it = impl_->subscriptions.find(n); it != impl_->subscriptions.end()) it->second.observer = true;
     }

@@ -109,6 +109,11 @@ class Runtime {
     // session's opening included. Called on an actor thread: keep it quick
     // (the collector's offer() only queues). Null: none.
     std::function<void(const std::string& session, const Event& event)> observe;
+    // Hears every streamed piece of every model answer of every session
+    // this runtime runs, from before each run starts (a host that shows
+    // answers as they stream: carapace serve). Called on an actor thread:
+    // keep it quick. Null: none.
+    std::function<void(const std::string& session, const StreamDelta& delta)> observe_delta;
     // Told of every approval request a session of this runtime parks on
     // (docs/approvals.md), once it is durable; answer it with decide(), from
     // any thread, now or days later (the request survives the runtime).

@@ -27,6 +27,8 @@ struct RuntimeArgs {
   bool ask_user = false;  // a person is there (chat): offer the model the ask_user tool
   // Told of each approval request a session parks on (serve); null: none.
   std::function<void(const Approval&)> on_approval;
+  // Hears every streamed piece of every session's answers (serve); null: none.
+  std::function<void(const std::string&, const StreamDelta&)> observe_delta;
   // A session imported from a bundle runs with the configuration it
   // recorded, not the home's (--trust-bundle-config).
   bool trust_bundle_config = false;

@@ -249,6 +249,7 @@ int open_runtime(Context& ctx, const RuntimeArgs& args, std::unique_ptr<Runtime>
       .non_dumpable = true};
   options.provider = stored_provider;
   options.on_approval = args.on_approval;
+  options.observe_delta = args.observe_delta;
   RuntimeInternals::TestKnobs knobs;
   if (!args.sync_ledger.empty()) {
     Status s = make_sync_ledger_fs(

@@ -63,7 +63,7 @@ std::string who_answers() {
 // Host mode at the start: the sessions this server's last run was running
 // (stopped by its SIGTERM or SIGINT) and those a crash cut off go on, in
 // step mode; parked ones stay parked; ones a person stopped stay stopped.
-void resume_where_it_left(const Context& ctx, Runtime& rt, web::SessionHost& host) {
+void resume_where_it_left(const Context& ctx, Runtime& rt) {
   std::vector<SessionSummary> rows;
   if (Status s = rt.list_sessions(SessionFilter{}, &rows); !s.ok()) {
     std::fprintf(stderr, "carapace serve: cannot list the sessions to resume: %s\n", ctx.shown(s.to_string()).c_str());
@@ -74,9 +74,7 @@ void resume_where_it_left(const Context& ctx, Runtime& rt, web::SessionHost& hos
     const SessionSummary& row = *it;
     const bool ours = row.status == "stopped" && row.stop_reason.starts_with(web::kServeStopPrefix);
     if (row.status != "crashed" && !ours) continue;
-    Runtime::ResumeOptions options;
-    options.on_delta = host.stream_to(row.id);
-    Status s = rt.resume_session(row.id, options);
+    Status s = rt.resume_session(row.id, Runtime::ResumeOptions{});
     if (s.ok()) {
       ++resumed;
       std::printf("carapace serve: resumed %s (%s)\n", ctx.shown(row.id).c_str(),
@@ -154,6 +152,14 @@ int run_serve(Context& ctx, const ServeArgs& args) {
       }
       if (to != nullptr) to->on_approval(a);  // which takes publish_mu itself
     };
+    runtime.observe_delta = [&publish_mu, &host_ptr](const std::string& session, const StreamDelta& d) {
+      web::SessionHost* to = nullptr;
+      {
+        std::lock_guard lock(publish_mu);
+        to = host_ptr;
+      }
+      if (to != nullptr) to->on_delta(session, d);
+    };
     if (int rc = open_runtime(ctx, runtime, &rt); rc != kExitOk) return rc;
     session_host = std::make_unique<web::SessionHost>(
         rt.get(), web::HostOptions{.workspace_root = workspace_root, .who = who_answers()},
@@ -225,7 +231,7 @@ int run_serve(Context& ctx, const ServeArgs& args) {
     publish = server->publisher();
   }
   arm_stop_signals();
-  if (hosting && !args.no_resume) resume_where_it_left(ctx, *rt, *session_host);
+  if (hosting && !args.no_resume) resume_where_it_left(ctx, *rt);
   server->run([] { return stop_signal() != 0; });
   if (hosting) {
     const int sig = stop_signal();

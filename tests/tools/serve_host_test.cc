@@ -217,6 +217,14 @@ BOOST_AUTO_TEST_CASE(a_session_started_over_the_api_parks_is_approved_once_and_g
   BOOST_TEST(listed.j["data"][0]["args_digest"] == pushed["request"]["args_digest"]);
   BOOST_TEST(!std::filesystem::exists(workspace + "/note.txt"));
 
+  // Its answers stream to a watcher, whatever starts the run.
+  ws.send(R"({"type": "watch", "session": "a1"})");
+  auto streamed = [&](const std::string& part) {
+    return ws.wait([&](const json& m) {
+      return m.value("type", "") == "delta" && m["session"] == "a1" && contains(m.value("text", ""), part);
+    });
+  };
+
   // A digest of other arguments is refused; then approved, once.
   Reply wrong = post("/api/sessions/a1/approvals/" + call, {{"decision", "approve"}, {"digest", std::string(32, '0')}});
   BOOST_TEST(wrong.status == 400, wrong.body);
@@ -227,6 +235,7 @@ BOOST_AUTO_TEST_CASE(a_session_started_over_the_api_parks_is_approved_once_and_g
   BOOST_TEST(again.status == 409, again.body);
   BOOST_TEST(again.j["error"]["code"] == "conflict");
   BOOST_TEST(contains(again.message(), "already approved by web"), again.body);
+  BOOST_TEST(streamed("The note"));  // the run the approval woke
   BOOST_REQUIRE(reaches("a1", "completed"));
   BOOST_TEST(slurp(workspace + "/note.txt") == "hi");
   auto decided = of_type("a1", "approval.decided");
@@ -238,6 +247,7 @@ BOOST_AUTO_TEST_CASE(a_session_started_over_the_api_parks_is_approved_once_and_g
   // A message: the session runs again and answers.
   Reply sent = post("/api/sessions/a1/messages", {{"text", "and then?"}});
   BOOST_REQUIRE_MESSAGE(sent.status == 200, sent.body);
+  BOOST_TEST(streamed("Answered the follow-up"));  // the run a message started
   BOOST_REQUIRE(wait_for([&] {
     for (const auto& e : of_type("a1", "session.completed")) {
       if (e["data"]["final_answer"] == "Answered the follow-up.") return true;

@@ -138,22 +138,9 @@ unsigned http_status_of(const Status& s) {
 SessionHost::SessionHost(Runtime* runtime, HostOptions options, std::function<void(LiveMessage)> publish)
     : runtime_(runtime), options_(std::move(options)), publish_(std::move(publish)) {}
 
-std::function<void(const StreamDelta&)> SessionHost::stream_to(const std::string& session) {
-  uint64_t generation;
-  {
-    std::lock_guard lock(mu_);
-    generation = ++stream_generation_[session];
-  }
-  return [this, session, generation](const StreamDelta& d) {
-    if (d.text.empty()) return;
-    {
-      std::lock_guard lock(mu_);
-      auto it = stream_generation_.find(session);
-      if (it == stream_generation_.end() || it->second != generation) return;  // a later run streams
-    }
-    publish_(LiveMessage{.message = {{"type", "delta"}, {"session", session}, {"text", d.text}},
-                         .watchers_of = session});
-  };
+void SessionHost::on_delta(const std::string& session, const StreamDelta& d) {
+  if (d.text.empty()) return;
+  publish_(LiveMessage{.message = {{"type", "delta"}, {"session", session}, {"text", d.text}}, .watchers_of = session});
 }
 
 void SessionHost::on_approval(const Approval& a) {
@@ -273,7 +260,6 @@ ApiReply SessionHost::start(const json& j) {
   }
   Status ws = workspace_for(workspace.empty() ? o.id : workspace, &o.workspace);
   if (!ws.ok()) return failed(ws);
-  o.on_delta = stream_to(o.id);
   std::string id;
   Status s = runtime_->start_session(o, &id);
   if (!s.ok()) return failed(s, s.is_busy() || s.is_invalid_argument() ? "choose another id, or leave it out" : "");
@@ -284,22 +270,11 @@ ApiReply SessionHost::message(const std::string& session, const json& j) {
   Body b(j);
   std::string text;
   if (!b.text("text", &text, kTextLimit, true) || !b.no_other_fields()) return refused(b);
-  auto sink = stream_to(session);
   Status s = runtime_->send_message(session, text);
   if (!s.ok()) {
     return failed(s, s.is_needs_resume() ? "POST /api/sessions/" + session +
                                                "/resume with {\"message\": TEXT} goes on with it and sends it"
                                          : "");
-  }
-  // Its run streams to the page (the session's actor may be a new one, woken from its log).
-  uint64_t sub = 0;
-  if (runtime_->subscribe(session, nullptr, sink, &sub).ok()) {
-    uint64_t old = 0;
-    {
-      std::lock_guard lock(mu_);
-      old = std::exchange(subscriptions_[session], sub);
-    }
-    if (old != 0) runtime_->unsubscribe(old);
   }
   return ok({{"session", session}}, "message sent to " + session);
 }
@@ -331,7 +306,6 @@ ApiReply SessionHost::resume(const std::string& session, const json& j) {
   o.mode = mode == "turn" ? Runtime::ResumeMode::kTurn : Runtime::ResumeMode::kStep;
   o.max_turns = max_turns;
   if (!message.empty()) o.follow_ups.push_back(message);
-  o.on_delta = stream_to(session);
   Status s = runtime_->resume_session(session, o);
   if (!s.ok()) {
     return failed(s, s.is_already_finished() ? "POST /api/sessions/" + session + "/messages goes on with it"
@@ -352,7 +326,6 @@ ApiReply SessionHost::fork(const std::string& session, const json& j) {
   if (!plain_component(o.id)) {
     return api_error(400, "\"id\" '" + o.id.substr(0, 64) + "' is not a session id: letters, digits, '-', '_', '.'");
   }
-  o.on_delta = stream_to(o.id);
   std::string id;
   Status s = runtime_->fork_session(session, at_turn, o, &id);
   if (!s.ok()) return failed(s);

@@ -18,9 +18,7 @@
 #pragma once
 
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -54,9 +52,10 @@ class SessionHost {
   // Told by the runtime (Runtime::Options::on_approval).
   void on_approval(const Approval& request);
 
-  // The delta sink of a run of `session` started now: a later one (a
-  // message, a resume) replaces it, so no piece is sent twice.
-  std::function<void(const StreamDelta&)> stream_to(const std::string& session);
+  // Told by the runtime (Runtime::Options::observe_delta): a piece of a
+  // session's answer as it streams, whatever started the run (a start, a
+  // message, a resume, a fork, an approval that woke it).
+  void on_delta(const std::string& session, const StreamDelta& delta);
 
  private:
   ApiReply start(const nlohmann::json& body);
@@ -71,9 +70,6 @@ class SessionHost {
   Runtime* runtime_;
   HostOptions options_;
   std::function<void(LiveMessage)> publish_;
-  std::mutex mu_;
-  std::map<std::string, uint64_t> stream_generation_;  // the session's current delta sink
-  std::map<std::string, uint64_t> subscriptions_;      // a message's run: its subscription
 };
 
 // The HTTP status for a Status the runtime answered.

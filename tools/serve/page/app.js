@@ -1,5 +1,10 @@
 // The page of `carapace serve`: the sessions of a home, live, and one
 // session's trace (the renderer the HTML export uses too: trace_view.js).
+// A host (`/api/status` says "mode": "host") also takes writes: the list has
+// a New session form and the requests waiting for a person; a session's view
+// has Stop / Resume / Fork, its approval cards, and a chat (the conversation
+// from the events API, the answer streaming in from the socket's `delta`
+// messages, a box to send a message). A read-only server shows none of them.
 // Routes: #/ the list, #/session/ID its trace, #/session/ID/span/SPANID with
 // that span's details open, #/session/ID/events its events a page at a time.
 // A trace's filter rides after a `?` (q=TEXT&kind=KIND&full=1), and so does
@@ -44,6 +49,11 @@
     ws: null,
     backoff: 500,
     connectedOnce: false,
+    mode: "",             // "host" or "read-only" (/api/status); "" until known: no write control shown
+    modeNote: "",         // why it is read-only, when a write said so
+    approvals: [],        // every open request of the home (host mode): the list's "waiting for you"
+    approvalsLoading: false, approvalsAgain: false, approvalsTimer: 0,
+    fresh: new Set(),     // sessions this page just started or forked: their row may lag behind the answer
   };
 
   // ---- helpers ----
@@ -118,6 +128,82 @@
     try { body = await res.json(); } catch (e) { body = null; }
     if (!res.ok || !body || body.success !== true) throw problemOf(body, res.status);
     return body.data;
+  }
+
+  // A write of the host's API: a JSON object body; the answer's data, or
+  // throws {error, hint, status}. A server that says it is read-only (403 or
+  // 405 naming it) turns the page's write controls off.
+  async function apiPost(path, body) {
+    let res;
+    try {
+      res = await fetch(path, { method: "POST", headers: Object.assign(authHeaders(), { "Content-Type": "application/json" }),
+                                body: JSON.stringify(body || {}), cache: "no-store", credentials: "omit" });
+    } catch (e) {
+      throw { error: "carapace serve did not answer POST " + path, hint: "Is it still running? The page reconnects when it is back.",
+              status: 0 };
+    }
+    let answer = null;
+    try { answer = await res.json(); } catch (e) { answer = null; }
+    if (!res.ok || !answer || answer.success !== true) {
+      const problem = problemOf(answer, res.status);
+      problem.status = res.status;
+      if ((res.status === 403 || res.status === 405) && /read-only/.test(problem.error)) setMode("read-only", problem.error);
+      throw problem;
+    }
+    return answer.data;
+  }
+  function sessionApi(id, what) {
+    return "/api/sessions/" + encodeURIComponent(id) + (what ? "/" + what : "");
+  }
+  // "5 s", "3 min", "2 h", "4 d" (rounded down).
+  function spanText(us) {
+    const s = Math.max(0, Math.floor(us / 1e6));
+    if (s < 60) return s + " s";
+    if (s < 3600) return Math.floor(s / 60) + " min";
+    if (s < 86400) return Math.floor(s / 3600) + " h";
+    return Math.floor(s / 86400) + " d";
+  }
+  function ageText(requestedUs) { return requestedUs ? "asked " + spanText(Date.now() * 1000 - requestedUs) + " ago" : "asked —"; }
+  function expiryText(expiresUs) {
+    if (!expiresUs) return "never expires";
+    const left = expiresUs - Date.now() * 1000;
+    return left > 0 ? "expires in " + spanText(left) : "expired " + spanText(-left) + " ago";
+  }
+  // A button that is off while its request is under way (and while `enabled` says no).
+  function busy(button, on) {
+    button.dataset.busy = on ? "1" : "";
+    button.classList.toggle("busy", !!on);
+  }
+  function isBusy(button) { return button.dataset.busy === "1"; }
+
+  // ---- the server's mode: a host takes writes, a read-only one none ----
+  function setMode(mode, note) {
+    const changed = mode !== state.mode || (note || "") !== state.modeNote;
+    state.mode = mode;
+    state.modeNote = note || "";
+    const badge = document.getElementById("mode");
+    if (badge) {
+      badge.hidden = mode !== "read-only";
+      badge.textContent = mode === "read-only" ? (state.modeNote || "read-only: another process writes this home") : "";
+    }
+    if (!changed) return;
+    const view = state.view;
+    if (view.kind === "list") {
+      renderHostList();
+      if (mode === "host") loadApprovalsAll();
+    } else if (view.kind === "session") {
+      renderHostBar(view);
+      renderChatBox(view);
+      if (mode === "host" && view.loaded) loadApprovals(view); else renderApprovals(view);
+    }
+  }
+  async function loadStatus() {
+    try {
+      const status = await api("/api/status");
+      setMode(status && status.mode === "host" ? "host" : "read-only", "");
+    } catch (problem) {
+      /* the page's other requests show why */
+    }
   }
 
   // ---- the connection indicator ----
@@ -207,6 +293,14 @@
     const main = document.getElementById("app");
     const layout = el("div", "layout");
     const list = el("div", "list");
+    const waiting = el("section", "waiting");
+    waiting.id = "waiting";
+    waiting.dataset.test = "waiting";
+    waiting.hidden = true;
+    const host = el("section", "new-session");
+    host.id = "new-session";
+    host.hidden = true;
+    list.append(waiting, host);
     list.appendChild(el("h2", "", "Sessions"));
     const table = el("table", "sessions");
     const head = el("tr");
@@ -228,6 +322,149 @@
     main.replaceChildren(layout);
     renderRows();
     renderFeed();
+    renderHostList();
+    if (state.mode === "host") loadApprovalsAll();
+  }
+
+  // ---- the list's host part: a New session form, and what waits for a person ----
+  function numberField(cls, test, placeholder, label) {
+    const input = el("input", cls);
+    input.type = "number";
+    input.min = "1";
+    input.step = "1";
+    input.placeholder = placeholder;
+    input.dataset.test = test;
+    input.setAttribute("aria-label", label);
+    return input;
+  }
+  function textField(cls, test, placeholder, label) {
+    const input = el("input", cls);
+    input.type = "text";
+    input.placeholder = placeholder;
+    input.dataset.test = test;
+    input.setAttribute("aria-label", label);
+    input.autocomplete = "off";
+    input.spellcheck = false;
+    return input;
+  }
+  // A whole number from a field, or undefined when it is empty; throws a problem when it is not one.
+  function wholeNumber(input, what) {
+    const raw = input.value.trim();
+    if (!raw) return undefined;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 0) throw { error: what + " must be a whole number, not '" + raw + "'", hint: "" };
+    return n;
+  }
+
+  function renderHostList() {
+    const box = document.getElementById("new-session");
+    if (!box) return;
+    renderWaiting();
+    if (state.mode !== "host") {
+      box.hidden = true;
+      box.replaceChildren();
+      return;
+    }
+    if (box.dataset.built === "1") { box.hidden = false; return; }
+    box.dataset.built = "1";
+    box.hidden = false;
+    box.appendChild(el("h2", "", "New session"));
+    const task = el("textarea", "new-task");
+    task.rows = 3;
+    task.placeholder = "The task: what should the agent do? (Ctrl+Enter starts it)";
+    task.dataset.test = "new-task";
+    task.setAttribute("aria-label", "the task");
+    const line = el("div", "new-line");
+    const id = textField("new-id", "new-id", "id (optional)", "the session's id");
+    const turns = numberField("new-turns", "new-turns", "max turns", "the most turns it may take (optional)");
+    const start = el("button", "new-start", "Start");
+    start.type = "button";
+    start.dataset.test = "new-start";
+    line.append(id, turns, start);
+    box.append(task, line);
+    const go = async () => {
+      if (isBusy(start)) return;
+      let body;
+      try {
+        body = { task: task.value };
+        if (id.value.trim()) body.id = id.value.trim();
+        const maxTurns = wholeNumber(turns, "max turns");
+        if (maxTurns !== undefined) body.max_turns = maxTurns;
+      } catch (problem) {
+        showProblem(problem);
+        return;
+      }
+      busy(start, true);
+      start.disabled = true;
+      try {
+        const data = await apiPost("/api/sessions", body);
+        clearProblem();
+        task.value = id.value = turns.value = "";
+        await openFresh(String(data.session));
+      } catch (problem) {
+        showProblem(problem);
+      } finally {
+        busy(start, false);
+        start.disabled = false;
+      }
+    };
+    start.addEventListener("click", go);
+    task.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey) && !ev.isComposing) { ev.preventDefault(); go(); }
+    });
+  }
+
+  // A session this page just started or forked: its view, once the server's list has its row (it
+  // follows the log, a moment behind the write), or after 3 s anyway.
+  async function openFresh(id) {
+    state.fresh.add(id);
+    for (const end = Date.now() + 3000; !state.sessions.has(id) && Date.now() < end;) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    location.hash = sessionHash(id);
+  }
+
+  function renderWaiting() {
+    const box = document.getElementById("waiting");
+    if (!box) return;
+    const list = state.mode === "host" ? state.approvals : [];
+    box.hidden = !list.length;
+    if (!list.length) { box.replaceChildren(); return; }
+    const ul = el("ul");
+    for (const a of list) {
+      const li = el("li", "waiting-item");
+      li.dataset.session = String(a.session || "");
+      li.dataset.call = String(a.call_id || "");
+      li.appendChild(link(sessionHash(String(a.session || "")), String(a.session || ""), "sid"));
+      li.appendChild(el("span", "waiting-what", a.kind === "question" ? "asks: " + String(a.question || "") : "wants to run " + String(a.tool || "")));
+      const age = el("span", "approval-age", ageText(a.requested_at_us));
+      age.dataset.at = String(a.requested_at_us || 0);
+      li.appendChild(age);
+      ul.appendChild(li);
+    }
+    box.replaceChildren(el("h2", "", "Waiting for you (" + list.length + ")"), ul);
+  }
+
+  // Every open request of the home: when the list opens, on an `approval` message, when a row's status changes.
+  async function loadApprovalsAll() {
+    if (state.mode !== "host") return;
+    if (state.approvalsLoading) { state.approvalsAgain = true; return; }
+    state.approvalsLoading = true;
+    try {
+      const list = await api("/api/approvals");
+      state.approvals = Array.isArray(list) ? list : [];
+      renderWaiting();
+    } catch (problem) {
+      if (state.view.kind === "list") showProblem(problem);
+    } finally {
+      state.approvalsLoading = false;
+      if (state.approvalsAgain) { state.approvalsAgain = false; loadApprovalsAll(); }
+    }
+  }
+  function scheduleApprovalsAll() {
+    if (state.mode !== "host" || state.view.kind !== "list") return;
+    clearTimeout(state.approvalsTimer);
+    state.approvalsTimer = setTimeout(loadApprovalsAll, 100);
   }
 
   // ---- one session's trace ----
@@ -250,9 +487,13 @@
         fork.appendChild(link(sessionHash(row.parent_session), row.parent_session));
         head.appendChild(fork);
       }
-      if (row.live && row.live.retry_at_us) head.appendChild(countdown(row.live.retry_at_us));
-      if (row.live && row.live.message) head.appendChild(el("span", "live-message", liveText(row.live)));
+      // The session view shows what it does now beside its controls (renderHostBar).
+      if (view.kind !== "session") {
+        if (row.live && row.live.retry_at_us) head.appendChild(countdown(row.live.retry_at_us));
+        if (row.live && row.live.message) head.appendChild(el("span", "live-message", liveText(row.live)));
+      }
     }
+    if (view.kind === "session") updateHostBar(view);
   }
 
   function renderTraceShell(view) {
@@ -270,8 +511,421 @@
     details.appendChild(el("p", "hint", "Click a span to see its details."));
     layout.appendChild(traces);
     layout.appendChild(details);
-    main.replaceChildren(head, layout);
+    const bar = el("div", "host-bar");
+    bar.id = "host-bar";
+    const approvals = el("div", "approvals");
+    approvals.id = "approvals";
+    approvals.hidden = true;
+    const chat = el("section", "chat");
+    chat.id = "chat";
+    chat.hidden = true;
+    main.replaceChildren(head, bar, approvals, chat, layout);
+    renderHostBar(view);
     renderTraceHead(view);
+  }
+
+  // ---- a session's controls: Stop, Resume, Fork, and what it does now ----
+  function renderHostBar(view) {
+    const bar = document.getElementById("host-bar");
+    if (!bar || state.view !== view) return;
+    view.controls = null;
+    bar.replaceChildren();
+    if (state.mode === "host") {
+      const button = (text, test, title) => {
+        const b = el("button", "host-button " + test, text);
+        b.type = "button";
+        b.dataset.test = test;
+        b.title = title;
+        return b;
+      };
+      const stop = button("Stop", "stop", "stop its run: session.stopped is recorded, its tools killed");
+      const resumeTurns = numberField("resume-turns", "resume-turns", "max turns", "the most turns the resumed run may take");
+      const resume = button("Resume", "resume", "go on from where it stopped (step mode)");
+      const forkTurn = numberField("fork-turn", "fork-turn", "at turn", "the fork keeps the turns up to this one");
+      forkTurn.min = "0";
+      const forkTask = textField("fork-task", "fork-task", "task for the fork (optional)", "the fork's task");
+      const fork = button("Fork", "fork", "a new session whose history is this one's up to that turn");
+      const group = (...children) => { const g = el("span", "host-group"); g.append(...children); return g; };
+      bar.append(group(stop), group(resume, resumeTurns), group(forkTurn, forkTask, fork));
+      view.controls = { stop, resume, resumeTurns, fork, forkTurn, forkTask };
+      stop.addEventListener("click", () => act(view, stop, "stop", {}));
+      resume.addEventListener("click", () => {
+        let body = {};
+        try {
+          const maxTurns = wholeNumber(resumeTurns, "max turns");
+          if (maxTurns !== undefined) body.max_turns = maxTurns;
+        } catch (problem) { showProblem(problem); return; }
+        act(view, resume, "resume", body).then((ok) => { if (ok) resumeTurns.value = ""; });
+      });
+      fork.addEventListener("click", async () => {
+        let body;
+        try {
+          const at = wholeNumber(forkTurn, "the fork's turn");
+          if (at === undefined) throw { error: "Fork needs a turn: the fork keeps this session's turns up to it", hint: "Fill in \"at turn\" (0 keeps none)." };
+          body = { at_turn: at };
+          if (forkTask.value.trim()) body.task = forkTask.value;
+        } catch (problem) { showProblem(problem); return; }
+        const data = await act(view, fork, "fork", body);
+        if (data && data.session) {
+          forkTurn.value = forkTask.value = "";
+          await openFresh(String(data.session));
+        }
+      });
+    }
+    const live = el("span", "live-status");
+    live.id = "live-status";
+    live.dataset.test = "live-status";
+    bar.appendChild(live);
+    updateHostBar(view);
+  }
+
+  // The buttons' state and the live status, from the session's row.
+  function updateHostBar(view) {
+    if (state.view !== view) return;
+    const row = state.sessions.get(view.id);
+    const status = row ? String(row.status || "") : "";
+    const c = view.controls;
+    if (c) {
+      c.stop.disabled = isBusy(c.stop) || status !== "running";
+      c.resume.disabled = isBusy(c.resume) || !(status === "stopped" || status === "crashed");
+      c.fork.disabled = isBusy(c.fork) || !row;
+    }
+    const live = document.getElementById("live-status");
+    if (live) {
+      live.replaceChildren();
+      if (row && row.live && row.live.retry_at_us) live.appendChild(countdown(row.live.retry_at_us));
+      if (row && row.live && row.live.message) live.appendChild(el("span", "live-message", liveText(row.live)));
+    }
+  }
+
+  // POST /api/sessions/ID/WHAT with its button off while it runs: the answer's data, or null (the problem shown).
+  async function act(view, button, what, body) {
+    if (isBusy(button)) return null;
+    busy(button, true);
+    button.disabled = true;
+    try {
+      const data = await apiPost(sessionApi(view.id, what), body);
+      clearProblem();
+      return data;
+    } catch (problem) {
+      showProblem(problem);
+      return null;
+    } finally {
+      busy(button, false);
+      updateHostBar(view);
+    }
+  }
+
+  // ---- a session's chat: the conversation, the answer streaming in, a message box ----
+  const CHAT_TYPES = "user.message,llm.responded";
+  const CHAT_WINDOW = 2000;  // events of the log's end the conversation shows at first ("earlier messages" for more)
+
+  function chatEntry(e) {
+    const d = e.data && typeof e.data === "object" ? e.data : {};
+    const user = e.type === "user.message";
+    const li = el("li", "chat-msg " + (user ? "from-user" : "from-model"));
+    li.dataset.seq = String(e.seq);
+    li.dataset.type = String(e.type || "");
+    const who = el("div", "chat-who", user ? (d.follow_up ? "you (follow-up)" : d.queued ? "you (queued)" : "you") : "model");
+    who.appendChild(el("span", "chat-when", eventTime(e.ts_us)));
+    li.appendChild(who);
+    const text = String(d.text || "");
+    if (text || user) li.appendChild(el("div", "chat-text", text));
+    if (!user && Array.isArray(d.tool_calls)) {
+      for (const call of d.tool_calls) {
+        const args = call && call.args !== undefined ? (typeof call.args === "string" ? call.args : JSON.stringify(call.args)) : "";
+        li.appendChild(el("div", "chat-tool", "→ " + String(call && call.name || "?") + " " + (args.length > 200 ? args.slice(0, 200) + "…" : args)));
+      }
+    }
+    return li;
+  }
+
+  function renderChat(view) {
+    const box = document.getElementById("chat");
+    if (!box || state.view !== view) return;
+    box.hidden = false;
+    const earlier = el("button", "chat-earlier", "earlier messages");
+    earlier.type = "button";
+    earlier.dataset.test = "chat-earlier";
+    earlier.hidden = view.chat.start <= 1;
+    earlier.addEventListener("click", () => loadEarlier(view));
+    view.chat.earlier = earlier;
+    const log = el("ol", "chat-log");
+    log.dataset.test = "chat-log";
+    log.appendChild(el("li", "hint chat-empty", "Loading the conversation…"));
+    const stream = el("div", "chat-stream");
+    stream.dataset.test = "chat-stream";
+    stream.hidden = true;
+    const input = el("div", "chat-box");
+    input.id = "chat-box";
+    box.replaceChildren(el("h2", "", "Conversation"), earlier, log, stream, input);
+    view.chat.log = log;
+    view.chat.stream = stream;
+    renderChatBox(view);
+  }
+
+  function renderChatBox(view) {
+    const box = document.getElementById("chat-box");
+    if (!box || state.view !== view) return;
+    if (state.mode !== "host") { box.replaceChildren(); box.hidden = true; return; }
+    if (box.dataset.built === "1") { box.hidden = false; return; }
+    box.dataset.built = "1";
+    box.hidden = false;
+    const text = el("textarea", "chat-input");
+    text.rows = 2;
+    text.placeholder = "A message (Enter sends, Shift+Enter a new line)";
+    text.dataset.test = "chat-input";
+    text.setAttribute("aria-label", "a message to the session");
+    const sendButton = el("button", "chat-send", "Send");
+    sendButton.type = "button";
+    sendButton.dataset.test = "chat-send";
+    box.append(text, sendButton);
+    const go = async () => {
+      if (isBusy(sendButton)) return;
+      if (!text.value.trim()) return;
+      busy(sendButton, true);
+      sendButton.disabled = true;
+      try {
+        await apiPost(sessionApi(view.id, "messages"), { text: text.value });
+        clearProblem();
+        text.value = "";
+        loadChat(view);
+      } catch (problem) {
+        showProblem(problem);
+      } finally {
+        busy(sendButton, false);
+        sendButton.disabled = false;
+      }
+    };
+    sendButton.addEventListener("click", go);
+    text.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); go(); }
+    });
+  }
+
+  // The conversation's events after those shown (the whole of it the first time).
+  async function loadChat(view) {
+    const chat = view.chat;
+    if (!chat || !chat.log) return;
+    if (chat.loading) { chat.again = true; return; }
+    chat.loading = true;
+    try {
+      for (let rounds = 0; rounds < EVENTS_ROUNDS; ++rounds) {
+        const query = hashQuery([["from", chat.cursor], ["limit", 500], ["type", CHAT_TYPES]]);
+        const data = await api(sessionApi(view.id, "events") + query);
+        if (state.view !== view) return;
+        const atBottom = chat.log.scrollHeight - chat.log.scrollTop - chat.log.clientHeight < 24;
+        for (const e of data.events || []) {
+          if (chat.seen.has(e.seq)) continue;
+          chat.seen.add(e.seq);
+          if (chat.log.querySelector(".chat-empty")) chat.log.replaceChildren();
+          chat.log.appendChild(chatEntry(e));
+          if (e.type === "llm.responded") consumeStream(view, String((e.data && e.data.text) || ""));
+        }
+        if (atBottom) chat.log.scrollTop = chat.log.scrollHeight;
+        const events = data.events || [];
+        const last = events.length ? events[events.length - 1].seq : 0;
+        chat.cursor = data.next !== null && data.next !== undefined ? data.next
+                                                                     : Math.max(chat.cursor, last + 1, (data.last_seq || 0) + 1);
+        chat.lastSeq = Math.max(chat.lastSeq, data.last_seq || 0);
+        if (data.next === null || data.next === undefined) break;
+      }
+      if (!chat.seen.size) {
+        chat.log.replaceChildren(el("li", "hint chat-empty", chat.start > 1 ? "No message in the last " + num(CHAT_WINDOW) + " events." : "No message yet."));
+      }
+      chat.log.dataset.loaded = String(chat.seen.size);
+    } catch (problem) {
+      if (state.view !== view) return;
+      if (!chat.seen.size) chat.log.replaceChildren(el("li", "hint chat-empty", "The conversation could not be read: " + problem.error));
+    } finally {
+      chat.loading = false;
+      if (chat.again && state.view === view) { chat.again = false; loadChat(view); }
+    }
+  }
+
+  // The conversation's events before those shown: the window of CHAT_WINDOW events before it.
+  async function loadEarlier(view) {
+    const chat = view.chat;
+    if (!chat || !chat.log || chat.earlierLoading || chat.start <= 1) return;
+    chat.earlierLoading = true;
+    chat.earlier.disabled = true;
+    const to = chat.start, from = Math.max(1, to - CHAT_WINDOW);
+    const got = [];
+    try {
+      let cursor = from;
+      for (let rounds = 0; rounds < EVENTS_ROUNDS && cursor < to; ++rounds) {
+        const data = await api(sessionApi(view.id, "events") + hashQuery([["from", cursor], ["limit", 500], ["type", CHAT_TYPES]]));
+        if (state.view !== view) return;
+        const events = data.events || [];
+        for (const e of events) if (e.seq < to && !chat.seen.has(e.seq)) got.push(e);
+        const last = events.length ? events[events.length - 1].seq : 0;
+        if (data.next === null || data.next === undefined || last >= to) break;
+        cursor = data.next;
+      }
+      const height = chat.log.scrollHeight;
+      if (got.length && chat.log.querySelector(".chat-empty")) chat.log.replaceChildren();
+      const first = chat.log.firstChild;
+      for (const e of got) {
+        chat.seen.add(e.seq);
+        chat.log.insertBefore(chatEntry(e), first);
+      }
+      chat.log.scrollTop += chat.log.scrollHeight - height;  // what was on screen stays there
+      chat.start = from;
+    } catch (problem) {
+      if (state.view === view) showProblem(problem);
+    } finally {
+      chat.earlierLoading = false;
+      chat.earlier.disabled = false;
+      chat.earlier.hidden = chat.start <= 1;
+    }
+  }
+
+  function setStream(view, text) {
+    const chat = view.chat;
+    if (!chat || !chat.stream) return;
+    chat.streamText = text;
+    chat.stream.textContent = text;
+    chat.stream.hidden = !text;
+  }
+  // An answer reached the log: the text that streamed for it leaves the stream. The stream may hold
+  // only its end (the page began to watch after it started), or the next answer's start after it.
+  function consumeStream(view, answer) {
+    const streamed = view.chat ? view.chat.streamText : "";
+    if (!streamed || !answer) return;
+    if (streamed.startsWith(answer)) return setStream(view, streamed.slice(answer.length));
+    if (answer.includes(streamed)) return setStream(view, "");
+    for (let k = Math.min(answer.length, streamed.length); k > 0; --k) {
+      if (streamed.startsWith(answer.slice(answer.length - k))) return setStream(view, streamed.slice(k));
+    }
+  }
+  function onDelta(view, text) {
+    if (!view.chat || !view.chat.stream || !text) return;
+    setStream(view, view.chat.streamText + text);
+    const log = view.chat.log;
+    if (log) log.scrollTop = log.scrollHeight;
+  }
+
+  // ---- a session's approval cards ----
+  function argsText(args) {
+    if (typeof args === "string") {
+      try { return JSON.stringify(JSON.parse(args), null, 2); } catch (e) { return args; }
+    }
+    return JSON.stringify(args === undefined ? {} : args, null, 2);
+  }
+
+  function approvalCard(view, a) {
+    const question = a.kind === "question";
+    const card = el("div", "approval-card " + (question ? "question" : "approval"));
+    card.dataset.test = "approval-card";
+    card.dataset.call = String(a.call_id || "");
+    card.dataset.kind = question ? "question" : "approval";
+    const title = el("div", "approval-title");
+    title.appendChild(el("strong", "approval-tool", question ? "The model asks" : String(a.tool || "")));
+    title.appendChild(el("span", "approval-call", String(a.call_id || "")));
+    card.appendChild(title);
+    if (question) card.appendChild(el("div", "approval-question", String(a.question || "")));
+    else card.appendChild(el("pre", "approval-args", argsText(a.args)));
+    if (a.reason || a.asked_by) {
+      card.appendChild(el("div", "approval-why", String(a.reason || "") + (a.asked_by ? " [" + String(a.asked_by) + "]" : "")));
+    }
+    const when = el("div", "approval-when");
+    const age = el("span", "approval-age", ageText(a.requested_at_us));
+    age.dataset.at = String(a.requested_at_us || 0);
+    const expiry = el("span", "approval-expiry", expiryText(a.expires_at_us));
+    expiry.dataset.expires = String(a.expires_at_us || 0);
+    when.append(age, document.createTextNode(" · "), expiry);
+    if (a.expires_at_us && a.on_expiry) when.appendChild(document.createTextNode(" (then " + String(a.on_expiry) + ")"));
+    card.appendChild(when);
+    const actions = el("div", "approval-actions");
+    const buttons = [];
+    const decide = async (button, body) => {
+      if (buttons.some(isBusy)) return;
+      busy(button, true);
+      for (const b of buttons) b.disabled = true;
+      if (a.args_digest) body.digest = String(a.args_digest);
+      try {
+        await apiPost(sessionApi(view.id, "approvals/" + encodeURIComponent(String(a.call_id || ""))), body);
+        clearProblem();
+        card.classList.add("decided");
+        view.approvals = view.approvals.filter((x) => x.call_id !== a.call_id);
+        renderApprovals(view);
+      } catch (problem) {
+        showProblem(problem);
+        if (problem.status === 409 || problem.status === 404) loadApprovals(view);  // decided elsewhere, or expired
+      } finally {
+        busy(button, false);
+        for (const b of buttons) b.disabled = false;
+      }
+    };
+    if (question) {
+      const answer = textField("answer-text", "answer-text", "your answer", "the answer to the model's question");
+      const send = el("button", "answer", "Answer");
+      send.type = "button";
+      send.dataset.test = "answer";
+      buttons.push(send);
+      send.addEventListener("click", () => {
+        if (!answer.value.trim()) { showProblem({ error: "An answer needs its text", hint: "Type it in the field beside Answer." }); return; }
+        decide(send, { decision: "answer", text: answer.value });
+      });
+      answer.addEventListener("keydown", (ev) => { if (ev.key === "Enter" && !ev.isComposing) { ev.preventDefault(); send.click(); } });
+      actions.append(answer, send);
+    } else {
+      const approve = el("button", "approve", "Approve");
+      approve.type = "button";
+      approve.dataset.test = "approve";
+      actions.appendChild(approve);
+      buttons.push(approve);
+      approve.addEventListener("click", () => decide(approve, { decision: "approve" }));
+    }
+    const reason = textField("deny-reason", "deny-reason", "why not (optional)", "the reason to deny it");
+    const deny = el("button", "deny", "Deny");
+    deny.type = "button";
+    deny.dataset.test = "deny";
+    buttons.push(deny);
+    deny.addEventListener("click", () => decide(deny, reason.value.trim() ? { decision: "deny", reason: reason.value } : { decision: "deny" }));
+    actions.append(reason, deny);
+    card.appendChild(actions);
+    return card;
+  }
+
+  // The cards of view.approvals: a card already there is kept (what was typed in it too).
+  function renderApprovals(view) {
+    const box = document.getElementById("approvals");
+    if (!box || state.view !== view) return;
+    const list = state.mode === "host" ? view.approvals || [] : [];
+    box.hidden = !list.length;
+    const have = new Map([...box.querySelectorAll(".approval-card")].map((c) => [c.dataset.call, c]));
+    const cards = list.map((a) => have.get(String(a.call_id || "")) || approvalCard(view, a));
+    box.replaceChildren(...cards);
+  }
+
+  async function loadApprovals(view) {
+    if (state.mode !== "host" || state.view !== view) return;
+    if (view.approvalsLoading) { view.approvalsAgain = true; return; }
+    view.approvalsLoading = true;
+    try {
+      const list = await api("/api/approvals?session=" + encodeURIComponent(view.id));
+      if (state.view !== view) return;
+      view.approvals = Array.isArray(list) ? list.filter((a) => a.session === view.id) : [];
+      renderApprovals(view);
+    } catch (problem) {
+      if (state.view === view) showProblem(problem);
+    } finally {
+      view.approvalsLoading = false;
+      if (view.approvalsAgain && state.view === view) { view.approvalsAgain = false; loadApprovals(view); }
+    }
+  }
+
+  // The session's row changed (a socket message): what depends on it follows.
+  function sessionChanged(view, before, row) {
+    if (!view.loaded || !row) return;
+    const statusChanged = !before || before.status !== row.status;
+    if (view.chat && (row.last_seq || 0) > view.chat.lastSeq) loadChat(view);
+    // A run that ended (stopped, parked, failed, done): what streamed and did not reach the log is gone.
+    // Only on the change: a row read from the log a moment behind may still say "completed" while the
+    // run a message started already streams.
+    if (row.status !== "running" && (!before || before.status === "running")) setStream(view, "");
+    if (statusChanged || (row.status === "waiting" && (!before || before.last_seq !== row.last_seq))) loadApprovals(view);
   }
 
   function renderSpans(view) {
@@ -367,13 +1021,33 @@
 
   async function openSession(id, spanId, params) {
     const view = { kind: "session", id: id, trace: null, filter: filterOf(params || new URLSearchParams()), tv: null,
-                   selected: spanId || "", detailsFor: "", watching: false, fromSocket: false, failed: false };
+                   selected: spanId || "", detailsFor: "", watching: false, fromSocket: false, failed: false,
+                   loaded: false, controls: null, approvals: [], approvalsLoading: false, approvalsAgain: false,
+                   chat: { log: null, stream: null, earlier: null, streamText: "", seen: new Set(), start: 1, cursor: 1, lastSeq: 0,
+                           loading: false, again: false, earlierLoading: false } };
     state.view = view;
     renderTraceShell(view);
     try {
-      const data = await api("/api/sessions/" + encodeURIComponent(id));
+      let data;
+      // A session this page just started may not be in the server's view of the log yet: a moment more.
+      for (let tries = 0; ; ++tries) {
+        try {
+          data = await api("/api/sessions/" + encodeURIComponent(id));
+          break;
+        } catch (problem) {
+          if (!state.fresh.has(id) || tries >= 30 || state.view !== view) throw problem;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+      state.fresh.delete(id);
       if (state.view !== view) return;
       if (data.session) state.sessions.set(data.session.id, data.session);
+      view.loaded = true;
+      // The conversation: the end of the log first (a long session's whole history is a click away).
+      view.chat.start = view.chat.cursor = Math.max(1, Number(data.session && data.session.last_seq || 0) - CHAT_WINDOW + 1);
+      renderChat(view);
+      loadChat(view);
+      loadApprovals(view);
       if (!view.fromSocket) {
         view.trace = { session: id, spans: data.spans || [], last_us: data.last_us || 0, skeleton: data.skeleton,
                        complete: data.complete !== false };
@@ -624,6 +1298,7 @@
     const view = state.view;
     if (m.type === "hello") {
       state.haveHello = true;
+      const before = view.kind === "session" ? state.sessions.get(view.id) : null;
       state.sessions = new Map((m.sessions || []).map((r) => [r.id, r]));
       if (Array.isArray(m.feed)) {
         state.feed = m.feed.slice(0, FEED_MAX).map((f) => ({ type: String(f.type || ""), session: String(f.session || ""),
@@ -632,10 +1307,34 @@
       }
       renderRows();
       if (view.kind === "session" || view.kind === "events") renderTraceHead(view);
+      if (view.kind === "session") {
+        // A reconnection: what was missed while away.
+        if (view.loaded) { loadChat(view); loadApprovals(view); }
+        sessionChanged(view, before, state.sessions.get(view.id));
+      }
+      scheduleApprovalsAll();
     } else if (m.type === "session" && m.session) {
+      const before = state.sessions.get(m.session.id);
       state.sessions.set(m.session.id, m.session);
       renderRows();
-      if (view.kind === "session" && view.id === m.session.id) renderTraceHead(view);
+      if (view.kind === "session" && view.id === m.session.id) {
+        renderTraceHead(view);
+        sessionChanged(view, before, m.session);
+      }
+      if (!before || before.status !== m.session.status) scheduleApprovalsAll();
+    } else if (m.type === "delta") {
+      if (view.kind === "session" && view.id === m.session) onDelta(view, String(m.text || ""));
+    } else if (m.type === "approval" && m.request && typeof m.request === "object") {
+      const r = m.request;
+      if (view.kind === "session" && view.id === m.session && state.mode === "host") {
+        view.approvals = view.approvals.filter((a) => a.call_id !== r.call_id).concat([r]);
+        renderApprovals(view);
+      }
+      if (view.kind === "list") {
+        state.approvals = state.approvals.filter((a) => !(a.session === r.session && a.call_id === r.call_id)).concat([r]);
+        renderWaiting();
+        scheduleApprovalsAll();
+      }
     } else if (m.type === "spans") {
       if (view.kind === "session" && view.id === m.session) applySpans(view, m);
     } else if (m.type === "status" || m.type === "error") {
@@ -666,6 +1365,7 @@
       state.backoff = 500;
       state.connectedOnce = true;
       setConn("connected");
+      loadStatus();  // a server that came back may host, or not
       const view = state.view;
       if (view.kind === "session" && view.watching) send({ type: "watch", session: view.id });
       else if (view.kind === "session" && view.failed) openSession(view.id, view.selected);  // its loading failed: again
@@ -692,10 +1392,13 @@
   // ---- start ----
   setInterval(() => {
     for (const c of document.querySelectorAll(".countdown")) c.textContent = countdownText(Number(c.dataset.retryAt));
+    for (const a of document.querySelectorAll(".approval-age")) a.textContent = ageText(Number(a.dataset.at));
+    for (const x of document.querySelectorAll(".approval-expiry")) x.textContent = expiryText(Number(x.dataset.expires));
   }, 1000);
   window.addEventListener("hashchange", route);
   window.addEventListener("popstate", route);
   route();
+  loadStatus();
   connect();
   api("/api/sessions").then((rows) => {
     if (state.haveHello) return;  // the socket's list is newer
