@@ -410,14 +410,22 @@ BOOST_AUTO_TEST_CASE(a_second_server_on_a_held_home_is_read_only) {
   Reply refused = post("/api/sessions", {{"task", "x"}});
   BOOST_TEST(refused.status == 405, refused.body);
   BOOST_TEST(contains(refused.message(), "read-only"), refused.body);
-  BOOST_TEST(get("/api/approvals").status == 403);
-  // The host still takes writes, and the read-only one shows them.
+  BOOST_TEST(get("/api/approvals").j["data"].empty());
+  // The host still takes writes, and the read-only one shows them, its
+  // approval requests included.
+  const uint16_t second_port = port;
+  port = first_port;
+  BOOST_TEST(token == first_token);  // the home's serve.token: both servers'
+  BOOST_TEST(post("/api/sessions", {{"task", "write"}, {"id", "h1"}}).status == 200);
+  BOOST_TEST(reaches("h1", "waiting"));
+  port = second_port;
+  BOOST_TEST(reaches("h1", "waiting"));
+  BOOST_TEST(wait_for([&] { return get("/api/approvals?session=h1").j["data"].size() == 1u; }));
+  BOOST_TEST(get("/api/approvals").j["data"][0]["tool"] == "write_file");
+  BOOST_TEST(get("/api/approvals?session=nope").status == 404);
   kill_server(SIGTERM);
   server = first;
   port = first_port;
-  token = first_token;
-  BOOST_TEST(post("/api/sessions", {{"task", "write"}, {"id", "h1"}}).status == 200);
-  BOOST_TEST(reaches("h1", "waiting"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -14,8 +14,10 @@
 #include "base/redactor.h"
 #include "events/event_json.h"
 #include "events/session_state.h"
+#include "runtime/approval_scan.h"
 #include "storage/body_store.h"
 #include "storage/keys.h"
+#include "tools/cli_run.h"
 #include "tools/serve/web_access.h"
 #include "tools/trace_load.h"
 
@@ -357,6 +359,30 @@ constexpr const char* kEndpoints =
     "/api/activity";
 }  // namespace
 
+ApiReply HomeView::get_approvals(std::string_view query) {
+  std::string session;
+  if (!query.empty()) {
+    constexpr std::string_view kKey = "session=";
+    if (!query.starts_with(kKey) || query.find('&') != std::string_view::npos) {
+      return api_error(400, "the query may name one session: /api/approvals?session=ID");
+    }
+    if (!percent_decode(query.substr(kKey.size()), &session) || !keys::validate_session_id(session).ok()) {
+      return api_error(400, "a bad session id in the query");
+    }
+  }
+  std::vector<Approval> list;
+  if (log_) {
+    Status s = waiting_approvals(*log_, session, &list);
+    if (s.is_not_found()) return api_error(404, "no session '" + session + "'", "GET /api/sessions lists the sessions");
+    if (!s.ok()) return api_error(500, s.to_string());
+  } else if (!session.empty()) {
+    return api_error(404, "no session '" + session + "'", "GET /api/sessions lists the sessions");
+  }
+  json out = json::array();
+  for (const auto& a : list) out.push_back(cli::approval_json(a.session_id, a.seq, a.request));
+  return ApiReply{200, {{"success", true}, {"data", redacted(std::move(out))}, {"summary", std::to_string(list.size()) + " waiting"}}};
+}
+
 ApiReply HomeView::get(std::string_view path, std::string_view query) {
   std::vector<std::string_view> parts = split_path(path);  // "", "api", ...
   if (parts.size() == 3 && parts[1] == "api" && parts[2] == "activity") {
@@ -364,6 +390,7 @@ ApiReply HomeView::get(std::string_view path, std::string_view query) {
                           {"data", feed()},
                           {"summary", std::to_string(feed_.size()) + " retries, failures and crashes, newest first"}}};
   }
+  if (parts.size() == 3 && parts[1] == "api" && parts[2] == "approvals") return get_approvals(query);
   if (parts.size() < 3 || parts[1] != "api" || parts[2] != "sessions") {
     return api_error(404, "no API endpoint " + std::string(path), kEndpoints);
   }

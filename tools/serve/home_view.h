@@ -106,6 +106,8 @@ class HomeView {
   nlohmann::json outline_of(const std::vector<Span>& spans, int64_t last_us) const;
   ApiReply get_span(const std::string& session, const std::string& span_id);
   ApiReply get_events(const std::string& session, std::string_view query);
+  // The approval requests that wait (every session's, or `session=ID`'s), as the log says.
+  ApiReply get_approvals(std::string_view query);
   // Where the log holds a retry, a failure or a crash: the event at `seq`
   // (a crash: none, the session's last event at `at_us`).
   struct FeedSeed {

@@ -388,13 +388,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       ws->start(std::move(req), offers_protocol(protocols, kWebSocketProtocol));
       return;
     }
-    if (path == "/api/approvals") {
-      if (server_->options.host == nullptr) {
-        return write(json_response(
-            403, error_body(403, "this server is read-only (--read-only, or another process writes the home)",
-                            "`carapace approvals` lists what waits"),
-            version, keep_alive));
-      }
+    if (path == "/api/approvals" && server_->options.host != nullptr) {
+      // The writer's own view: a decision just made is not listed again.
       return on_worker(
           [host = server_->options.host, q = std::string(query)] { return host->approvals(q); }, version,
           keep_alive, req.method() == http::verb::head);
