@@ -78,9 +78,6 @@ Status unframe_snapshot(std::string_view key, std::string_view value, SnapshotEn
   return Status();
 }
 
-// The writers this process has open, by canonical path: the kernel does not
-// report a process its own locks, and RocksDB's in-process refusal is only a
-// message.
 // A writer closing with this many small files in a family (all of level 0,
 // those of level 1 under kSmallTable) merges them (settle_before_close),
 // up to the budget.
@@ -88,6 +85,9 @@ constexpr uint64_t kCloseCompactionTrigger = 8;
 constexpr uint64_t kSmallTable = 4 << 20;
 constexpr std::chrono::milliseconds kCloseCompactionBudget{3000};
 
+// The writers this process has open, by canonical path: the kernel does not
+// report a process its own locks, and RocksDB's in-process refusal is only a
+// message.
 std::mutex open_writers_mu;
 std::set<std::string> open_writers;
 
@@ -181,13 +181,9 @@ struct EventLog::Impl {
   // close; the next writer does it).
   void settle_before_close() {
     if (registered_writer.empty() || options.scratch || db == nullptr) return;
-    std::vector<rocksdb::ColumnFamilyHandle*> live;
-    for (auto* h : handles) {
-      if (h != nullptr) live.push_back(h);
-    }
     const auto until = std::chrono::steady_clock::now() + kCloseCompactionBudget;
-    for (auto* h : live) {
-      for (int attempt = 0; attempt < 2 && std::chrono::steady_clock::now() < until; ++attempt) {
+    for (auto* h : handles) {
+      for (int attempt = 0; h != nullptr && attempt < 2 && std::chrono::steady_clock::now() < until; ++attempt) {
         rocksdb::ColumnFamilyMetaData meta;
         db->GetColumnFamilyMetaData(h, &meta);
         if (meta.levels.size() < 2) break;

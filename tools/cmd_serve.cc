@@ -8,12 +8,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <mutex>
 #include <cstdlib>
+#include <filesystem>
 
 #include "runtime/home.h"
-#include "storage/event_log.h"
+#include "storage/db_lock.h"
 #include "tools/cli.h"
 #include "tools/cli_run.h"
 #include "tools/serve/home_view.h"
@@ -41,15 +40,6 @@ struct ServeArgs {
   std::string workspace_root;  // default: HOME/workspaces
   RuntimeArgs runtime;
 };
-
-// Whether another process writes the home (holds its log's lock).
-bool home_is_held(const Context& ctx) {
-  std::unique_ptr<EventLog> probe;
-  Status s = EventLog::open(
-      EventLog::Options{.path = ctx.log_path(), .mode = EventLog::Mode::kWriter, .block_cache_bytes = 1 << 20},
-      &probe);
-  return s.is_busy();
-}
 
 std::string who_answers() {
   char host[256] = {};
@@ -110,15 +100,11 @@ int run_serve(Context& ctx, const ServeArgs& args) {
   // Host mode: this process runs the sessions, the home's one writer.
   std::string held_note;
   bool hosting = !args.read_only;
-  if (hosting && home_is_held(ctx)) {
+  if (hosting && lock_holder(ctx.log_path()) != 0) {
     hosting = false;
-    held_note = "another process writes this home, so this server is read-only (its writes answer 403)";
+    held_note = "another process writes this home, so this server is read-only (its writes answer 405)";
   }
-  // Destroyed in the reverse order: the runtime first, whose sessions call
-  // the host (and it the publisher) until it is gone.
-  std::function<void(web::LiveMessage)> publish;  // set once the server is up
-  std::mutex publish_mu;
-  web::SessionHost* host_ptr = nullptr;  // for on_approval, once it is made
+  // The host outlives the runtime, whose sessions call it until it is gone.
   std::unique_ptr<web::SessionHost> session_host;
   std::unique_ptr<Runtime> rt;
   if (hosting && args.runtime.scenario.empty() && args.runtime.provider.empty()) {
@@ -143,38 +129,14 @@ int run_serve(Context& ctx, const ServeArgs& args) {
     if (::mkdir(workspace_root.c_str(), 0700) != 0 && errno != EEXIST) {
       return ctx.fail(Status::io_error("cannot make the workspace root " + workspace_root + ": " + std::strerror(errno)));
     }
-    RuntimeArgs runtime = args.runtime;
-    runtime.on_approval = [&publish_mu, &host_ptr](const Approval& a) {
-      web::SessionHost* to = nullptr;
-      {
-        std::lock_guard lock(publish_mu);
-        to = host_ptr;
-      }
-      if (to != nullptr) to->on_approval(a);  // which takes publish_mu itself
-    };
-    runtime.observe_delta = [&publish_mu, &host_ptr](const std::string& session, const StreamDelta& d) {
-      web::SessionHost* to = nullptr;
-      {
-        std::lock_guard lock(publish_mu);
-        to = host_ptr;
-      }
-      if (to != nullptr) to->on_delta(session, d);
-    };
-    if (int rc = open_runtime(ctx, runtime, &rt); rc != kExitOk) return rc;
     session_host = std::make_unique<web::SessionHost>(
-        rt.get(), web::HostOptions{.workspace_root = workspace_root, .who = who_answers()},
-        [&publish_mu, &publish](web::LiveMessage m) {
-          std::function<void(web::LiveMessage)> p;
-          {
-            std::lock_guard lock(publish_mu);
-            p = publish;
-          }
-          if (p) p(std::move(m));
-        });
-    {
-      std::lock_guard lock(publish_mu);
-      host_ptr = session_host.get();
-    }
+        web::HostOptions{.workspace_root = workspace_root, .who = who_answers(), .redactor = &ctx.redactor()});
+    web::SessionHost* host = session_host.get();
+    RuntimeArgs runtime = args.runtime;
+    runtime.on_approval = [host](const Approval& a) { host->on_approval(a); };
+    runtime.observe_delta = [host](const std::string& session, const StreamDelta& d) { host->on_delta(session, d); };
+    if (int rc = open_runtime(ctx, runtime, &rt); rc != kExitOk) return rc;
+    session_host->attach(rt.get());
   }
   std::unique_ptr<web::HomeView> home;
   Status s = web::HomeView::open(ctx, &home);
@@ -226,10 +188,7 @@ int run_serve(Context& ctx, const ServeArgs& args) {
                 held_note.empty() ? "--read-only (the API takes no write)" : held_note.c_str());
   }
   std::fflush(stdout);
-  {
-    std::lock_guard lock(publish_mu);
-    publish = server->publisher();
-  }
+  if (session_host) session_host->set_publisher(server->publisher());
   arm_stop_signals();
   if (hosting && !args.no_resume) resume_where_it_left(ctx, *rt);
   server->run([] { return stop_signal() != 0; });
@@ -239,11 +198,7 @@ int run_serve(Context& ctx, const ServeArgs& args) {
     std::printf("carapace serve: stopping the sessions it runs (%s); its next start resumes them\n", why.c_str());
     std::fflush(stdout);
     rt->set_stop_reason(why);
-    server.reset();  // no request is under way past here
-    {
-      std::lock_guard lock(publish_mu);
-      publish = nullptr;
-    }
+    server.reset();  // no request is under way past here (what sessions publish now is dropped)
     rt.reset();  // session.stopped recorded for each, tool processes killed
   }
   std::printf("carapace serve: stopped\n");

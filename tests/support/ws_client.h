@@ -101,7 +101,7 @@ class WsClient {
     return messages_;
   }
 
- private:
+  // Whether `done` holds within `seconds`, looked at every 50 ms.
   static bool poll_until(const std::function<bool()>& done, int seconds) {
     for (int i = 0; i < seconds * 20; ++i) {
       if (done()) return true;
@@ -109,6 +109,8 @@ class WsClient {
     }
     return done();  // once more (the only look with 0 s)
   }
+
+ private:
 
   void read() {
     ws_.async_read(buffer_, [this](beast::error_code ec, size_t) {

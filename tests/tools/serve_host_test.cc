@@ -26,6 +26,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/support/cli_runner.h"
 #include "tests/support/deep_json.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/ws_client.h"
@@ -40,22 +41,13 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using carapace::testing::CliRunner;
+
+std::string slurp(const std::string& path) { return CliRunner::slurp(path); }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-bool wait_for(const std::function<bool()>& done, int seconds = 30) {
-  for (int i = 0; i < seconds * 20; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return done();
-}
+bool wait_for(const std::function<bool()>& done, int seconds = 30) { return WsClient::poll_until(done, seconds); }
 
 struct Reply {
   int status = 0;
@@ -264,6 +256,30 @@ BOOST_AUTO_TEST_CASE(a_session_started_over_the_api_parks_is_approved_once_and_g
   BOOST_TEST(events("a1").size() == parent_events);
   Reply twice = post("/api/sessions", {{"task", "again"}, {"id", "a1"}});
   BOOST_TEST(twice.status == 409, twice.body);
+}
+
+// A key the model wrote reaches no client unmasked: not the streamed
+// answer, not the approval request pushed or listed.
+BOOST_AUTO_TEST_CASE(what_the_host_pushes_and_lists_is_redacted) {
+  const std::string key = "sk-proj-Canary7Qw2Er4Ty6Ui8Op0As";
+  start_server(R"({"replies": [
+    {"text": "Storing it.", "tool_calls": [{"name": "write_file", "args": {"path": "k.txt", "content": ")" + key + R"("}}]},
+    {"text": "Stored )" + key + R"( in k.txt."}]})");
+  WsClient ws(port, token);
+  BOOST_REQUIRE(post("/api/sessions", {{"task", "keep it"}, {"id", "k"}}).status == 200);
+  json pushed, delta;
+  BOOST_REQUIRE(ws.wait([](const json& m) { return m.value("type", "") == "approval"; }, &pushed));
+  ws.send(R"({"type": "watch", "session": "k"})");
+  BOOST_REQUIRE(reaches("k", "waiting"));
+  Reply listed = get("/api/approvals");
+  const std::string call = listed.j["data"][0]["call_id"];
+  BOOST_REQUIRE(post("/api/sessions/k/approvals/" + call, {{"decision", "approve"}}).status == 200);
+  BOOST_REQUIRE(ws.wait([](const json& m) { return m.value("type", "") == "delta"; }, &delta));
+  for (const std::string& text : {pushed.dump(), delta.dump(), listed.body}) {
+    BOOST_TEST(!contains(text, key), text);
+  }
+  BOOST_TEST(contains(listed.body, "0As"), listed.body);  // masked, its end kept
+  BOOST_TEST(contains(delta.dump(), "Stored"), delta.dump());
 }
 
 BOOST_AUTO_TEST_CASE(bad_requests_are_refused_and_change_nothing) {

@@ -232,23 +232,29 @@ Status HomeView::open_log() {
 }
 
 json HomeView::redacted(json j) const {
-  // The ids, digests and body references Carapace derived are kept whole:
-  // the redactor would take their hex digits for a secret.
-  std::function<void(json&)> walk = [&](json& v) {
-    if (v.is_string()) {
-      std::string out;
-      if (ctx_.redactor().redact(v.get_ref<const std::string&>(), &out)) v = std::move(out);
-    } else if (v.is_array()) {
-      for (auto& item : v) walk(item);
-    } else if (v.is_object()) {
-      for (auto it = v.begin(); it != v.end(); ++it) {
-        if (it.value().is_string() && cli::our_reference(it.key())) continue;
-        walk(it.value());
-      }
-    }
-  };
-  walk(j);
+  cli::redact_json(j, ctx_.redactor());  // ids, digests and body references kept whole
   return j;
+}
+
+bool approvals_query(std::string_view query, std::string* session, ApiReply* refused) {
+  if (query.empty()) return true;
+  constexpr std::string_view kKey = "session=";
+  if (!query.starts_with(kKey) || query.find('&') != std::string_view::npos) {
+    *refused = api_error(400, "the query may name one session: /api/approvals?session=ID");
+    return false;
+  }
+  if (!percent_decode(query.substr(kKey.size()), session) || !keys::validate_session_id(*session).ok()) {
+    *refused = api_error(400, "a bad session id in the query");
+    return false;
+  }
+  return true;
+}
+
+ApiReply approvals_reply(const std::vector<Approval>& list, const Redactor& redactor) {
+  json out = json::array();
+  for (const auto& a : list) out.push_back(cli::approval_json(a.session_id, a.seq, a.request));
+  cli::redact_json(out, redactor);
+  return ApiReply{200, {{"success", true}, {"data", std::move(out)}, {"summary", std::to_string(list.size()) + " waiting"}}};
 }
 
 json HomeView::row_json(const Row& row) const {
@@ -361,15 +367,7 @@ constexpr const char* kEndpoints =
 
 ApiReply HomeView::get_approvals(std::string_view query) {
   std::string session;
-  if (!query.empty()) {
-    constexpr std::string_view kKey = "session=";
-    if (!query.starts_with(kKey) || query.find('&') != std::string_view::npos) {
-      return api_error(400, "the query may name one session: /api/approvals?session=ID");
-    }
-    if (!percent_decode(query.substr(kKey.size()), &session) || !keys::validate_session_id(session).ok()) {
-      return api_error(400, "a bad session id in the query");
-    }
-  }
+  if (ApiReply refused; !approvals_query(query, &session, &refused)) return refused;
   std::vector<Approval> list;
   if (log_) {
     Status s = waiting_approvals(*log_, session, &list);
@@ -378,9 +376,7 @@ ApiReply HomeView::get_approvals(std::string_view query) {
   } else if (!session.empty()) {
     return api_error(404, "no session '" + session + "'", "GET /api/sessions lists the sessions");
   }
-  json out = json::array();
-  for (const auto& a : list) out.push_back(cli::approval_json(a.session_id, a.seq, a.request));
-  return ApiReply{200, {{"success", true}, {"data", redacted(std::move(out))}, {"summary", std::to_string(list.size()) + " waiting"}}};
+  return approvals_reply(list, ctx_.redactor());
 }
 
 ApiReply HomeView::get(std::string_view path, std::string_view query) {

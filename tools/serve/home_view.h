@@ -26,6 +26,7 @@
 
 #include "actors/collector/log_watch.h"
 #include "storage/event_log.h"
+#include "runtime/session_options.h"
 #include "storage/trace_store.h"
 #include "tools/cli.h"
 
@@ -51,6 +52,12 @@ ApiReply api_error(unsigned status, std::string error, std::string hint = "");
 // envelope: {"success": false, "error": {"code", "message", "hint"}}, the
 // code named from the HTTP status ("not found", "invalid argument", ...).
 nlohmann::json error_body(unsigned status, std::string message, std::string hint = "");
+
+// GET /api/approvals' query ("" or "session=ID"): false and the 400 to
+// answer when it is not one of those.
+bool approvals_query(std::string_view query, std::string* session, ApiReply* refused);
+// Its answer: the requests (cli::approval_json), redacted.
+ApiReply approvals_reply(const std::vector<Approval>& list, const Redactor& redactor);
 
 class HomeView {
  public:

@@ -135,37 +135,39 @@ unsigned http_status_of(const Status& s) {
   return 500;
 }
 
-SessionHost::SessionHost(Runtime* runtime, HostOptions options, std::function<void(LiveMessage)> publish)
-    : runtime_(runtime), options_(std::move(options)), publish_(std::move(publish)) {}
+void SessionHost::set_publisher(std::function<void(LiveMessage)> publish) {
+  std::lock_guard lock(publish_mu_);
+  publish_ = std::move(publish);
+}
+
+void SessionHost::publish(LiveMessage message) {
+  std::function<void(LiveMessage)> to;
+  {
+    std::lock_guard lock(publish_mu_);
+    to = publish_;
+  }
+  cli::redact_json(message.message, *options_.redactor);
+  if (to) to(std::move(message));
+}
 
 void SessionHost::on_delta(const std::string& session, const StreamDelta& d) {
   if (d.text.empty()) return;
-  publish_(LiveMessage{.message = {{"type", "delta"}, {"session", session}, {"text", d.text}}, .watchers_of = session});
+  publish(LiveMessage{.message = {{"type", "delta"}, {"session", session}, {"text", d.text}}, .watchers_of = session});
 }
 
 void SessionHost::on_approval(const Approval& a) {
-  publish_(LiveMessage{
+  publish(LiveMessage{
       .message = {{"type", "approval"}, {"session", a.session_id}, {"request", cli::approval_json(a.session_id, a.seq, a.request)}},
       .watchers_of = ""});
 }
 
 ApiReply SessionHost::approvals(std::string_view query) {
   std::string session;
-  if (!query.empty()) {
-    constexpr std::string_view kKey = "session=";
-    if (!query.starts_with(kKey) || query.find('&') != std::string_view::npos) {
-      return api_error(400, "the query may name one session: /api/approvals?session=ID");
-    }
-    if (!percent_decode(query.substr(kKey.size()), &session) || session.empty() || session.size() > kIdLimit) {
-      return api_error(400, "a bad session id in the query");
-    }
-  }
+  if (ApiReply refused; !approvals_query(query, &session, &refused)) return refused;
   std::vector<Approval> list;
   Status s = runtime_->list_approvals(session, &list);
   if (!s.ok()) return failed(s, s.is_not_found() ? "GET /api/sessions lists the sessions" : "");
-  json out = json::array();
-  for (const auto& a : list) out.push_back(cli::approval_json(a.session_id, a.seq, a.request));
-  return ok(std::move(out), std::to_string(list.size()) + " waiting");
+  return approvals_reply(list, *options_.redactor);
 }
 
 ApiReply SessionHost::post(std::string_view path, std::string_view text) {

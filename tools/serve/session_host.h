@@ -9,16 +9,19 @@
 // its bounds, a workspace only as a relative path under the workspace root
 // (no `..`, no symbolic link on the way). A refused request changes nothing.
 //
-// What sessions do live reaches the page through `publish` (called on an
-// actor thread): a streamed piece of an answer ({"type": "delta"}, for the
-// session's watchers) and an approval request a session parks on
-// ({"type": "approval"}, for every client).
+// What sessions do live reaches the page through the publisher (called on
+// an actor thread): a streamed piece of an answer ({"type": "delta"}, for
+// the session's watchers) and an approval request a session parks on
+// ({"type": "approval"}, for every client). Both pass the home's redactor,
+// as everything the server answers does; a secret split between two
+// streamed pieces is masked only in the answer the log keeps.
 //
 // Thread-safe: the server calls it from its worker threads.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -33,6 +36,7 @@ inline constexpr size_t kPostBodyLimit = 64 * 1024;
 struct HostOptions {
   std::string workspace_root;  // sessions' workspaces are made under it (it exists, owner-only)
   std::string who;             // recorded as who answered an approval ("user@host (pid N)")
+  const Redactor* redactor = nullptr;  // what it publishes and lists passes it (required)
 };
 
 // The reason a stop over the API records; and the one a stopped server
@@ -42,7 +46,14 @@ inline constexpr std::string_view kServeStopPrefix = "carapace serve stopped";
 
 class SessionHost {
  public:
-  SessionHost(Runtime* runtime, HostOptions options, std::function<void(LiveMessage)> publish);
+  explicit SessionHost(HostOptions options) : options_(std::move(options)) {}
+
+  // The runtime it drives (whose on_approval and observe_delta call this
+  // host: it must outlive the runtime), once open.
+  void attach(Runtime* runtime) { runtime_ = runtime; }
+  // Where what sessions do goes (WebServer::publisher()); until it is set,
+  // nothing is published.
+  void set_publisher(std::function<void(LiveMessage)> publish);
 
   // A POST to `path` (under /api/) with `body`.
   ApiReply post(std::string_view path, std::string_view body);
@@ -67,8 +78,11 @@ class SessionHost {
   // The workspace `relative` names under the root, made owner-only; or why not.
   Status workspace_for(const std::string& relative, std::string* path) const;
 
-  Runtime* runtime_;
+  void publish(LiveMessage message);
+
+  Runtime* runtime_ = nullptr;
   HostOptions options_;
+  std::mutex publish_mu_;
   std::function<void(LiveMessage)> publish_;
 };
 

@@ -40,7 +40,7 @@ struct ServerOptions {
   size_t max_connections = 256;
   // Host mode (docs/serve.md, "Hosting sessions"): the POSTs of the write
   // API and GET /api/approvals go to it, on `workers` threads of their own.
-  // Null: a read-only server (every POST answers 403).
+  // Null: a read-only server (every POST answers 405).
   SessionHost* host = nullptr;
   size_t workers = 2;
   std::string workspace_root;  // shown in /api/status
