@@ -159,6 +159,32 @@ struct Summarizer {
     if (!x.reason.empty()) what += ": " + quote_preview(x.reason, 60);
     return what;
   }
+  std::string operator()(const ScheduleDefined& x) const {
+    std::string what = "\"" + x.cron + "\"";
+    if (!x.tz.empty()) what += " in " + x.tz;
+    what += ", overlap " + x.overlap + ", task " + quote_preview(x.task, 60) + " (" + x.source + ")";
+    if (x.paused) what += ", paused";
+    return what;
+  }
+  std::string operator()(const ScheduleRemoved& x) const { return "removed (" + x.source + ")"; }
+  std::string operator()(const SchedulePaused& x) const {
+    return "paused (" + x.source + ")" + (x.reason.empty() ? "" : ": " + quote_preview(x.reason, 60));
+  }
+  std::string operator()(const ScheduleResumed& x) const { return "resumed (" + x.source + ")"; }
+  std::string operator()(const ScheduleFired& x) const {
+    return x.trigger + " run " + x.session + ", " + std::to_string((x.actual_us - x.nominal_us) / 1000) +
+           " ms after its time";
+  }
+  std::string operator()(const ScheduleSkipped& x) const {
+    std::string what = std::to_string(x.count) + (x.count == 1 ? " due time" : " due times") + " skipped: " + x.reason;
+    if (!x.detail.empty()) what += " (" + x.detail + ")";
+    return what;
+  }
+  std::string operator()(const ScheduleRunEnded& x) const {
+    std::string what = x.session + " " + x.outcome + " after " + std::to_string(x.duration_ms) + " ms";
+    if (!x.error.empty()) what += ": " + quote_preview(x.error, 80);
+    return what;
+  }
   std::string operator()(const UnknownEvent& x) const {
     return "type " + std::to_string(x.type) + " from a newer writer, " + std::to_string(x.payload.size()) +
            " bytes, skipped";

@@ -10,7 +10,9 @@ constexpr std::array<std::string_view, kMaxKnownEventType + 1> kNames = {
     "llm.requested",     "llm.failed",      "llm.responded",  "hook.decided",     "tool.requested",
     "tool.completed",    "context.trimmed", "turn.committed", "turn.rolled_back", "session.resumed",
     "session.completed", "session.failed",  "fault.injected",   "session.configured",
-    "session.stopped",   "approval.requested", "approval.decided"};
+    "session.stopped",   "approval.requested", "approval.decided", "schedule.defined",
+    "schedule.removed",  "schedule.paused",    "schedule.resumed", "schedule.fired",   "schedule.skipped",
+    "schedule.run_ended"};
 
 }  // namespace
 

@@ -32,11 +32,19 @@ enum class EventType : uint16_t {
   kSessionStopped = 19,
   kApprovalRequested = 20,
   kApprovalDecided = 21,
+  // A schedule's own stream "schedule:NAME" (schedule/schedule_state.h), never a session's.
+  kScheduleDefined = 22,
+  kScheduleRemoved = 23,
+  kSchedulePaused = 24,
+  kScheduleResumed = 25,
+  kScheduleFired = 26,
+  kScheduleSkipped = 27,
+  kScheduleRunEnded = 28,
 };
 
 // The highest type number this build knows; records above it are preserved
 // and skipped as unknown.
-constexpr uint16_t kMaxKnownEventType = 21;
+constexpr uint16_t kMaxKnownEventType = 28;
 
 // "llm.responded" for kLlmResponded; "unknown" for a number this build does not know.
 std::string_view wire_name(uint16_t type);

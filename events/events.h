@@ -500,6 +500,147 @@ struct ApprovalDecided {
   friend bool operator==(const ApprovalDecided&, const ApprovalDecided&) = default;
 };
 
+// The events of a schedule's own stream, "schedule:NAME" (docs/schedules.md):
+// its definition, pauses, and every fire, skip and run end, so that what a
+// schedule did and will do next is a fold of its log (schedule/schedule_state.h).
+
+// A schedule was created or changed: its whole definition (the latest counts).
+struct ScheduleDefined {
+  static constexpr EventType kType = EventType::kScheduleDefined;
+  std::string name;
+  std::string cron;                // five fields or a macro, as given
+  std::string tz;                  // IANA zone name; "" is UTC
+  std::string overlap;             // skip, buffer_one, allow
+  uint64_t catchup_ms = 0;         // fires missed by up to this long still run
+  uint64_t jitter_ms = 0;          // each fire waits a deterministic 0..jitter_ms
+  uint64_t pause_after_failures = 0;  // pause after this many failed runs in a row; 0: never
+  std::string task;                // the first user message of every run
+  JsonText session;                // the run's options: model, max_turns, workspace, instructions
+  std::string source;              // cli, api, config
+  std::string who;                 // user@host (pid N), or the API's caller
+  bool paused = false;             // created paused
+
+  static constexpr auto fields() {
+    using S = ScheduleDefined;
+    return std::tuple{Field{1, "name", &S::name},
+                      Field{2, "cron", &S::cron},
+                      Field{3, "tz", &S::tz},
+                      Field{4, "overlap", &S::overlap},
+                      Field{5, "catchup_ms", &S::catchup_ms},
+                      Field{6, "jitter_ms", &S::jitter_ms},
+                      Field{7, "pause_after_failures", &S::pause_after_failures},
+                      Field{8, "task", &S::task},
+                      Field{9, "session", &S::session},
+                      Field{10, "source", &S::source},
+                      Field{11, "who", &S::who},
+                      Field{12, "paused", &S::paused}};
+  }
+  friend bool operator==(const ScheduleDefined&, const ScheduleDefined&) = default;
+};
+
+// The schedule was removed: it fires no more (its runs stay in the home).
+struct ScheduleRemoved {
+  static constexpr EventType kType = EventType::kScheduleRemoved;
+  std::string source;
+  std::string who;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "source", &ScheduleRemoved::source}, Field{2, "who", &ScheduleRemoved::who}};
+  }
+  friend bool operator==(const ScheduleRemoved&, const ScheduleRemoved&) = default;
+};
+
+// Paused: due times pass without a run; resuming does not catch them up.
+struct SchedulePaused {
+  static constexpr EventType kType = EventType::kSchedulePaused;
+  std::string reason;  // the person's, or "N runs in a row failed"
+  std::string source;  // cli, api, config, or "schedule" (paused after failures)
+  std::string who;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "reason", &SchedulePaused::reason}, Field{2, "source", &SchedulePaused::source},
+                      Field{3, "who", &SchedulePaused::who}};
+  }
+  friend bool operator==(const SchedulePaused&, const SchedulePaused&) = default;
+};
+
+// Resumed: due times from now on run again; the failure count starts over.
+struct ScheduleResumed {
+  static constexpr EventType kType = EventType::kScheduleResumed;
+  std::string reason;
+  std::string source;
+  std::string who;
+
+  static constexpr auto fields() {
+    return std::tuple{Field{1, "reason", &ScheduleResumed::reason}, Field{2, "source", &ScheduleResumed::source},
+                      Field{3, "who", &ScheduleResumed::who}};
+  }
+  friend bool operator==(const ScheduleResumed&, const ScheduleResumed&) = default;
+};
+
+// A run was started for nominal time `nominal_us`, as session `session`,
+// whose id derives from the schedule and the nominal time: written durably
+// before the session is started, so a fire retried after a crash finds it.
+struct ScheduleFired {
+  static constexpr EventType kType = EventType::kScheduleFired;
+  int64_t nominal_us = 0;  // the time the cron expression named (a trigger's: when asked)
+  int64_t actual_us = 0;   // when it fired (nominal + jitter, later after a catch-up)
+  std::string session;
+  std::string trigger;     // schedule, catchup, buffered, trigger, backfill
+  uint64_t jitter_ms = 0;
+  std::string who;         // a trigger's or backfill's asker
+
+  static constexpr auto fields() {
+    using S = ScheduleFired;
+    return std::tuple{Field{1, "nominal_us", &S::nominal_us}, Field{2, "actual_us", &S::actual_us},
+                      Field{3, "session", &S::session},       Field{4, "trigger", &S::trigger},
+                      Field{5, "jitter_ms", &S::jitter_ms},   Field{6, "who", &S::who}};
+  }
+  friend bool operator==(const ScheduleFired&, const ScheduleFired&) = default;
+};
+
+// Due times that passed without a run: `count` of them, from nominal_us to
+// last_nominal_us, for `reason`: overlap (a run was still going),
+// catchup_window (missed by more than the catch-up window), exists (a
+// backfill's session ran already); or buffered: one due time deferred until
+// the run going now ends (buffer_one), fired then as trigger "buffered".
+struct ScheduleSkipped {
+  static constexpr EventType kType = EventType::kScheduleSkipped;
+  int64_t nominal_us = 0;
+  int64_t last_nominal_us = 0;
+  uint64_t count = 0;
+  std::string reason;
+  std::string detail;
+
+  static constexpr auto fields() {
+    using S = ScheduleSkipped;
+    return std::tuple{Field{1, "nominal_us", &S::nominal_us}, Field{2, "last_nominal_us", &S::last_nominal_us},
+                      Field{3, "count", &S::count}, Field{4, "reason", &S::reason}, Field{5, "detail", &S::detail}};
+  }
+  friend bool operator==(const ScheduleSkipped&, const ScheduleSkipped&) = default;
+};
+
+// A fired run's session ended its run: completed, failed (or its session
+// could not start), or stopped (over the API, at its turn budget). A run
+// parked on a person is still going; one the host's own stop cut off is
+// resumed at its next start, not ended.
+struct ScheduleRunEnded {
+  static constexpr EventType kType = EventType::kScheduleRunEnded;
+  std::string session;
+  int64_t nominal_us = 0;
+  std::string outcome;  // completed, failed, stopped
+  std::string error;
+  uint64_t duration_ms = 0;  // from the fire to when the host saw the end
+
+  static constexpr auto fields() {
+    using S = ScheduleRunEnded;
+    return std::tuple{Field{1, "session", &S::session}, Field{2, "nominal_us", &S::nominal_us},
+                      Field{3, "outcome", &S::outcome}, Field{4, "error", &S::error},
+                      Field{5, "duration_ms", &S::duration_ms}};
+  }
+  friend bool operator==(const ScheduleRunEnded&, const ScheduleRunEnded&) = default;
+};
+
 // A record whose type this build does not know: kept byte for byte so that
 // rewriting or bundling a log loses nothing, skipped by the fold.
 struct UnknownEvent {
@@ -514,7 +655,9 @@ using EventBody = std::variant<SessionStarted, UserMessage, TurnStarted, PromptA
                                LlmFailed, LlmResponded, HookDecided, ToolRequested, ToolCompleted,
                                ContextTrimmed, TurnCommitted, TurnRolledBack, SessionResumed,
                                SessionCompleted, SessionFailed, FaultInjected, SessionConfigured, SessionStopped,
-                               ApprovalRequested, ApprovalDecided, UnknownEvent>;
+                               ApprovalRequested, ApprovalDecided, ScheduleDefined, ScheduleRemoved,
+                               SchedulePaused, ScheduleResumed, ScheduleFired, ScheduleSkipped,
+                               ScheduleRunEnded, UnknownEvent>;
 
 // The stored type number of a body (UnknownEvent's own for unknown records).
 uint16_t event_type_number(const EventBody& body);

@@ -289,6 +289,16 @@ struct Applier {
   // The state is as the stop left it: a resume goes on from there.
   Status operator()(const SessionStopped&) { return Status(); }
 
+  // A schedule's events belong to its own stream (schedule/schedule_state.h).
+  Status operator()(const ScheduleDefined&) { return foreign(); }
+  Status operator()(const ScheduleRemoved&) { return foreign(); }
+  Status operator()(const SchedulePaused&) { return foreign(); }
+  Status operator()(const ScheduleResumed&) { return foreign(); }
+  Status operator()(const ScheduleFired&) { return foreign(); }
+  Status operator()(const ScheduleSkipped&) { return foreign(); }
+  Status operator()(const ScheduleRunEnded&) { return foreign(); }
+  Status foreign() { return violation(e, "a schedule's event in a session's log"); }
+
   Status operator()(const UnknownEvent&) { return Status(); }
 };
 

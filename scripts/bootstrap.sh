@@ -31,6 +31,7 @@ packages=(
   libcli11-dev          # the command line
   libboost-dev          # Boost.Beast and Asio: the HTTP and WebSocket server of carapace serve
   libcurl4-openssl-dev  # HTTP for the openai and anthropic providers
+  libabsl-dev           # time zones for schedules: abseil's cctz over the system's tz database
 )
 if [ "$task" != demo ]; then
   packages+=(
@@ -38,6 +39,7 @@ if [ "$task" != demo ]; then
     libsqlite3-dev        # the SQLite peer in the benchmark
     chromium              # the real browser the web view and HTML export tests drive
     clang libclang-rt-14-dev  # the fuzz targets (scripts/fuzz.sh): libFuzzer comes with clang only
+    faketime              # a schedule host's clock set to any time (schedule_host_test)
   )
 fi
 
