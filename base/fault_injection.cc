@@ -18,7 +18,8 @@ constexpr std::array<std::string_view, kFaultPointCount> kPoints = {"provider.be
                                                                     "commit.before",
                                                                     "commit.after",
                                                                     "hook",
-                                                                    "session.actor"};
+                                                                    "session.actor",
+                                                                    "schedule.fired"};
 constexpr std::array<std::string_view, 6> kActions = {"none",  "crash", "error",
                                                       "delay", "hang",  "malformed_stream"};
 

@@ -6,6 +6,7 @@
 //   log.before_append         log.after_append
 //   commit.before             commit.after
 //   hook                      session.actor
+//   schedule.fired
 //
 // At each point the code asks its FaultInjector what to do, and does it:
 // crash (the process dies at once, as SIGKILL would: no destructors, no
@@ -33,8 +34,9 @@ enum class FaultPoint : uint8_t {
   kCommitAfter,
   kHook,
   kSessionActor,  // before each step the session actor writes; error: the actor fails
+  kScheduleFired,  // carapace serve: a schedule's fire is durable, its session not yet started
 };
-constexpr int kFaultPointCount = 10;
+constexpr int kFaultPointCount = 11;
 std::string_view fault_point_name(FaultPoint point);
 std::optional<FaultPoint> fault_point_from_name(std::string_view name);
 

@@ -18,7 +18,8 @@ bool supports(FaultPoint point, FaultAction action) {
     case FaultAction::kCrash:
       return true;
     case FaultAction::kError:
-      return point != FaultPoint::kLogAfterAppend && point != FaultPoint::kCommitAfter;
+      return point != FaultPoint::kLogAfterAppend && point != FaultPoint::kCommitAfter &&
+             point != FaultPoint::kScheduleFired;
     case FaultAction::kDelay:
       return point != FaultPoint::kSessionActor;
     case FaultAction::kHang:

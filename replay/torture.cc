@@ -177,7 +177,10 @@ class Runner {
       points_.push_back(*p);
     }
     if (points_.empty()) {
-      for (int i = 0; i < kFaultPointCount; ++i) points_.push_back(static_cast<FaultPoint>(i));
+      // Every point a session's run reaches (schedule.fired is carapace serve's).
+      for (int i = 0; i < kFaultPointCount; ++i) {
+        if (static_cast<FaultPoint>(i) != FaultPoint::kScheduleFired) points_.push_back(static_cast<FaultPoint>(i));
+      }
     }
     if (!o_.faults.empty()) CARAPACE_RETURN_IF_ERROR(load_user_plan());
     return Status();

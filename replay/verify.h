@@ -45,7 +45,9 @@ struct VerifyReport {
 // run (the database failed); problems found in the log go into *report.
 Status verify_session(const EventLog& log, std::string_view session, VerifyReport* report);
 
-// Verifies every session in the log and in the session index.
+// Verifies every session in the log and in the session index; not the
+// streams of schedules ("schedule:NAME", schedule/schedule_store.h).
 Status verify_all(const EventLog& log, VerifyReport* report);
+inline constexpr std::string_view kScheduleStreamPrefix = "schedule:";
 
 }  // namespace carapace

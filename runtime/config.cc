@@ -577,7 +577,8 @@ Status parse_config(std::string_view text, const std::string& source, Config* ou
   Reader r(doc, "", source, warnings);
   CARAPACE_RETURN_IF_ERROR(r.object());
   r.warn_unknown({"agent_id", "provider", "retry", "session", "prompt", "tools", "hooks", "approvals", "prices",
-                  "retention", "redaction", "mcp_servers"});
+                  "retention", "redaction", "mcp_servers",
+                  "schedules"});  // read by carapace serve (docs/schedules.md)
   CARAPACE_RETURN_IF_ERROR(r.get("agent_id", &c.agent_id));
   if (r.has("provider")) CARAPACE_RETURN_IF_ERROR(read_provider(r.child("provider"), &c.provider));
   if (r.has("retry")) CARAPACE_RETURN_IF_ERROR(read_retry(r.child("retry"), &c.retry));

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -65,6 +66,52 @@ void report_once(std::atomic<bool>& reported, const std::string& what) {
   if (!reported.exchange(true)) std::fprintf(stderr, "carapace: warning: %s; logging to the file stops\n", what.c_str());
 }
 
+// A line written as `event key=value key="a value" ...` (the agent spec's
+// logged events, e.g. `cron_start jobId=nightly sessionId=...`) also gets
+// its event and fields as JSON members: {"event": "cron_start", "jobId":
+// "nightly", ...}; whole numbers as numbers. Any other line: nothing.
+void add_event_fields(std::string_view text, nlohmann::json* line) {
+  size_t i = 0;
+  auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  while (i < text.size() && word_char(text[i])) ++i;
+  if (i == 0 || i >= text.size() || text[i] != ' ') return;
+  nlohmann::json fields = nlohmann::json::object();
+  fields["event"] = std::string(text.substr(0, i));
+  while (i < text.size()) {
+    if (text[i] != ' ') return;
+    ++i;
+    size_t k = i;
+    while (i < text.size() && word_char(text[i])) ++i;
+    if (i == k || i >= text.size() || text[i] != '=') return;
+    std::string key(text.substr(k, i - k));
+    ++i;
+    std::string value;
+    if (i < text.size() && text[i] == '"') {
+      size_t end = text.find('"', i + 1);
+      if (end == std::string_view::npos) return;
+      value = std::string(text.substr(i + 1, end - i - 1));
+      i = end + 1;
+      fields[key] = value;
+      continue;
+    }
+    size_t end = text.find(' ', i);
+    if (end == std::string_view::npos) end = text.size();
+    value = std::string(text.substr(i, end - i));
+    i = end;
+    const bool number = !value.empty() && value.size() < 16 &&
+                        value.find_first_not_of("0123456789") == std::string::npos;
+    if (number) {
+      fields[key] = std::stoll(value);
+    } else {
+      fields[key] = value;
+    }
+  }
+  if (fields.size() < 2) return;
+  for (auto& [key, value] : fields.items()) {
+    if (!line->contains(key)) (*line)[key] = value;
+  }
+}
+
 class JsonLinesSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
   JsonLinesSink(std::string dir, uint64_t max_bytes, uint32_t retention_days, std::shared_ptr<const Redactor> r)
@@ -80,13 +127,14 @@ class JsonLinesSink final : public spdlog::sinks::base_sink<std::mutex> {
     if (fd_ < 0 || day != day_ || size_ >= max_bytes_) {
       if (!open_file(day)) return;
     }
-    std::string text(msg.payload.data(), msg.payload.size());
+    std::string text = (*redactor_)(std::string(msg.payload.data(), msg.payload.size()));
     nlohmann::json line{{"ts", utc_timestamp(msg.time)},
                         {"level", std::string(spdlog::level::to_string_view(msg.level).data(),
                                               spdlog::level::to_string_view(msg.level).size())},
-                        {"msg", (*redactor_)(std::move(text))},
+                        {"msg", text},
                         {"pid", static_cast<int64_t>(::getpid())},
                         {"thread", msg.thread_id}};
+    add_event_fields(text, &line);
     std::string out = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     // One write per line (O_APPEND): a crash loses at most the line being written.
     ssize_t n = ::write(fd_, out.data(), out.size());

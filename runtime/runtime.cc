@@ -753,6 +753,10 @@ Status Runtime::start_session(const SessionOptions& options, std::string* id_out
   const Config& config = impl_->options.config;
   std::string id = options.id.empty() ? generate_session_id() : options.id;
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
+  if (id.rfind("schedule:", 0) == 0) {
+    return Status::invalid_argument("session id '" + id + "': ids starting with \"schedule:\" name schedules' "
+                                    "streams (docs/schedules.md); choose another");
+  }
   if (options.task.empty()) return Status::invalid_argument("a session needs a task");
   CARAPACE_RETURN_IF_ERROR(validate_max_turns(options.max_turns, "SessionOptions::max_turns"));
 
@@ -908,6 +912,10 @@ Status Runtime::fork_session(const std::string& source, uint64_t at_turn, const 
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(source));
   std::string id = options.id.empty() ? generate_session_id() : options.id;
   CARAPACE_RETURN_IF_ERROR(keys::validate_session_id(id));
+  if (id.rfind("schedule:", 0) == 0) {
+    return Status::invalid_argument("session id '" + id + "': ids starting with \"schedule:\" name schedules' "
+                                    "streams (docs/schedules.md); choose another");
+  }
   std::vector<CheckpointEntry> checkpoints;
   CARAPACE_RETURN_IF_ERROR(impl_->log->checkpoints(source, &checkpoints));
   if (checkpoints.empty()) return Status::not_found("no session '" + source + "' in " + impl_->options.home);

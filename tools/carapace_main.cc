@@ -108,6 +108,7 @@ int main(int argc, char** argv) {
   register_gc_command(app, ctx);
   register_mcp_commands(app, ctx);
   register_serve_command(app, ctx);
+  register_schedule_commands(app, ctx);
   CLI::App* version = app.add_subcommand("version", "Print carapace's version (as --version does)");
   add_json_flag(version, ctx);
   version->callback([&ctx] {

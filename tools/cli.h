@@ -132,5 +132,6 @@ void register_collector_command(CLI::App& app, Context& ctx);
 void register_gc_command(CLI::App& app, Context& ctx);
 void register_mcp_commands(CLI::App& app, Context& ctx);
 void register_serve_command(CLI::App& app, Context& ctx);
+void register_schedule_commands(CLI::App& app, Context& ctx);
 
 }  // namespace carapace::cli

@@ -1,5 +1,6 @@
 // carapace serve: a local web view of the home, live, and the host of its
 // sessions: it runs them and takes writes over its API (docs/serve.md).
+#include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,11 +12,15 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "replay/fault_plan.h"
 #include "runtime/home.h"
+#include "schedule/schedule_spec.h"
+#include "schedule/schedule_state.h"
 #include "storage/db_lock.h"
 #include "tools/cli.h"
 #include "tools/cli_run.h"
 #include "tools/serve/home_view.h"
+#include "tools/serve/schedule_runner.h"
 #include "tools/serve/serve_token.h"
 #include "tools/serve/session_host.h"
 #include "tools/serve/web_server.h"
@@ -77,6 +82,22 @@ void resume_where_it_left(const Context& ctx, Runtime& rt) {
   if (resumed > 0) std::fflush(stdout);
 }
 
+// HOME/serve.json: where this server listens, for the commands that go
+// through it while it hosts the home (`carapace schedule`). Owner-only,
+// written whole (a temporary file renamed); removed when it stops. A stale
+// one (a crash) is told apart by its pid, which no longer holds the log.
+void write_serve_file(const Context& ctx, const std::string& url, bool hosting) {
+  const std::string path = ctx.home() + "/serve.json";
+  const std::string tmp = path + ".tmp";
+  nlohmann::json j = {{"url", url}, {"pid", static_cast<int64_t>(::getpid())}, {"hosting", hosting}};
+  const std::string text = j.dump() + "\n";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return;
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+}
+
 int run_serve(Context& ctx, const ServeArgs& args) {
   const bool loopback = web::is_loopback(args.bind);
   const char* env_token = std::getenv("CARAPACE_SERVE_TOKEN");
@@ -107,6 +128,8 @@ int run_serve(Context& ctx, const ServeArgs& args) {
   // The host outlives the runtime, whose sessions call it until it is gone.
   std::unique_ptr<web::SessionHost> session_host;
   std::unique_ptr<Runtime> rt;
+  std::unique_ptr<web::ScheduleRunner> schedules;  // stopped before the runtime closes
+  nlohmann::json config_schedules;
   if (hosting && args.runtime.scenario.empty() && args.runtime.provider.empty()) {
     // Nothing to run sessions with: the view alone, said so.
     Config config;
@@ -137,6 +160,32 @@ int run_serve(Context& ctx, const ServeArgs& args) {
     runtime.observe_delta = [host](const std::string& session, const StreamDelta& d) { host->on_delta(session, d); };
     if (int rc = open_runtime(ctx, runtime, &rt); rc != kExitOk) return rc;
     session_host->attach(rt.get());
+    // Schedules (docs/schedules.md): the home's, and config.json's.
+    web::RunnerOptions runner_options{.who = who_answers()};
+    if (!args.runtime.faults.empty()) {
+      std::shared_ptr<FaultPlan> plan;
+      if (Status s = FaultPlan::load(args.runtime.faults, &plan); !s.ok()) return ctx.fail(s);
+      runner_options.faults = plan;
+    }
+    schedules = std::make_unique<web::ScheduleRunner>(rt.get(), session_host.get(), runner_options);
+    session_host->set_schedules(schedules.get());
+    std::string config_path = args.runtime.config;
+    std::error_code ec;
+    if (config_path.empty() && std::filesystem::exists(ctx.home() + "/config.json", ec)) {
+      config_path = ctx.home() + "/config.json";
+    }
+    if (!config_path.empty()) {
+      Status s = web::read_config_schedules(config_path, &config_schedules);
+      if (s.ok() && config_schedules.is_object()) {  // checked before anything starts
+        for (const auto& [name, spec] : config_schedules.items()) {
+          ScheduleDefined checked;
+          s = schedule::validate_name(name);
+          if (s.ok()) s = schedule::definition_from_json(name, spec, "config.json: schedules." + name, 0, &checked);
+          if (!s.ok()) break;
+        }
+      }
+      if (!s.ok()) return ctx.fail(s, "docs/schedules.md describes a schedule's fields");
+    }
   }
   std::unique_ptr<web::HomeView> home;
   Status s = web::HomeView::open(ctx, &home);
@@ -151,6 +200,17 @@ int run_serve(Context& ctx, const ServeArgs& args) {
                              .max_connections = args.max_connections,
                              .host = session_host.get(),
                              .workspace_root = hosting ? workspace_root : ""};
+  // The schedules, loaded (and config.json's applied) before any request.
+  std::vector<std::string> schedule_report;
+  if (schedules) {
+    s = schedules->load(config_schedules.is_null() ? nullptr : &config_schedules, &schedule_report);
+    if (!s.ok()) {
+      schedules.reset();
+      rt->set_stop_reason(std::string(web::kServeStopPrefix) + " (a schedule did not load)");
+      rt.reset();
+      return ctx.fail(s, "docs/schedules.md describes a schedule's fields; `carapace verify --all` checks the home");
+    }
+  }
   std::unique_ptr<web::WebServer> server;
   s = web::WebServer::start(options, home.get(), &server);
   if (!s.ok()) {
@@ -189,8 +249,18 @@ int run_serve(Context& ctx, const ServeArgs& args) {
   }
   std::fflush(stdout);
   if (session_host) session_host->set_publisher(server->publisher());
+  if (hosting) {  // the home's one writer: no other hosting server can overwrite it
+    write_serve_file(ctx, url, hosting);
+    ctx.at_end.push_back([path = ctx.home() + "/serve.json"] { ::unlink(path.c_str()); });
+  }
   arm_stop_signals();
   if (hosting && !args.no_resume) resume_where_it_left(ctx, *rt);
+  if (schedules) {
+    schedules->set_publisher(server->publisher());
+    schedules->start(&schedule_report);
+    for (const auto& line : schedule_report) std::printf("carapace serve: %s\n", ctx.shown(line).c_str());
+    std::fflush(stdout);
+  }
   server->run([] { return stop_signal() != 0; });
   if (hosting) {
     const int sig = stop_signal();
@@ -199,6 +269,7 @@ int run_serve(Context& ctx, const ServeArgs& args) {
     std::fflush(stdout);
     rt->set_stop_reason(why);
     server.reset();  // no request is under way past here (what sessions publish now is dropped)
+    schedules.reset();  // nothing fires past here; runs the stop cuts are resumed, not ended
     rt.reset();  // session.stopped recorded for each, tool processes killed
   }
   std::printf("carapace serve: stopped\n");

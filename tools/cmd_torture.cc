@@ -224,7 +224,11 @@ void register_torture_command(CLI::App& app, Context& ctx) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   std::vector<std::string> point_names;
-  for (int p = 0; p < kFaultPointCount; ++p) point_names.emplace_back(fault_point_name(static_cast<FaultPoint>(p)));
+  for (int p = 0; p < kFaultPointCount; ++p) {
+    if (static_cast<FaultPoint>(p) != FaultPoint::kScheduleFired) {
+      point_names.emplace_back(fault_point_name(static_cast<FaultPoint>(p)));
+    }
+  }
   cmd->add_option("--points", args->points,
                   "Crash only at these fault points (default: all ten; alone, it turns --random-moments to 0)")
       ->check(CLI::IsMember(point_names));

@@ -4,6 +4,7 @@
 
 #include "base/text.h"
 #include "replay/verify.h"
+#include "schedule/schedule_store.h"
 #include "storage/keys.h"
 #include "tools/cli.h"
 
@@ -15,7 +16,30 @@ struct VerifyArgs {
   bool all = false;
 };
 
+// The streams of schedules ("schedule:NAME"): every record's checksum and
+// the schedule's fold (its events in an order that makes sense).
+Status verify_schedules(const EventLog& log, const std::string& only, VerifyReport* report) {
+  std::vector<std::string> names;
+  if (only.empty()) {
+    CARAPACE_RETURN_IF_ERROR(schedule::list_schedules(log, &names));
+  } else {
+    names.push_back(only);
+  }
+  for (const auto& name : names) {
+    const std::string stream = schedule::stream_id(name);
+    uint64_t last = 0;
+    CARAPACE_RETURN_IF_ERROR(log.last_seq(stream, &last));
+    if (last == 0 && !only.empty()) return Status::not_found("no schedule '" + name + "' in " + log.path());
+    schedule::ScheduleState state;
+    Status s = schedule::load_schedule(log, name, &state);
+    report->sessions.push_back(SessionVerdict{.session = stream, .events = last, .ok = s.ok()});
+    if (!s.ok()) report->issues.push_back(VerifyIssue{.session = stream, .kind = "schedule", .detail = s.message()});
+  }
+  return Status();
+}
+
 int run_verify(Context& ctx, const VerifyArgs& args) {
+  const bool schedule = args.session.starts_with(kScheduleStreamPrefix);
   if (!args.session.empty()) {
     Status valid = keys::validate_session_id(args.session);
     if (!valid.ok()) return ctx.fail(valid);
@@ -23,7 +47,12 @@ int run_verify(Context& ctx, const VerifyArgs& args) {
   auto log = ctx.open_log(EventLog::Mode::kReader);
   if (!log) return kExitFailed;
   VerifyReport report;
-  Status s = args.session.empty() ? verify_all(*log, &report) : verify_session(*log, args.session, &report);
+  Status s = schedule ? Status()
+             : args.session.empty() ? verify_all(*log, &report)
+                                    : verify_session(*log, args.session, &report);
+  if (s.ok() && (schedule || args.session.empty())) {
+    s = verify_schedules(*log, schedule ? args.session.substr(kScheduleStreamPrefix.size()) : "", &report);
+  }
   if (s.is_not_found()) return ctx.fail(s, "`carapace sessions` lists the sessions there");
   if (!s.ok()) return ctx.fail(s);
 

@@ -305,6 +305,19 @@ BOOST_AUTO_TEST_CASE(every_subcommand_answers_json_in_one_envelope) {
       {"approve s1 call_1", 1},
       {"deny nope call_1", 1},
       {"answer s1 call_1 blue", 1},
+      {"schedule add nightly --cron '0 3 * * *' --task report", 0},
+      {"schedule add nightly --cron '0 3 * * *' --task report", 1},  // there already
+      {"schedule add bad --cron '0 24 * * *' --task report", 2},
+      {"schedule list", 0},
+      {"schedule show nightly", 0},
+      {"schedule show nope", 1},
+      {"schedule pause nightly --reason holidays", 0},
+      {"schedule pause nightly", 1},  // paused already
+      {"schedule resume nightly", 0},
+      {"schedule trigger nightly", 1},  // no server runs the home
+      {"schedule backfill nightly --from 2026-11-01 --to 2026-11-02", 1},
+      {"schedule rm nightly", 0},
+      {"schedule rm nightly", 1},
       {"sessions rm syn --yes", 0},
       {"sessions rm nope --yes", 1},
       {"repair", 0},

@@ -28,6 +28,7 @@
 
 #include "tests/support/cli_runner.h"
 #include "tests/support/deep_json.h"
+#include "tests/support/serve_host.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/ws_client.h"
 
@@ -42,21 +43,10 @@ using tcp = asio::ip::tcp;
 namespace {
 
 using carapace::testing::CliRunner;
-
-std::string slurp(const std::string& path) { return CliRunner::slurp(path); }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-bool wait_for(const std::function<bool()>& done, int seconds = 30) { return WsClient::poll_until(done, seconds); }
-
-struct Reply {
-  int status = 0;
-  std::string body;
-  json j;
-  std::string message() const {
-    return j.is_object() && j.contains("error") && j["error"].is_object() ? j["error"].value("message", "") : "";
-  }
-};
+using carapace::testing::Reply;
+using carapace::testing::serve_host_detail::contains;
+using carapace::testing::serve_host_detail::slurp;
+using carapace::testing::serve_host_detail::wait_for;
 
 // The write-file call asks for approval (the config's policy); then an answer.
 constexpr const char* kApprovalScenario = R"({"replies": [
@@ -70,117 +60,8 @@ constexpr const char* kSlowScenario = R"({"replies": [
   {"text": "A slow answer that takes its time to arrive, piece by piece.", "latency_ms": 4000},
   {"text": "Then another."}]})";
 
-struct Fixture {
-  testing::TempDir dir;
-  std::string home = dir.sub("home");
-  pid_t server = 0;
-  uint16_t port = 0;
-  std::string token;
-
-  Fixture() {
-    std::filesystem::create_directories(home);
-    ::chmod(home.c_str(), 0700);
-    std::ofstream(home + "/config.json") << R"({"approvals": {"tools": "^write_file$"}})";
-  }
-  ~Fixture() { kill_server(SIGKILL); }
-
-  std::string file(const std::string& name, const std::string& text) {
-    std::ofstream(dir.sub(name)) << text;
-    return dir.sub(name);
-  }
-
-  pid_t spawn(const std::string& args, const std::string& log) {
-    std::string pidfile = dir.sub("pid");
-    std::string cmd = std::string(CARAPACE_BIN) + " --home '" + home + "' " + args + " >'" + log +
-                      "' 2>&1 </dev/null & echo $! >'" + pidfile + "'";
-    BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
-    return static_cast<pid_t>(std::stol(slurp(pidfile)));
-  }
-
-  static bool gone(pid_t pid) {
-    int status = 0;
-    ::waitpid(pid, &status, WNOHANG);  // reaped if it is our child (it is the shell's)
-    return ::kill(pid, 0) != 0 && errno == ESRCH;
-  }
-
-  // `carapace serve --port 0 ARGS`; its port and token from what it prints.
-  std::string start_server(const std::string& scenario, const std::string& args = "",
-                           const std::string& log_name = "serve.out") {
-    std::string log = dir.sub(log_name);
-    std::filesystem::remove(log);
-    pid_t pid = spawn("serve --port 0 --interval-ms 50 --scenario '" + file("scenario.json", scenario) + "' " + args, log);
-    BOOST_REQUIRE_MESSAGE(wait_for([&] { return contains(slurp(log), "Ctrl-C stops"); }), slurp(log));
-    std::string text = slurp(log);
-    size_t at = text.find("127.0.0.1:");
-    BOOST_REQUIRE(at != std::string::npos);
-    port = static_cast<uint16_t>(std::stoi(text.substr(at + 10)));
-    std::string line = text.substr(0, text.find('\n'));
-    size_t t = line.find("#token=");
-    token = t == std::string::npos ? "" : line.substr(t + 7);
-    server = pid;
-    return log;
-  }
-
-  void kill_server(int sig) {
-    if (server == 0) return;
-    ::kill(server, sig);
-    BOOST_TEST(wait_for([&] { return gone(server); }, 20));
-    server = 0;
-  }
-
-  Reply request(const std::string& method, const std::string& target, const std::string& body = "",
-                const std::vector<std::string>& headers = {"Content-Type: application/json"}, bool with_token = true) {
-    std::string raw = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\n";
-    if (with_token) raw += "Authorization: Bearer " + token + "\r\n";
-    for (const auto& h : headers) raw += h + "\r\n";
-    raw += "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-    asio::io_context io;
-    tcp::socket socket(io);
-    socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-    beast::error_code ec;
-    asio::write(socket, asio::buffer(raw), ec);
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(64 * 1024 * 1024);
-    http::read(socket, buffer, parser, ec);
-    Reply r;
-    if (ec) return r;
-    r.status = static_cast<int>(parser.get().result_int());
-    r.body = parser.get().body();
-    r.j = json::parse(r.body, nullptr, false);
-    return r;
-  }
-  Reply post(const std::string& target, const json& body) { return request("POST", target, body.dump()); }
-  Reply get(const std::string& target) { return request("GET", target, "", {}); }
-
-  std::string status_of(const std::string& session) {
-    Reply r = get("/api/sessions");
-    if (!r.j.is_object() || !r.j["data"].is_array()) return "";
-    for (const auto& row : r.j["data"]) {
-      if (row["id"] == session) return row["status"].get<std::string>();
-    }
-    return "";
-  }
-  bool reaches(const std::string& session, const std::string& status, int seconds = 30) {
-    return wait_for([&] { return status_of(session) == status; }, seconds);
-  }
-
-  // The session's events (from the log, as `carapace log show` reads it).
-  json events(const std::string& session) {
-    std::string out = dir.sub("events.json");
-    std::string cmd = std::string(CARAPACE_BIN) + " --home '" + home + "' log show " + session + " --json >'" + out +
-                      "' 2>/dev/null";
-    (void)std::system(cmd.c_str());
-    json j = json::parse(slurp(out), nullptr, false);
-    return j.is_object() && j.contains("data") ? j["data"]["events"] : json::array();
-  }
-  std::vector<json> of_type(const std::string& session, const std::string& type) {
-    std::vector<json> out;
-    for (const auto& e : events(session)) {
-      if (e.value("type", "") == type) out.push_back(e);
-    }
-    return out;
-  }
+struct Fixture : carapace::testing::ServeHost {
+  Fixture() { std::ofstream(home + "/config.json") << R"({"approvals": {"tools": "^write_file$"}})"; }
 };
 
 }  // namespace

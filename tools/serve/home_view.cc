@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <set>
 
@@ -15,6 +16,8 @@
 #include "events/event_json.h"
 #include "events/session_state.h"
 #include "runtime/approval_scan.h"
+#include "schedule/schedule_json.h"
+#include "schedule/schedule_store.h"
 #include "storage/body_store.h"
 #include "storage/keys.h"
 #include "tools/cli_run.h"
@@ -362,7 +365,7 @@ Status HomeView::spans_of(const std::string& session, std::vector<Span>* spans, 
 namespace {
 constexpr const char* kEndpoints =
     "the API has /api/sessions, /api/sessions/ID, /api/sessions/ID/spans/SPAN_ID, /api/sessions/ID/events and "
-    "/api/activity";
+    "/api/activity, /api/approvals, /api/schedules";
 }  // namespace
 
 ApiReply HomeView::get_approvals(std::string_view query) {
@@ -379,8 +382,51 @@ ApiReply HomeView::get_approvals(std::string_view query) {
   return approvals_reply(list, ctx_.redactor());
 }
 
+ApiReply HomeView::get_schedules(std::string_view path) {
+  std::vector<std::string_view> parts = split_path(path);  // "", "api", "schedules", NAME?
+  std::vector<std::string> names;
+  if (log_) {
+    Status s = schedule::list_schedules(*log_, &names);
+    if (!s.ok()) return api_error(500, s.to_string());
+  }
+  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  auto one = [&](const std::string& name, json* out) {
+    schedule::ScheduleState state;
+    CARAPACE_RETURN_IF_ERROR(schedule::load_schedule(*log_, name, &state));
+    if (!state.defined || state.removed) return Status::not_found("no schedule '" + name + "'");
+    schedule::CronExpression cron;
+    schedule::TimeZone zone;
+    CARAPACE_RETURN_IF_ERROR(schedule::CronExpression::parse(state.definition.cron, &cron));
+    CARAPACE_RETURN_IF_ERROR(schedule::TimeZone::load(state.definition.tz, &zone));
+    *out = schedule::schedule_json(state, cron, zone, now, parts.size() == 4);
+    return Status();
+  };
+  if (parts.size() == 3) {
+    json list = json::array();
+    for (const auto& name : names) {
+      json j;
+      if (one(name, &j).ok()) list.push_back(redacted(j));
+    }
+    return ApiReply{200, {{"success", true},
+                          {"data", {{"schedules", list}}},
+                          {"summary", std::to_string(list.size()) + " schedules"}}};
+  }
+  std::string name;
+  if (parts.size() != 4 || !percent_decode(parts[3], &name) || !log_) {
+    return api_error(404, "nothing at " + std::string(path), "GET /api/schedules, or /api/schedules/NAME");
+  }
+  json j;
+  Status s = one(name, &j);
+  if (s.is_not_found()) return api_error(404, s.message(), "GET /api/schedules lists them");
+  if (!s.ok()) return api_error(500, s.to_string());
+  return ApiReply{200, {{"success", true}, {"data", redacted(j)}, {"summary", "schedule " + name}}};
+}
+
 ApiReply HomeView::get(std::string_view path, std::string_view query) {
   std::vector<std::string_view> parts = split_path(path);  // "", "api", ...
+  if (parts.size() >= 3 && parts[1] == "api" && parts[2] == "schedules") return get_schedules(path);
   if (parts.size() == 3 && parts[1] == "api" && parts[2] == "activity") {
     return ApiReply{200, {{"success", true},
                           {"data", feed()},

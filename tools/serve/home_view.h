@@ -115,6 +115,8 @@ class HomeView {
   ApiReply get_events(const std::string& session, std::string_view query);
   // The approval requests that wait (every session's, or `session=ID`'s), as the log says.
   ApiReply get_approvals(std::string_view query);
+  // GET /api/schedules[/NAME] of a read-only server, from the log.
+  ApiReply get_schedules(std::string_view path);
   // Where the log holds a retry, a failure or a crash: the event at `seq`
   // (a crash: none, the session's last event at `at_us`).
   struct FeedSeed {

@@ -12,6 +12,7 @@
 
 #include "base/bounded_json.h"
 #include "tools/cli_run.h"
+#include "tools/serve/schedule_runner.h"
 #include "tools/serve/web_access.h"
 
 namespace carapace::web {
@@ -183,6 +184,12 @@ ApiReply SessionHost::post(std::string_view path, std::string_view text) {
     if (!percent_decode(p, &d)) return api_error(400, "a bad % escape in the path");
     decoded.push_back(std::move(d));
   }
+  if (!decoded.empty() && decoded[0] == "schedules") {
+    if (schedules_ == nullptr) return api_error(404, "this server runs no schedule");
+    ApiReply reply = schedules_->post(path, body);
+    cli::redact_json(reply.body, *options_.redactor);
+    return reply;
+  }
   if (decoded.empty() || decoded[0] != "sessions") {
     return api_error(404, "nothing to POST at " + std::string(path), "docs/serve.md lists the API");
   }
@@ -266,6 +273,21 @@ ApiReply SessionHost::start(const json& j) {
   Status s = runtime_->start_session(o, &id);
   if (!s.ok()) return failed(s, s.is_busy() || s.is_invalid_argument() ? "choose another id, or leave it out" : "");
   return ok({{"session", id}, {"workspace", o.workspace}}, "started " + id);
+}
+
+ApiReply SessionHost::get_schedules(std::string_view path) {
+  if (schedules_ == nullptr) return api_error(404, "this server runs no schedule");
+  ApiReply reply = schedules_->get(path);
+  cli::redact_json(reply.body, *options_.redactor);
+  return reply;
+}
+
+Status SessionHost::start_run(SessionOptions o, const std::string& workspace) {
+  if (runtime_ == nullptr) return Status::unsupported("this server runs no session");
+  Status ws = workspace_for(workspace.empty() ? o.id : workspace, &o.workspace);
+  if (!ws.ok()) return ws;
+  std::string id;
+  return runtime_->start_session(o, &id);
 }
 
 ApiReply SessionHost::message(const std::string& session, const json& j) {

@@ -44,6 +44,8 @@ struct HostOptions {
 inline constexpr std::string_view kApiStopReason = "stopped over the API";
 inline constexpr std::string_view kServeStopPrefix = "carapace serve stopped";
 
+class ScheduleRunner;
+
 class SessionHost {
  public:
   explicit SessionHost(HostOptions options) : options_(std::move(options)) {}
@@ -55,10 +57,20 @@ class SessionHost {
   // nothing is published.
   void set_publisher(std::function<void(LiveMessage)> publish);
 
+  // The schedules it answers /api/schedules with (null: 404); set once, before the server starts.
+  void set_schedules(ScheduleRunner* schedules) { schedules_ = schedules; }
+
   // A POST to `path` (under /api/) with `body`.
   ApiReply post(std::string_view path, std::string_view body);
+  // GET /api/schedules[/NAME].
+  ApiReply get_schedules(std::string_view path);
   // GET /api/approvals[?session=ID].
   ApiReply approvals(std::string_view query);
+
+  // Starts a schedule's run as POST /api/sessions does: `options` with its
+  // id and task, in the workspace `workspace` names under the root (""
+  // ROOT/ID). already_exists-like refusals come back as the runtime's.
+  Status start_run(SessionOptions options, const std::string& workspace);
 
   // Told by the runtime (Runtime::Options::on_approval).
   void on_approval(const Approval& request);
@@ -81,6 +93,7 @@ class SessionHost {
   void publish(LiveMessage message);
 
   Runtime* runtime_ = nullptr;
+  ScheduleRunner* schedules_ = nullptr;
   HostOptions options_;
   std::mutex publish_mu_;
   std::function<void(LiveMessage)> publish_;

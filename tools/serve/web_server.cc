@@ -388,6 +388,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       ws->start(std::move(req), offers_protocol(protocols, kWebSocketProtocol));
       return;
     }
+    if (path.starts_with("/api/schedules") && server_->options.host != nullptr) {
+      return on_worker([host = server_->options.host, p = std::string(path)] { return host->get_schedules(p); },
+                       version, keep_alive, req.method() == http::verb::head);
+    }
     if (path == "/api/approvals" && server_->options.host != nullptr) {
       // The writer's own view: a decision just made is not listed again.
       return on_worker(

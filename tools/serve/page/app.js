@@ -5,8 +5,12 @@
 // has Stop / Resume / Fork, its approval cards, and a chat (the conversation
 // from the events API, the answer streaming in from the socket's `delta`
 // messages, a box to send a message). A read-only server shows none of them.
-// Routes: #/ the list, #/session/ID its trace, #/session/ID/span/SPANID with
-// that span's details open, #/session/ID/events its events a page at a time.
+// The schedules view (#/schedules) lists the home's schedules with their
+// last runs; on a host it has a New schedule form and each schedule's Pause /
+// Resume, Run now and Remove.
+// Routes: #/ the list, #/schedules the schedules, #/session/ID its trace,
+// #/session/ID/span/SPANID with that span's details open,
+// #/session/ID/events its events a page at a time.
 // A trace's filter rides after a `?` (q=TEXT&kind=KIND&full=1), and so does
 // the events' (type=T&q=TEXT&from=SEQ). Data arrives over HTTP (/api/...) and
 // a WebSocket (/ws). Every id, name, message and body is hostile text: the
@@ -54,6 +58,8 @@
     approvals: [],        // every open request of the home (host mode): the list's "waiting for you"
     approvalsLoading: false, approvalsAgain: false, approvalsTimer: 0,
     fresh: new Set(),     // sessions this page just started or forked: their row may lag behind the answer
+    schedules: [],        // GET /api/schedules, while the schedules view is open
+    schedulesLoaded: false, schedulesLoading: false, schedulesAgain: false, schedulesTimer: 0,
   };
 
   // ---- helpers ----
@@ -195,6 +201,9 @@
       renderHostBar(view);
       renderChatBox(view);
       if (mode === "host" && view.loaded) loadApprovals(view); else renderApprovals(view);
+    } else if (view.kind === "schedules") {
+      renderScheduleForm();
+      renderSchedules();
     }
   }
   async function loadStatus() {
@@ -465,6 +474,232 @@
     if (state.mode !== "host" || state.view.kind !== "list") return;
     clearTimeout(state.approvalsTimer);
     state.approvalsTimer = setTimeout(loadApprovalsAll, 100);
+  }
+
+  // ---- the schedules (docs/schedules.md): each with its cron, state, next fire and last runs; a
+  // host's New schedule form and each schedule's Pause / Resume, Run now, Remove ----
+  const OVERLAPS = ["skip", "buffer_one", "allow"];
+
+  function scheduleApi(name, what) {
+    return "/api/schedules" + (name ? "/" + encodeURIComponent(name) + (what ? "/" + what : "") : "");
+  }
+  // An RFC 3339 time of the API in the browser's time, or "—".
+  function isoLocal(iso) {
+    const d = iso ? new Date(iso) : null;
+    return d && !isNaN(d) ? d.toLocaleString() : "—";
+  }
+
+  function renderSchedulesView() {
+    document.getElementById("where").textContent = "schedules";
+    document.title = "Carapace: schedules";
+    const form = el("section", "new-session new-schedule");
+    form.id = "new-schedule";
+    form.hidden = true;
+    const list = el("div", "schedule-list");
+    list.id = "schedules";
+    list.dataset.test = "schedules";
+    document.getElementById("app").replaceChildren(form, el("h2", "schedules-title", "Schedules"), list);
+    renderScheduleForm();
+    renderSchedules();
+    loadSchedules();
+  }
+
+  function renderScheduleForm() {
+    const box = document.getElementById("new-schedule");
+    if (!box) return;
+    if (state.mode !== "host") { box.hidden = true; box.replaceChildren(); delete box.dataset.built; return; }
+    box.hidden = false;
+    if (box.dataset.built === "1") return;
+    box.dataset.built = "1";
+    const task = el("textarea", "new-task");
+    task.rows = 2;
+    task.placeholder = "The task of every run: what should the agent do?";
+    task.dataset.test = "schedule-task";
+    task.setAttribute("aria-label", "the task of every run");
+    const name = textField("schedule-name", "schedule-name", "name", "the schedule's name");
+    const cron = textField("schedule-cron", "schedule-cron", "cron, as 0 8 * * mon-fri", "when it fires: a cron expression");
+    const tz = textField("schedule-tz", "schedule-tz", "time zone (UTC)", "the cron's time zone, as Europe/Berlin");
+    const overlap = el("select", "schedule-overlap");
+    overlap.dataset.test = "schedule-overlap";
+    overlap.title = "a due time while a run is going: skip it, run it after (buffer_one), or run it too (allow)";
+    overlap.setAttribute("aria-label", "what a due time does while a run is going");
+    overlap.replaceChildren(...OVERLAPS.map((o) => { const opt = el("option", "", "overlap: " + o); opt.value = o; return opt; }));
+    const create = el("button", "new-start", "Create");
+    create.type = "button";
+    create.dataset.test = "schedule-create";
+    const line = el("div", "new-line");
+    line.append(name, cron, tz, overlap, create);
+    box.append(el("h2", "", "New schedule"), task, line);
+    create.addEventListener("click", async () => {
+      if (isBusy(create)) return;
+      const body = { name: name.value.trim(), cron: cron.value.trim(), task: task.value, overlap: overlap.value };
+      if (tz.value.trim()) body.tz = tz.value.trim();
+      busy(create, true);
+      create.disabled = true;
+      try {
+        await apiPost(scheduleApi(), body);
+        clearProblem();
+        name.value = cron.value = task.value = "";
+        await loadSchedules();
+      } catch (problem) {
+        showProblem(problem);  // a 400 names the field, a 409 the schedule that exists
+      } finally {
+        busy(create, false);
+        create.disabled = false;
+      }
+    });
+  }
+
+  function renderSchedules() {
+    const box = document.getElementById("schedules");
+    if (!box) return;
+    document.getElementById("where").textContent = state.schedulesLoaded ? num(state.schedules.length) + " schedules" : "schedules";
+    if (!state.schedules.length) {
+      box.replaceChildren(el("p", "empty", state.schedulesLoaded ? "No schedules in this home yet." : "Loading…"));
+      return;
+    }
+    const table = el("table", "sessions schedules");
+    const head = el("tr");
+    for (const c of ["Schedule", "When", "State", "Last runs", "Counts"]) head.appendChild(el("th", "", c));
+    if (state.mode === "host") head.appendChild(el("th", "", ""));
+    const thead = el("thead");
+    thead.appendChild(head);
+    const body = el("tbody");
+    body.append(...state.schedules.map(scheduleRow));
+    table.append(thead, body);
+    box.replaceChildren(table);
+  }
+
+  function scheduleRow(s) {
+    const name = String(s.name || "");
+    const running = Array.isArray(s.running) ? s.running : [];
+    const tr = el("tr", "schedule");
+    tr.dataset.schedule = name;
+    const what = el("td", "id");
+    what.appendChild(el("strong", "schedule-name", name));
+    const task = String(s.task || "");
+    what.appendChild(el("div", "schedule-task", task.length > 160 ? task.slice(0, 160) + "…" : task));
+    what.appendChild(el("div", "fork", "defined by " + String(s.source || "?") + " " + isoLocal(s.defined_at)));
+    tr.appendChild(what);
+
+    const when = el("td", "schedule-when");
+    when.appendChild(el("code", "schedule-cron", String(s.cron || "")));
+    when.appendChild(el("span", "schedule-tz", " " + String(s.tz || "UTC")));
+    const next = el("div", "schedule-next", s.paused ? "next: none while paused" : "next: " + (s.next_local ? String(s.next_local) : "none"));
+    next.dataset.test = "schedule-next";
+    if (s.next) next.title = String(s.next) + " (UTC)";
+    when.appendChild(next);
+    if (String(s.overlap || "skip") !== "skip") when.appendChild(el("div", "fork", "overlap: " + String(s.overlap)));
+    tr.appendChild(when);
+
+    const st = el("td", "schedule-state");
+    st.dataset.test = "schedule-state";
+    st.dataset.state = s.paused ? "paused" : running.length ? "running" : "idle";
+    st.appendChild(el("span", "badge " + (s.paused ? "stopped" : running.length ? "running" : ""), st.dataset.state));
+    if (s.paused && s.pause_reason) st.appendChild(el("div", "schedule-reason", String(s.pause_reason)));
+    for (const r of running) {
+      const line = el("div", "schedule-going");
+      line.appendChild(link(sessionHash(String(r.session || "")), String(r.session || "")));
+      st.appendChild(line);
+    }
+    if (s.consecutive_failures) st.appendChild(el("div", "last-error", num(s.consecutive_failures) + " failed in a row"));
+    if (s.last_skip) {
+      const k = s.last_skip;
+      const skip = el("div", "fork", "last skipped: " + num(k.count) + " (" + String(k.reason || "") + ")");
+      skip.title = String(k.from || "") + " to " + String(k.to || "");
+      st.appendChild(skip);
+    }
+    tr.appendChild(st);
+
+    const runs = el("td", "schedule-runs");
+    const recent = Array.isArray(s.recent) ? s.recent : [];
+    if (!recent.length) runs.appendChild(el("span", "hint", "no run yet"));
+    const ul = el("ul", "schedule-runs");
+    for (const r of recent) {
+      const outcome = r.ended ? String(r.outcome || "ended") : "running";
+      const li = el("li", "schedule-run");
+      li.dataset.test = "schedule-run";
+      li.dataset.session = String(r.session || "");
+      li.dataset.outcome = outcome;
+      li.appendChild(el("span", "badge " + classSafe(outcome), outcome));
+      li.appendChild(link(sessionHash(String(r.session || "")), String(r.session || ""), "sid"));
+      const meta = String(r.trigger || "") + " · " + isoLocal(r.fired_at) + (r.duration_ms !== undefined ? " · " + T.dur(r.duration_ms * 1000) : "");
+      li.appendChild(el("span", "run-meta", meta));
+      if (r.error) li.appendChild(el("div", "last-error", String(r.error)));
+      ul.appendChild(li);
+    }
+    if (recent.length) runs.appendChild(ul);
+    tr.appendChild(runs);
+
+    const counts = el("td", "num schedule-counts", num(s.fired) + " fired · " + num(s.skipped) + " skipped");
+    counts.dataset.test = "schedule-counts";
+    tr.appendChild(counts);
+    if (state.mode === "host") tr.appendChild(scheduleControls(s, running));
+    return tr;
+  }
+
+  function scheduleControls(s, running) {
+    const name = String(s.name || "");
+    const td = el("td", "schedule-actions");
+    const button = (text, test, title, cls) => {
+      const b = el("button", "host-button " + (cls || ""), text);
+      b.type = "button";
+      b.dataset.test = test;
+      b.title = title;
+      td.appendChild(b);
+      return b;
+    };
+    const toggle = s.paused ? button("Resume", "schedule-resume", "fire again from now on (the paused time is not caught up)")
+                            : button("Pause", "schedule-pause", "fire no more until resumed (runs going go on)");
+    toggle.addEventListener("click", () => scheduleAct(toggle, name, s.paused ? "resume" : "pause"));
+    const blocked = running.length > 0 && s.overlap !== "allow";
+    const now = button("Run now", "schedule-trigger", blocked ? "a run is going (overlap " + String(s.overlap) + ")" : "start a run now");
+    now.disabled = blocked;
+    now.addEventListener("click", () => scheduleAct(now, name, "trigger"));
+    const remove = button("Remove", "schedule-remove", "fire no more; its sessions and record stay", "stop");
+    remove.addEventListener("click", () => {
+      if (confirm("Remove the schedule " + name + "? It fires no more; its sessions stay.")) scheduleAct(remove, name, "remove");
+    });
+    return td;
+  }
+
+  // POST /api/schedules/NAME/WHAT with its button off while it runs; the list again after.
+  async function scheduleAct(button, name, what) {
+    if (isBusy(button)) return;
+    busy(button, true);
+    button.disabled = true;
+    try {
+      await apiPost(scheduleApi(name, what), {});
+      clearProblem();
+    } catch (problem) {
+      showProblem(problem);
+    } finally {
+      busy(button, false);
+      button.disabled = false;
+      loadSchedules();
+    }
+  }
+
+  // The schedules: when the view opens, and (debounced) on a `schedule` message or a session's new status.
+  async function loadSchedules() {
+    if (state.schedulesLoading) { state.schedulesAgain = true; return; }
+    state.schedulesLoading = true;
+    try {
+      const data = await api(scheduleApi());
+      state.schedules = data && Array.isArray(data.schedules) ? data.schedules : [];
+      state.schedulesLoaded = true;
+      renderSchedules();
+    } catch (problem) {
+      if (state.view.kind === "schedules") showProblem(problem);
+    } finally {
+      state.schedulesLoading = false;
+      if (state.schedulesAgain) { state.schedulesAgain = false; loadSchedules(); }
+    }
+  }
+  function refreshSchedulesSoon() {
+    if (state.view.kind !== "schedules") return;
+    clearTimeout(state.schedulesTimer);
+    state.schedulesTimer = setTimeout(loadSchedules, 150);
   }
 
   // ---- one session's trace ----
@@ -1238,6 +1473,7 @@
     const params = new URLSearchParams(mark >= 0 ? raw.slice(mark + 1) : "");
     const parts = (mark >= 0 ? raw.slice(0, mark) : raw).split("/").filter((p) => p.length);
     const dec = (p) => { try { return decodeURIComponent(p); } catch (e) { return p; } };
+    if (parts[0] === "schedules") return { kind: "schedules" };
     if (parts[0] === "session" && parts[1] && parts[2] === "events") return { kind: "events", id: dec(parts[1]), params };
     if (parts[0] === "session" && parts[1]) {
       return { kind: "session", id: dec(parts[1]), span: parts[2] === "span" && parts[3] ? dec(parts[3]) : "", params };
@@ -1279,10 +1515,15 @@
     }
     leave(view);
     clearProblem();
+    const section = want.kind === "schedules" ? "schedules" : "list";  // the header's link to mark
+    for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("current", a.dataset.view === section);
     if (want.kind === "session") {
       openSession(want.id, want.span, want.params);
     } else if (want.kind === "events") {
       openEvents(want.id, want.params);
+    } else if (want.kind === "schedules") {
+      state.view = { kind: "schedules" };
+      renderSchedulesView();
     } else {
       state.view = { kind: "list" };
       renderList();
@@ -1313,6 +1554,7 @@
         sessionChanged(view, before, state.sessions.get(view.id));
       }
       scheduleApprovalsAll();
+      refreshSchedulesSoon();  // a reconnection: what changed while away
     } else if (m.type === "session" && m.session) {
       const before = state.sessions.get(m.session.id);
       state.sessions.set(m.session.id, m.session);
@@ -1321,7 +1563,12 @@
         renderTraceHead(view);
         sessionChanged(view, before, m.session);
       }
-      if (!before || before.status !== m.session.status) scheduleApprovalsAll();
+      if (!before || before.status !== m.session.status) {
+        scheduleApprovalsAll();
+        refreshSchedulesSoon();  // a run's start or end (a read-only server sends no `schedule` message)
+      }
+    } else if (m.type === "schedule") {
+      refreshSchedulesSoon();
     } else if (m.type === "delta") {
       if (view.kind === "session" && view.id === m.session) onDelta(view, String(m.text || ""));
     } else if (m.type === "approval" && m.request && typeof m.request === "object") {
