@@ -251,6 +251,9 @@ async function startServer(port) {
       expectSocketDown = false;
       await until(() => sent.filter((m) => m.type === "watch" && m.session === "q").length > watches, "the watch sent again on reconnecting");
       await tab.locator("#trace-head .badge", { hasText: "completed" }).waitFor(WAIT);
+      // The trace is fetched again on reconnecting: its rows come back, all of them.
+      await tab.waitForFunction((n) => document.querySelectorAll(".row").length === n, Number(opt.rowsQ), WAIT)
+        .catch(() => {});
       assert.strictEqual(await tab.locator(".row").count(), Number(opt.rowsQ), "q's rows after reconnecting");
     }
 
