@@ -44,9 +44,6 @@ struct Plan {
 Plan plan_due(const ScheduleState& state, const CronExpression& cron, const TimeZone& zone, int64_t now_us,
               size_t max_fires = 64);
 
-// Whether a run is open (fired, not ended) — what the overlap rule looks at.
-inline bool running(const ScheduleState& s) { return !s.open.empty(); }
-
 // A person's trigger: a run now (nominal: `now_us` to the second), or why
 // not (conflict: a run is going and the overlap is not allow; the schedule
 // is removed).

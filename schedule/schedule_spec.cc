@@ -3,38 +3,11 @@
 #include <cctype>
 #include <set>
 
+#include "base/duration.h"
+
 namespace carapace::schedule {
 
 using nlohmann::json;
-
-bool parse_duration(std::string_view text, uint64_t* ms) {
-  size_t i = 0;
-  uint64_t n = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-    if (n > UINT64_MAX / 10 - 10) return false;
-    n = n * 10 + static_cast<uint64_t>(text[i] - '0');
-    ++i;
-  }
-  if (i == 0) return false;
-  std::string_view unit = text.substr(i);
-  uint64_t scale = 0;
-  if (unit.empty() || unit == "ms") {
-    scale = 1;
-  } else if (unit == "s") {
-    scale = 1000;
-  } else if (unit == "m") {
-    scale = 60'000;
-  } else if (unit == "h") {
-    scale = 3'600'000;
-  } else if (unit == "d") {
-    scale = 86'400'000;
-  } else {
-    return false;
-  }
-  if (n > UINT64_MAX / scale) return false;
-  *ms = n * scale;
-  return true;
-}
 
 std::string duration_text(uint64_t ms) {
   if (ms == 0) return "0";
@@ -85,7 +58,7 @@ class Reader {
     uint64_t ms = 0;
     if (it->is_number_unsigned()) {
       ms = it->get<uint64_t>();
-    } else if (!it->is_string() || !parse_duration(it->get_ref<const std::string&>(), &ms)) {
+    } else if (!it->is_string() || !parse_duration_ms(it->get_ref<const std::string&>(), &ms)) {
       return error(name, "must be a duration such as \"90s\", \"30m\", \"24h\", \"7d\" (or milliseconds), got " +
                              it->dump().substr(0, 40));
     }

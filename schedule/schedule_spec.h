@@ -39,7 +39,4 @@ bool same_definition(const ScheduleDefined& a, const ScheduleDefined& b);
 // "1h 30m", "90s", "0" for the duration `ms`.
 std::string duration_text(uint64_t ms);
 
-// Parses "90s", "30m", "24h", "7d", "250ms" or plain milliseconds ("0": none).
-bool parse_duration(std::string_view text, uint64_t* ms);
-
 }  // namespace carapace::schedule

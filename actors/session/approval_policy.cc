@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "base/duration.h"
+
 namespace carapace {
 
 std::string policy_reason(const ApprovalPolicy& policy, const std::string& tool, bool idempotent) {
@@ -15,31 +17,9 @@ std::string policy_reason(const ApprovalPolicy& policy, const std::string& tool,
 }
 
 bool parse_expiry(const std::string& text, uint64_t* ms) {
-  size_t i = 0;
-  uint64_t n = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-    if (n > UINT64_MAX / 10 - 10) return false;
-    n = n * 10 + static_cast<uint64_t>(text[i] - '0');
-    ++i;
-  }
-  if (i == 0 || n == 0) return false;
-  const std::string unit = text.substr(i);
-  uint64_t scale = 0;
-  if (unit.empty() || unit == "ms") {
-    scale = 1;
-  } else if (unit == "s") {
-    scale = 1000;
-  } else if (unit == "m") {
-    scale = 60'000;
-  } else if (unit == "h") {
-    scale = 3'600'000;
-  } else if (unit == "d") {
-    scale = 86'400'000;
-  } else {
-    return false;
-  }
-  if (n > UINT64_MAX / scale) return false;
-  *ms = n * scale;
+  uint64_t parsed = 0;
+  if (!parse_duration_ms(text, &parsed) || parsed == 0) return false;
+  *ms = parsed;
   return true;
 }
 

@@ -126,9 +126,13 @@ Status ScheduleRunner::load_locked(const std::string& name) {
 Status ScheduleRunner::append_locked(Entry& e, std::vector<EventBody> bodies, int64_t now) {
   if (bodies.empty()) return Status();
   std::vector<std::string> what;
-  for (const auto& b : bodies) what.emplace_back(wire_name(event_type_number(b)));
+  bool redefined = false;
+  for (const auto& b : bodies) {
+    what.emplace_back(wire_name(event_type_number(b)));
+    redefined = redefined || std::holds_alternative<ScheduleDefined>(b);
+  }
   CARAPACE_RETURN_IF_ERROR(append_schedule(runtime_log(*runtime_), &e.state, std::move(bodies), now));
-  if (e.state.defined) {
+  if (redefined) {
     // A new definition brings its own cron and zone (checked before it was written).
     CARAPACE_RETURN_IF_ERROR(CronExpression::parse(e.state.definition.cron, &e.cron));
     CARAPACE_RETURN_IF_ERROR(TimeZone::load(e.state.definition.tz, &e.zone));
