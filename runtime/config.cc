@@ -36,6 +36,7 @@ class Reader {
 
   std::string key(const std::string& k) const { return path_.empty() ? k : path_ + "." + k; }
   bool has(const std::string& k) const { return j_.contains(k); }
+  const std::string& source() const { return source_; }
   Reader child(const std::string& k) const { return Reader(j_[k], key(k), source_, warnings_); }
   const json& raw(const std::string& k) const { return j_[k]; }
 
@@ -114,7 +115,7 @@ Status read_provider(const Reader& r, ProviderConfig* p) {
   r.warn_unknown({"name", "model", "scenario", "timeout_ms", "base_url", "api_key_env", "max_tokens",
                   "temperature", "stream", "connect_timeout_ms", "first_byte_timeout_ms", "idle_timeout_ms",
                   "max_stream_ms", "max_line_bytes", "max_response_bytes", "max_tool_calls",
-                  "max_stored_body_bytes", "headers"});
+                  "max_stored_body_bytes", "headers", "cache"});
   CARAPACE_RETURN_IF_ERROR(r.get("name", &p->name));
   if (p->name != "scripted" && p->name != "openai" && p->name != "anthropic") {
     return r.error(r.key("name"), "\"" + p->name + "\" is not a provider of this build; use \"scripted\", "
@@ -153,6 +154,20 @@ Status read_provider(const Reader& r, ProviderConfig* p) {
   CARAPACE_RETURN_IF_ERROR(r.get("max_response_bytes", &p->max_response_bytes, 1024));
   CARAPACE_RETURN_IF_ERROR(r.get("max_tool_calls", &p->max_tool_calls, 1, 1'000'000));
   CARAPACE_RETURN_IF_ERROR(r.get("max_stored_body_bytes", &p->max_stored_body_bytes, 1024));
+  if (r.has("cache")) {
+    Reader c = r.child("cache");
+    CARAPACE_RETURN_IF_ERROR(c.object());
+    c.warn_unknown({"tools", "system", "last_messages", "ttl", "prompt_cache_key"});
+    for (const char* k : {"tools", "system"}) {
+      if (!c.has(k)) continue;
+      if (!c.raw(k).is_boolean()) return c.error(c.key(k), "must be true or false, got " + c.raw(k).dump());
+      (std::string(k) == "tools" ? p->cache.tools : p->cache.system) = c.raw(k).get<bool>();
+    }
+    CARAPACE_RETURN_IF_ERROR(c.get("last_messages", &p->cache.last_messages, 0, PromptCache::kMaxBreakpoints));
+    CARAPACE_RETURN_IF_ERROR(c.get("ttl", &p->cache.ttl));
+    CARAPACE_RETURN_IF_ERROR(c.get("prompt_cache_key", &p->cache.prompt_cache_key));
+    CARAPACE_RETURN_IF_ERROR(check_prompt_cache(p->cache, p->name, r.source() + ": " + r.key("cache")));
+  }
   if (r.has("headers")) {
     const json& v = r.raw("headers");
     p->headers.clear();
@@ -764,6 +779,17 @@ json config_to_json(const Config& c) {
                          {"stderr_lines_per_second", m.stderr_lines_per_second}};
     }
     out["mcp_servers"] = servers;
+  }
+  // Only when set: older sessions' digests stand.
+  if (c.provider.cache.any()) {
+    const PromptCache& pc = c.provider.cache;
+    json cache = json::object();
+    if (pc.tools) cache["tools"] = true;
+    if (pc.system) cache["system"] = true;
+    if (pc.last_messages) cache["last_messages"] = pc.last_messages;
+    if (!pc.ttl.empty()) cache["ttl"] = pc.ttl;
+    if (!pc.prompt_cache_key.empty()) cache["prompt_cache_key"] = pc.prompt_cache_key;
+    out["provider"]["cache"] = cache;
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include "actors/hook/hooks.h"
 #include "actors/session/pricing.h"
 #include "actors/session/prompt.h"
+#include "actors/provider/prompt_cache.h"
 #include "actors/provider/retry_policy.h"
 #include "actors/tool/mcp_config.h"
 #include "actors/tool/shell_tool.h"
@@ -48,6 +49,7 @@ struct ProviderConfig {
   uint64_t max_tool_calls = 256;                             // in one reply
   uint64_t max_stored_body_bytes = 16ull << 20;              // what the body store keeps of one body
   std::vector<std::pair<std::string, std::string>> headers;  // extra request headers
+  PromptCache cache;                                         // breakpoints or a cache key (prompt_cache.h)
 };
 
 // The base URL and key variable a provider uses when the config names none.

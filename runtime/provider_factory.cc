@@ -39,6 +39,8 @@ Status resolve_http_options(const ProviderConfig& c, HttpProviderOptions* out) {
   o.max_response_bytes = c.max_response_bytes;
   o.max_tool_calls = c.max_tool_calls;
   for (const auto& [name, value] : c.headers) o.extra_headers.push_back(name + ": " + value);
+  CARAPACE_RETURN_IF_ERROR(check_prompt_cache(c.cache, c.name, "provider.cache"));
+  o.cache = c.cache;
   *out = std::move(o);
   return Status();
 }

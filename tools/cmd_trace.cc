@@ -1,6 +1,7 @@
 // carapace trace show | span | stats | analyze (docs/trace.md)
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <ctime>
 #include <iostream>
@@ -10,6 +11,7 @@
 #include "actors/collector/trace_stats.h"
 #include "actors/collector/trace_view.h"
 #include "base/bounded_json.h"
+#include "base/duration.h"
 #include "base/text.h"
 #include "events/event_json.h"
 #include "events/event_summary.h"
@@ -18,6 +20,7 @@
 #include "storage/trace_store.h"
 #include "tools/cli.h"
 #include "tools/stop_signals.h"
+#include "tools/trace_cache.h"
 #include "tools/trace_load.h"
 
 #include <chrono>
@@ -131,12 +134,18 @@ int run_span(Context& ctx, const SpanArgs& args) {
     if (!got.ok()) b.error = got.message();
     found.push_back(std::move(b));
   }
+  // The request's cache regions (docs/trace.md, "Why did my cache miss?").
+  std::optional<RequestRegions> regions;
+  for (const auto& b : found) {
+    if (b.which == "request" && b.error.empty()) regions = cache_regions(b.text, spans[0].attrs.value("provider", ""));
+  }
   if (!args.body.empty() && found.empty()) {
     return ctx.fail(Status::not_found("span " + args.handle + " (" + sp.name + ") has no " + args.body + " body"),
                     "only model calls to HTTP providers keep bodies");
   }
   if (ctx.json) {
     nlohmann::json data = span_to_json(sp);
+    if (regions) data["cache"] = regions_json(*regions);
     for (const auto& b : found) {
       if (!b.error.empty()) {
         data[b.which + "_body_error"] = b.error;
@@ -166,6 +175,10 @@ int run_span(Context& ctx, const SpanArgs& args) {
     std::string text = value.is_string() ? value.get<std::string>() : dump(value);
     if (!our_reference(key)) text = ctx.shown(text);
     std::printf("  %-18s %s\n", ctx.shown(key).c_str(), text.c_str());
+  }
+  if (regions) {
+    std::string shown = ctx.shown(regions_text(*regions));
+    std::fputs(shown.c_str(), stdout);
   }
   for (const auto& e : sp.events) {
     std::printf("  event #%llu %s %s\n", static_cast<unsigned long long>(e.seq), ctx.shown(e.name).c_str(),
@@ -244,10 +257,10 @@ int run_stats(Context& ctx, const StatsArgs& args) {
     std::printf("  sessions %llu, turns %llu, model calls %llu (%llu retried)\n",
                 a["sessions"].get<unsigned long long>(), a["turns"].get<unsigned long long>(),
                 a["model_calls"].get<unsigned long long>(), a["retries"].get<unsigned long long>());
-    std::printf("  tokens   %s in, %s out, cache %s read / %s written;  cost %s\n",
+    std::printf("  tokens   %s in, %s out, cache %s read / %s written (%.0f%% of input from cache);  cost %s\n",
                 format_count(a["tokens_in"]).c_str(), format_count(a["tokens_out"]).c_str(),
                 format_count(a["cache_read"]).c_str(), format_count(a["cache_write"]).c_str(),
-                format_cost(a["cost_usd"]).c_str());
+                100.0 * a["cache_hit_ratio"].get<double>(), format_cost(a["cost_usd"]).c_str());
     const auto& l = a["latency_ms"];
     std::printf("  model latency  p50 %llu ms, p95 %llu ms, p99 %llu ms, max %llu ms\n",
                 l["p50"].get<unsigned long long>(), l["p95"].get<unsigned long long>(),
@@ -269,6 +282,8 @@ int run_stats(Context& ctx, const StatsArgs& args) {
 struct AnalyzeArgs {
   std::string session;
   std::string since;
+  std::string cache_ttl;  // "": 5 min, or what a breakpoint asked for
+  uint64_t cache_min_tokens = 1024;
 };
 
 int run_analyze(Context& ctx, const AnalyzeArgs& args) {
@@ -276,12 +291,24 @@ int run_analyze(Context& ctx, const AnalyzeArgs& args) {
     return ctx.usage(Status::invalid_argument("give a session id or --since, not both or neither"),
                     "e.g. `carapace trace analyze <id>` or `carapace trace analyze --since 24h`");
   }
+  CacheAnalyzeOptions cache_options{.min_tokens = args.cache_min_tokens};
+  if (!args.cache_ttl.empty()) {
+    uint64_t ms = 0;
+    if (!parse_duration_ms(args.cache_ttl, &ms) || ms == 0) {
+      return ctx.usage(Status::invalid_argument("--cache-ttl '" + args.cache_ttl + "' is not a duration"),
+                       "e.g. --cache-ttl 5m, 1h, 90s");
+    }
+    cache_options.ttl_ms = static_cast<int64_t>(ms);
+  }
   TraceQuery query;
   if (int rc = open_trace_query(ctx, args.session, args.since, &query); rc != kExitOk) return rc;
   auto& log = query.log;
   auto& store = query.store;
   const auto& sessions = query.sessions;
   Status s;
+  // The request bodies, for the cache patterns (a home without any: none).
+  std::unique_ptr<BodyStore> bodies;
+  if (!BodyStore::open(ctx.home() + "/bodies", BodyStore::Mode::kReader, &bodies).ok()) bodies.reset();
   nlohmann::json all = nlohmann::json::array();
   size_t total = 0;
   for (const auto& id : sessions) {
@@ -293,10 +320,16 @@ int run_analyze(Context& ctx, const AnalyzeArgs& args) {
       continue;
     }
     auto findings = analyze_trace(spans, AnalyzeOptions{.crashed_after_seq = info.crashed_after_seq, .session = id});
+    if (bodies) {
+      for (auto& f : analyze_cache(cache_requests(spans, bodies.get()), cache_options)) findings.push_back(std::move(f));
+    }
     for (auto& f : findings) f.message = ctx.with_home(f.message);
     total += findings.size();
     nlohmann::json list = nlohmann::json::array();
-    for (const auto& f : findings) list.push_back({{"pattern", f.pattern}, {"message", f.message}, {"seqs", f.seqs}});
+    for (const auto& f : findings) {
+      list.push_back({{"pattern", f.pattern}, {"message", f.message}, {"seqs", f.seqs}});
+      if (!f.detail.is_null()) list.back()["detail"] = f.detail;
+    }
     if (!ctx.json) {
       if (findings.empty() && !args.session.empty()) std::printf("%s: no failure patterns found\n", id.c_str());
       for (const auto& f : findings) {
@@ -305,6 +338,12 @@ int run_analyze(Context& ctx, const AnalyzeArgs& args) {
         if (f.seqs.size() > 12) seqs += ",… (--json lists all)";
         std::printf("%s  %-24s %s  (seq %s)\n", id.c_str(), f.pattern.c_str(), ctx.shown(f.message).c_str(),
                     seqs.c_str());
+        if (f.pattern == "cache_bust" && f.detail.is_object() && f.seqs.size() == 2) {
+          std::printf("    before: %s\n    after:  %s\n    `carapace trace diff --request %s@%llu %llu` shows it whole\n",
+                      ctx.shown(f.detail.value("before", "")).c_str(), ctx.shown(f.detail.value("after", "")).c_str(),
+                      id.c_str(), static_cast<unsigned long long>(f.seqs[0]),
+                      static_cast<unsigned long long>(f.seqs[1]));
+        }
       }
     }
     all.push_back({{"session", id}, {"findings", list}});
@@ -375,9 +414,11 @@ std::map<uint64_t, TurnDigest> turn_digests(const std::vector<Span>& spans) {
 
 struct DiffArgs {
   std::string a, b;
+  bool request = false;
 };
 
 int run_diff(Context& ctx, const DiffArgs& args) {
+  if (args.request) return run_diff_request(ctx, DiffRequestArgs{.a = args.a, .b = args.b});
   auto log = ctx.open_log(EventLog::Mode::kReader);
   if (!log) return kExitFailed;
   auto store = open_store(ctx);
@@ -586,11 +627,19 @@ void register_trace_commands(CLI::App& app, Context& ctx) {
   auto* analyze = trace->add_subcommand("analyze", "Failure patterns, each with the seqs that show it");
   analyze->add_option("session", analyze_args->session, "Session id");
   analyze->add_option("--since", analyze_args->since, "Every session updated in this window: 90s, 30m, 24h, 7d");
+  analyze->add_option("--cache-ttl", analyze_args->cache_ttl,
+                      "The prompt cache's lifetime for ttl_lapse (default 5m, or 1h where a breakpoint asked for it)");
+  analyze->add_option("--cache-min-tokens", analyze_args->cache_min_tokens,
+                      "The shortest prefix a provider caches, for provider_miss (at 4 bytes a token)")
+      ->capture_default_str();
   add_json_flag(analyze, ctx);
   auto diff_args = std::make_shared<DiffArgs>();
-  auto* diff = trace->add_subcommand("diff", "Two runs turn by turn, the first point where they part highlighted");
-  diff->add_option("a", diff_args->a, "Session id (e.g. the parent)")->required();
-  diff->add_option("b", diff_args->b, "Session id (e.g. the fork)")->required();
+  auto* diff = trace->add_subcommand(
+      "diff", "Two runs turn by turn, the first point where they part highlighted; or two model requests (--request)");
+  diff->add_option("a", diff_args->a, "Session id (e.g. the parent); with --request SESSION@SEQ")->required();
+  diff->add_option("b", diff_args->b, "Session id (e.g. the fork); with --request SESSION@SEQ, or SEQ")->required();
+  diff->add_flag("--request", diff_args->request,
+                 "Compare two model requests region by region: where their cacheable prefixes part, byte by byte");
   add_json_flag(diff, ctx);
   diff->callback([&ctx, diff_args] { ctx.run = [&ctx, diff_args] { return run_diff(ctx, *diff_args); }; });
 

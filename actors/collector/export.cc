@@ -12,6 +12,7 @@ namespace carapace {
 
 bool export_reference_key(std::string_view key) {
   return key == "ref" || key.ends_with("_id") || key.ends_with("digest") || key.ends_with("hash") ||
+         key.ends_with("fingerprint") ||
          key.ends_with("_ref") || key == "request_body" || key == "response_body" || key == "traceId" ||
          key == "spanId" || key == "parentSpanId";
 }

@@ -13,10 +13,12 @@ namespace carapace {
 
 struct Finding {
   // retry_loop, repeated_tool_call, tool_call_without_result, truncated_output,
-  // context_trimmed, unused_tools, failing_tool, max_turns, crashed
+  // context_trimmed, unused_tools, failing_tool, max_turns, crashed;
+  // cache_bust, ttl_lapse, provider_miss, cache_off (cache_analyze.h)
   std::string pattern;
   std::string message;
   std::vector<uint64_t> seqs;
+  nlohmann::json detail = nullptr;  // what --json adds (a cache bust's region and offsets)
 };
 
 struct AnalyzeOptions {

@@ -95,6 +95,11 @@ struct Agg {
             {"tokens_out", tokens_out},
             {"cache_read", cache_read},
             {"cache_write", cache_write},
+            // Of all the input the provider took in, the share read from its cache.
+            {"cache_hit_ratio", tokens_in + cache_read + cache_write
+                                    ? static_cast<double>(cache_read) /
+                                          static_cast<double>(tokens_in + cache_read + cache_write)
+                                    : 0.0},
             {"cost_usd", cost},
             {"latency_ms",
              {{"p50", percentile(latency, 50)},

@@ -23,7 +23,8 @@ struct StatsOptions {
 
 // {"totals": {...}, "groups": [{"key": ..., ...}, ...]} where each aggregate
 // has sessions, turns, model_calls, retries, tokens_in, tokens_out,
-// cache_read, cache_write, cost_usd, latency_ms {p50, p95, p99, max} (of the
+// cache_read, cache_write, cache_hit_ratio (cache_read over all input:
+// tokens_in + cache_read + cache_write), cost_usd, latency_ms {p50, p95, p99, max} (of the
 // model calls), tool_calls, tool_errors, tool_error_rate, tools {name:
 // {calls, errors, error_rate, output_bytes, p50_ms, p95_ms, p99_ms, max_ms}}.
 // A tool's latency runs from its request to its result in the log (to a

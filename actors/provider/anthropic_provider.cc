@@ -207,9 +207,24 @@ std::string AnthropicProvider::render_request(const ProviderRequest& request) co
       }
     }
   }
+  // Cache breakpoints (provider.cache): on the last block of each of the
+  // last N messages, the system prompt (as a text block) and the last tool.
+  const PromptCache& cache = options().cache;
+  json marker = {{"type", "ephemeral"}};
+  if (!cache.ttl.empty()) marker["ttl"] = cache.ttl;
+  for (size_t k = 0; k < cache.last_messages && k < messages.size(); ++k) {
+    json& content = messages[messages.size() - 1 - k]["content"];
+    if (content.is_array() && !content.empty()) content.back()["cache_control"] = marker;
+  }
   json body = {{"model", request.model},
                {"max_tokens", options().max_tokens > 0 ? options().max_tokens : kDefaultMaxTokens}};
-  if (!request.system_prompt.empty()) body["system"] = request.system_prompt;
+  if (!request.system_prompt.empty()) {
+    if (cache.system) {
+      body["system"] = json::array({{{"type", "text"}, {"text", request.system_prompt}, {"cache_control", marker}}});
+    } else {
+      body["system"] = request.system_prompt;
+    }
+  }
   body["messages"] = std::move(messages);
   if (!request.tools.empty()) {
     json tools = json::array();
@@ -218,6 +233,7 @@ std::string AnthropicProvider::render_request(const ProviderRequest& request) co
       if (schema.is_discarded() || !schema.is_object()) schema = json{{"type", "object"}};
       tools.push_back({{"name", t.name}, {"description", t.description}, {"input_schema", std::move(schema)}});
     }
+    if (cache.tools) tools.back()["cache_control"] = marker;
     body["tools"] = std::move(tools);
   }
   if (options().has_temperature) body["temperature"] = options().temperature;

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "actors/provider/http_client.h"
+#include "actors/provider/prompt_cache.h"
 #include "actors/provider/provider.h"
 #include "actors/provider/stream_decoder.h"
 
@@ -60,6 +61,7 @@ struct HttpProviderOptions {
   uint64_t max_response_bytes = 64ull << 20;  // the whole response, streamed or not
   uint64_t max_tool_calls = 256;              // in one reply
   std::vector<std::string> extra_headers;  // "Name: value"
+  PromptCache cache;                       // checked for this provider (prompt_cache.h)
 };
 
 class HttpProvider : public Provider {

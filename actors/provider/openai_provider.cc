@@ -199,6 +199,7 @@ std::string OpenAiProvider::render_request(const ProviderRequest& request) const
     }
     body["tools"] = std::move(tools);
   }
+  if (!options().cache.prompt_cache_key.empty()) body["prompt_cache_key"] = options().cache.prompt_cache_key;
   if (options().max_tokens > 0) body["max_tokens"] = options().max_tokens;
   if (options().has_temperature) body["temperature"] = options().temperature;
   body["stream"] = options().stream;

@@ -142,6 +142,11 @@ async function startServer(port) {
     assert.notStrictEqual(qCost, "$0.0000", "q's cost");
     assert.match(await rowQ.locator("td.model").textContent(), /scripted/, "q's provider");
     await tab.locator('tr[data-session="h"]').waitFor(WAIT);
+    // h's model calls read 630 of its 800 input tokens from the provider's cache.
+    const hCache = tab.locator('tr[data-session="h"] td.tokens .cache-note');
+    assert.strictEqual((await hCache.textContent()).trim(), "· 79% cached", "h's cache share");
+    assert.match(await hCache.getAttribute("title"), /^630 input tokens read from the provider's cache, 20 written, 150 not cached$/);
+    assert.strictEqual(await rowQ.locator(".cache-note").count(), 0, "q read nothing from a cache");
     const fork = tab.locator('tr[data-session="qf"] .fork');
     await fork.waitFor(WAIT);
     assert.strictEqual((await fork.textContent()).trim(), "fork of q at turn 1", "the fork's parent");

@@ -36,8 +36,9 @@ span_count() {
 hostile='<img src=x onerror="window.__pwned=1"></script><script>window.__pwned=2</script>'
 cat >"$dir/hostile.json" <<JSON
 {"replies": [
-  {"text": "Calling.", "tool_calls": [{"name": "$(printf '%s' "$hostile" | sed 's/"/\\"/g')", "args": {}}]},
-  {"text": "Done."}
+  {"text": "Calling.", "tool_calls": [{"name": "$(printf '%s' "$hostile" | sed 's/"/\\"/g')", "args": {}}],
+   "usage": {"input": 100, "output": 10, "cache_read": 300, "cache_write": 20}},
+  {"text": "Done.", "usage": {"input": 50, "output": 5, "cache_read": 330}}
 ]}
 JSON
 "$bin" --home "$home" run "Go" --scenario "$dir/hostile.json" --workspace "$dir/ws2" --session h >/dev/null 2>&1

@@ -282,6 +282,13 @@ json HomeView::row_json(const Row& row) const {
           {"updated_us", m.updated_us},
           {"tokens_in", u("tokens_in")},
           {"tokens_out", u("tokens_out")},
+          {"cache_read", u("cache_read")},
+          {"cache_write", u("cache_write")},
+          // The share of the input read from the provider's prompt cache (docs/trace.md).
+          {"cache_hit_ratio", u("tokens_in") + u("cache_read") + u("cache_write")
+                                  ? static_cast<double>(u("cache_read")) /
+                                        static_cast<double>(u("tokens_in") + u("cache_read") + u("cache_write"))
+                                  : 0.0},
           {"cost_usd", a.contains("cost_usd") && a["cost_usd"].is_number() ? a["cost_usd"].get<double>() : 0.0},
           {"model_calls", u("llm_attempts")},
           {"retries", u("retries")},

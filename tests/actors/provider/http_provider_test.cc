@@ -329,6 +329,41 @@ BOOST_DATA_TEST_CASE_F(Fixture, output_that_is_not_utf8_is_sent_replaced, data::
   BOOST_TEST(!json::parse(body, nullptr, false).is_discarded());
 }
 
+// A server (an MCP server, a tool) that gives its schema's keys in another
+// order each time does not change the bytes sent, so it cannot bust a
+// prompt cache (docs/trace.md, "Why did my cache miss?").
+BOOST_DATA_TEST_CASE_F(Fixture, tool_schemas_render_the_same_bytes_in_any_key_order, data::make(kFormats), format) {
+  ProviderRequest a = sample_request(), b = sample_request();
+  b.tools[0].schema = {R"({"required":["path","content"],"properties":{"content":{"type":"string"},"path":{"type":"string"}},"type":"object"})"};
+  BOOST_TEST(make(format)->render_request(a) == make(format)->render_request(b));
+}
+
+// provider.cache: anthropic breakpoints where asked, at most the last N
+// messages; openai's key passed through; nothing when unset.
+BOOST_DATA_TEST_CASE_F(Fixture, cache_settings_put_breakpoints_or_a_key_into_the_body, data::make(kFormats), format) {
+  HttpProviderOptions o = options(format);
+  BOOST_TEST(make(format, o)->render_request(sample_request()).find("cache") == std::string::npos);
+  if (format == "anthropic") {
+    o.cache = PromptCache{.tools = true, .system = true, .last_messages = 2, .ttl = "1h"};
+  } else {
+    o.cache = PromptCache{.prompt_cache_key = "team-a"};
+  }
+  json body = json::parse(make(format, o)->render_request(sample_request()));
+  if (format == "openai") {
+    BOOST_TEST(body["prompt_cache_key"] == "team-a");
+    return;
+  }
+  const json marker = {{"type", "ephemeral"}, {"ttl", "1h"}};
+  BOOST_TEST(body["system"] == json::array({{{"type", "text"}, {"text", "You are terse."}, {"cache_control", marker}}}));
+  BOOST_TEST(body["tools"].back()["cache_control"] == marker);
+  const json& messages = body["messages"];
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const json& last = messages[i]["content"].back();
+    BOOST_TEST(last.contains("cache_control") == (i + 2 >= messages.size()), i);
+    for (size_t k = 0; k + 1 < messages[i]["content"].size(); ++k) BOOST_TEST(!messages[i]["content"][k].contains("cache_control"));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(openai_compatible_servers_quirks) {
   // No tool-call ids (llama.cpp), no usage chunk, "stop" with tool calls (vLLM).
   WireAnswer a;

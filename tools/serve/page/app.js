@@ -242,7 +242,9 @@
     tr.appendChild(status);
     tr.appendChild(el("td", "num turns", num(row.turns)));
     tr.appendChild(el("td", "num events", num(row.last_seq)));
-    tr.appendChild(el("td", "num tokens", num(row.tokens_in) + " / " + num(row.tokens_out)));
+    const tokens = el("td", "num tokens", num(row.tokens_in) + " / " + num(row.tokens_out));
+    if (row.cache_read > 0) tokens.appendChild(cacheNote(row, "cached"));
+    tr.appendChild(tokens);
     tr.appendChild(el("td", "num cost", cost(row.cost_usd)));
     tr.appendChild(el("td", "model", (row.provider || "—") + " / " + (row.model || "—")));
     tr.appendChild(el("td", "updated", localTime(row.updated_us)));
@@ -702,6 +704,15 @@
     state.schedulesTimer = setTimeout(loadSchedules, 150);
   }
 
+  // " · 64% cached": the share of the input read from the provider's prompt
+  // cache, the counts in its title.
+  function cacheNote(row, words) {
+    const note = el("span", "cache-note", " · " + Math.round(100 * (row.cache_hit_ratio || 0)) + "% " + words);
+    note.title = num(row.cache_read) + " input tokens read from the provider's cache, " + num(row.cache_write) +
+                 " written, " + num(row.tokens_in) + " not cached";
+    return note;
+  }
+
   // ---- one session's trace ----
   function renderTraceHead(view) {
     const head = document.getElementById("trace-head");
@@ -715,8 +726,10 @@
     head.appendChild(tabs);
     if (row) {
       head.appendChild(el("span", "badge " + classSafe(row.status), row.status));
-      head.appendChild(el("span", "meta", num(row.turns) + " turns · " + num(row.last_seq) + " events · " + num(row.tokens_in) + " / " +
-                                          num(row.tokens_out) + " tokens · " + cost(row.cost_usd)));
+      const meta = el("span", "meta", num(row.turns) + " turns · " + num(row.last_seq) + " events · " + num(row.tokens_in) + " / " +
+                                      num(row.tokens_out) + " tokens · " + cost(row.cost_usd));
+      if (row.cache_read > 0) meta.appendChild(cacheNote(row, "of input from cache"));
+      head.appendChild(meta);
       if (row.parent_session) {
         const fork = el("span", "fork", "fork of ");
         fork.appendChild(link(sessionHash(row.parent_session), row.parent_session));

@@ -1,0 +1,36 @@
+// Prompt-cache diagnosis for the `carapace trace` commands (docs/trace.md,
+// "Why did my cache miss?"): the model requests of a session with their
+// verbatim bodies and cache regions, for `trace analyze`; the regions of one
+// request, for `trace span`; and two requests compared, for `trace diff
+// --request`.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "actors/collector/cache_analyze.h"
+#include "actors/collector/span.h"
+#include "storage/body_store.h"
+#include "tools/cli.h"
+
+namespace carapace::cli {
+
+// The session's model requests in seq order (spans a fork copied from its
+// parent left out), each with its body read from `bodies` (null: none) and
+// the trims and rollbacks that came before it.
+std::vector<CacheRequest> cache_requests(const std::vector<Span>& spans, const BodyStore* bodies);
+
+// The regions of a request body, as `trace span --json` shows them under "cache".
+nlohmann::json regions_json(const RequestRegions& r);
+
+// Lines for `trace span`: the format, what is cacheable, each region.
+std::string regions_text(const RequestRegions& r);
+
+struct DiffRequestArgs {
+  std::string a, b;  // SESSION@SEQ (b may be SEQ alone: the same session)
+};
+int run_diff_request(Context& ctx, const DiffRequestArgs& args);
+
+}  // namespace carapace::cli
