@@ -6,7 +6,7 @@
 # second, coverage (cov: edges, ft: features), corpus units added, crashes.
 #
 #   scripts/fuzz.sh SECONDS [TARGET...]    every target, or those named
-#   (targets: record fold sse mcp hook scenario config fault_plan bundle; docs/fuzzing.md)
+#   (targets: record fold sse mcp hook scenario config fault_plan bundle cache; docs/fuzzing.md)
 #
 # A run starts from the target's seeds (tests/fuzz/corpus/TARGET/, only
 # read) and what earlier runs found (build-fuzz/corpus/TARGET/, where new
@@ -17,7 +17,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-all_targets=(record fold sse mcp hook scenario config fault_plan bundle)
+all_targets=(record fold sse mcp hook scenario config fault_plan bundle cache)
 if [ $# -lt 1 ] || ! [[ "$1" =~ ^[0-9]+$ ]] || [ "$1" -lt 1 ]; then
   echo "usage: scripts/fuzz.sh SECONDS [TARGET...]   (targets: ${all_targets[*]})" >&2
   exit 2
