@@ -504,7 +504,7 @@ std::vector<Span> SpanBuilder::take_changed() {
 std::vector<Span> build_spans(const std::string& session, const std::vector<Event>& events) {
   SpanBuilder b(session);
   for (const auto& e : events) b.add(e);
-  return b.spans();
+  return std::move(b).release();
 }
 
 }  // namespace carapace

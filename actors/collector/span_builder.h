@@ -37,6 +37,8 @@ class SpanBuilder {
   void add(const Event& event);
 
   const std::vector<Span>& spans() const { return spans_; }
+  // The spans, moved out (the builder is done with).
+  std::vector<Span> release() && { return std::move(spans_); }
   const std::string& session() const { return session_; }
   // The seq of the last event added, 0 before any.
   uint64_t last_seq() const { return last_seq_; }
