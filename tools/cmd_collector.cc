@@ -8,6 +8,7 @@
 #include "actors/collector/otlp_sender.h"
 #include "storage/body_store.h"
 #include "tools/cli.h"
+#include "tools/trace_cache.h"
 #include "tools/stop_signals.h"
 
 namespace carapace::cli {
@@ -41,13 +42,15 @@ struct OtlpStream {
     std::unique_ptr<BodyStore> bodies;
     const bool have_bodies = BodyStore::open(ctx.home() + "/bodies", BodyStore::Mode::kReader, &bodies).ok();
     size_t n = 0;
-    for (const auto& [session, spans] : report.finished) {
+    for (const auto& [session, finished] : report.finished) {
+      std::vector<Span> spans = finished;
       for (const auto& sp : spans) {
         std::string ref = sp.attrs.value("response_body", std::string()), text;
         if (have_bodies && !ref.empty() && bodies->get(ref, &text).ok()) input.bodies[ref] = std::move(text);
       }
+      if (have_bodies) annotate_cache_prefixes(&spans, *bodies);  // as `trace export` does
       n += spans.size();
-      input.traces.push_back(spans);
+      input.traces.push_back(std::move(spans));
     }
     OtlpSendOptions options{.endpoint = endpoint, .max_attempts = 3};
     OtlpSendReport sent_report;

@@ -12,9 +12,9 @@
 #include "actors/collector/export.h"
 #include "actors/collector/export_content.h"
 #include "actors/collector/otlp_sender.h"
-#include "actors/collector/cache_regions.h"
 #include "storage/body_store.h"
 #include "tools/cli.h"
+#include "tools/trace_cache.h"
 #include "tools/trace_load.h"
 
 #ifndef CARAPACE_VERSION
@@ -103,17 +103,8 @@ int run_export(Context& ctx, const ExportArgs& args) {
     }
     if (!info.warning.empty()) warnings.push_back(id + ": " + info.warning);
     // Each model request's cache prefix, from the bytes it sent (docs/trace.md,
-    // "Why did my cache miss?"): a fingerprint, not content.
-    for (auto& sp : spans) {
-      if (!have_bodies || sp.kind != kSpanLlm) continue;
-      std::string ref = sp.attrs.value("request_body", std::string()), body;
-      if (ref.empty() || !bodies->get(ref, &body).ok()) continue;
-      RequestRegions r = cache_regions(body, spans[0].attrs.value("provider", std::string()));
-      if (!r.error.empty()) continue;
-      sp.attrs["cache_regions"] = r.regions.size();
-      sp.attrs["cache_cacheable_regions"] = r.cacheable;
-      sp.attrs["cache_prefix_fingerprint"] = fingerprint_hex(prefix_fingerprint(r.regions, r.cacheable));
-    }
+    // "Why did my cache miss?").
+    if (have_bodies) annotate_cache_prefixes(&spans, *bodies);
     // Response bodies name the response's id and model; request bodies hold
     // the input messages (content).
     std::map<std::string, std::string> session_bodies;

@@ -67,6 +67,21 @@ std::vector<CacheRequest> cache_requests(const std::vector<Span>& spans, const B
   return out;
 }
 
+void annotate_cache_prefixes(std::vector<Span>* spans, const BodyStore& bodies) {
+  if (spans->empty()) return;
+  const std::string provider = text((*spans)[0].attrs, "provider");
+  for (auto& sp : *spans) {
+    if (sp.kind != kSpanLlm) continue;
+    std::string ref = text(sp.attrs, "request_body"), body;
+    if (ref.empty() || !bodies.get(ref, &body).ok()) continue;
+    RequestRegions r = cache_regions(body, provider);
+    if (!r.error.empty()) continue;
+    sp.attrs["cache_regions"] = r.regions.size();
+    sp.attrs["cache_cacheable_regions"] = r.cacheable;
+    sp.attrs["cache_prefix_fingerprint"] = fingerprint_hex(prefix_fingerprint(r.regions, r.cacheable));
+  }
+}
+
 nlohmann::json regions_json(const RequestRegions& r) {
   if (!r.error.empty()) return {{"error", r.error}};
   nlohmann::json list = nlohmann::json::array();

@@ -22,6 +22,11 @@ namespace carapace::cli {
 // the trims and rollbacks that came before it.
 std::vector<CacheRequest> cache_requests(const std::vector<Span>& spans, const BodyStore* bodies);
 
+// Adds to each model span with a stored request body its cache prefix:
+// cache_regions, cache_cacheable_regions and cache_prefix_fingerprint (what
+// `trace export` and the collector's OTLP stream carry; a digest, not content).
+void annotate_cache_prefixes(std::vector<Span>* spans, const BodyStore& bodies);
+
 // The regions of a request body, as `trace span --json` shows them under "cache".
 nlohmann::json regions_json(const RequestRegions& r);
 

@@ -199,6 +199,19 @@ BOOST_DATA_TEST_CASE_F(CacheFixture, breakpoints_are_sent_hits_are_counted_price
       std::find(exported.begin(), exported.end(), cache["prefix_fingerprint"].get<std::string>()) != exported.end();
   BOOST_TEST(exported_it);
 
+  // So does the collector's live OTLP stream (here: a store folded again from the log).
+  testing::MockLlmServer receiver;
+  receiver.set_handler([](const testing::MockRequest&, size_t) {
+    return testing::MockReply{.headers = {"Content-Type: application/json"}, .body = "{}", .chunked = false};
+  });
+  std::filesystem::remove_all(home() + "/traces");
+  testing::CliResult streamed = run("collector --once --otlp-endpoint " + receiver.url());
+  BOOST_TEST(streamed.code == 0, streamed.err);
+  std::string received;
+  for (const auto& r : receiver.requests()) received += r.body;
+  BOOST_TEST(contains(received, "\"carapace.cache_prefix_fingerprint\""), received.substr(0, 300));
+  BOOST_TEST(contains(received, cache["prefix_fingerprint"].get<std::string>()));
+
   // A conversation that only grows, read from the cache each time: clean.
   BOOST_TEST(findings("c").empty(), findings("c").dump());
 }
