@@ -1,4 +1,5 @@
 // carapace trace show | span | stats | analyze (docs/trace.md)
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -284,6 +285,7 @@ struct AnalyzeArgs {
   std::string since;
   std::string cache_ttl;  // "": 5 min, or what a breakpoint asked for
   uint64_t cache_min_tokens = 1024;
+  uint64_t cache_max_bytes = kCacheMaxBytes;
 };
 
 int run_analyze(Context& ctx, const AnalyzeArgs& args) {
@@ -320,8 +322,20 @@ int run_analyze(Context& ctx, const AnalyzeArgs& args) {
       continue;
     }
     auto findings = analyze_trace(spans, AnalyzeOptions{.crashed_after_seq = info.crashed_after_seq, .session = id});
+    // The cache patterns, over the bodies read (at most --cache-max-bytes of them).
+    size_t bodies_read = 0, requests_seen = 0;
+    bool cut = false;
     if (bodies) {
-      for (auto& f : analyze_cache(cache_requests(spans, bodies.get()), cache_options)) findings.push_back(std::move(f));
+      std::vector<CacheRequest> requests = cache_requests(spans, bodies.get(), args.cache_max_bytes, &bodies_read);
+      requests_seen = requests.size();
+      cut = std::any_of(requests.begin(), requests.end(),
+                        [](const CacheRequest& r) { return r.regions.error.rfind("not read", 0) == 0; });
+      if (cut && !ctx.json) {
+        std::fprintf(stderr, "carapace: %s: the cache patterns cover the first %zu of %zu model requests (their "
+                             "bodies reach --cache-max-bytes %llu)\n",
+                     id.c_str(), bodies_read, requests_seen, static_cast<unsigned long long>(args.cache_max_bytes));
+      }
+      for (auto& f : analyze_cache(requests, cache_options)) findings.push_back(std::move(f));
     }
     for (auto& f : findings) f.message = ctx.with_home(f.message);
     total += findings.size();
@@ -347,6 +361,7 @@ int run_analyze(Context& ctx, const AnalyzeArgs& args) {
       }
     }
     all.push_back({{"session", id}, {"findings", list}});
+    if (cut) all.back()["cache_bodies_read"] = {{"read", bodies_read}, {"model_requests", requests_seen}};
   }
   std::string summary = count(total, "finding") + " in " + count(sessions.size(), "session");
   if (ctx.json) {
@@ -631,6 +646,9 @@ void register_trace_commands(CLI::App& app, Context& ctx) {
                       "The prompt cache's lifetime for ttl_lapse (default 5m, or 1h where a breakpoint asked for it)");
   analyze->add_option("--cache-min-tokens", analyze_args->cache_min_tokens,
                       "The shortest prefix a provider caches, for provider_miss (at 4 bytes a token)")
+      ->capture_default_str();
+  analyze->add_option("--cache-max-bytes", analyze_args->cache_max_bytes,
+                      "Read at most this many bytes of a session's request bodies for the cache patterns")
       ->capture_default_str();
   add_json_flag(analyze, ctx);
   auto diff_args = std::make_shared<DiffArgs>();

@@ -29,8 +29,10 @@ uint64_t first_between(const std::set<uint64_t>& seqs, uint64_t after, uint64_t 
 
 }  // namespace
 
-std::vector<CacheRequest> cache_requests(const std::vector<Span>& spans, const BodyStore* bodies) {
+std::vector<CacheRequest> cache_requests(const std::vector<Span>& spans, const BodyStore* bodies, uint64_t max_bytes,
+                                         size_t* bodies_read) {
   std::vector<CacheRequest> out;
+  if (bodies_read != nullptr) *bodies_read = 0;
   if (spans.empty()) return out;
   const std::string provider = text(spans[0].attrs, "provider");
   std::set<uint64_t> trims, rollbacks;
@@ -40,8 +42,14 @@ std::vector<CacheRequest> cache_requests(const std::vector<Span>& spans, const B
     }
     if (s.kind == kSpanTurn && s.status == "rolled_back" && !s.open()) rollbacks.insert(s.close_seq);
   }
+  std::vector<const Span*> llm;
   for (const auto& s : spans) {
-    if (s.kind != kSpanLlm || s.attrs.value("copied_from_parent", false)) continue;
+    if (s.kind == kSpanLlm && !s.attrs.value("copied_from_parent", false)) llm.push_back(&s);
+  }
+  std::sort(llm.begin(), llm.end(), [](const Span* a, const Span* b) { return a->open_seq < b->open_seq; });
+  uint64_t total = 0;
+  for (const Span* sp : llm) {
+    const Span& s = *sp;
     CacheRequest r{.seq = s.open_seq,
                    .turn = number(s.attrs, "turn"),
                    .attempt = static_cast<uint32_t>(number(s.attrs, "attempt")),
@@ -52,14 +60,23 @@ std::vector<CacheRequest> cache_requests(const std::vector<Span>& spans, const B
                    .cache_read = number(s.attrs, "cache_read"),
                    .cache_write = number(s.attrs, "cache_write")};
     const std::string ref = text(s.attrs, "request_body");
-    if (ref.empty() || bodies == nullptr || !bodies->get(ref, &r.body).ok()) {
+    if (total >= max_bytes) {
+      r.regions.error = "not read: the session's request bodies before it reach " + std::to_string(max_bytes) +
+                        " bytes (--cache-max-bytes)";
+    } else if (ref.empty() || bodies == nullptr || !bodies->get(ref, &r.body).ok()) {
       r.regions.error = ref.empty() ? "no request body was kept" : "the request body " + ref + " is not in the store";
+    } else if (total + r.body.size() > max_bytes) {
+      total = max_bytes;
+      r.body.clear();
+      r.regions.error = "not read: the session's request bodies up to it pass " + std::to_string(max_bytes) +
+                        " bytes (--cache-max-bytes)";
     } else {
+      total += r.body.size();
       r.regions = cache_regions(r.body, provider);
+      if (bodies_read != nullptr) ++*bodies_read;
     }
     out.push_back(std::move(r));
   }
-  std::sort(out.begin(), out.end(), [](const CacheRequest& a, const CacheRequest& b) { return a.seq < b.seq; });
   for (size_t i = 1; i < out.size(); ++i) {
     out[i].trimmed_seq = first_between(trims, out[i - 1].seq, out[i].seq);
     out[i].rolled_back_seq = first_between(rollbacks, out[i - 1].seq, out[i].seq);

@@ -17,10 +17,17 @@
 
 namespace carapace::cli {
 
+// What `trace analyze` reads of one session's request bodies, at most (--cache-max-bytes).
+inline constexpr uint64_t kCacheMaxBytes = 256ull << 20;
+
 // The session's model requests in seq order (spans a fork copied from its
 // parent left out), each with its body read from `bodies` (null: none) and
-// the trims and rollbacks that came before it.
-std::vector<CacheRequest> cache_requests(const std::vector<Span>& spans, const BodyStore* bodies);
+// the trims and rollbacks that came before it. Bodies are read in order
+// until they add up to `max_bytes` (each holds the conversation so far, so a
+// long session's add up fast); the later ones are left unread, with an
+// error saying so, and *bodies_read counts those read.
+std::vector<CacheRequest> cache_requests(const std::vector<Span>& spans, const BodyStore* bodies,
+                                         uint64_t max_bytes = kCacheMaxBytes, size_t* bodies_read = nullptr);
 
 // Adds to each model span with a stored request body its cache prefix:
 // cache_regions, cache_cacheable_regions and cache_prefix_fingerprint (what

@@ -88,6 +88,8 @@ struct CacheFixture : testing::CliHome {
     return out;
   }
 
+  size_t requests_size(size_t i) { return server.requests().at(i).body.size(); }
+
   json findings(const std::string& id, const std::string& extra = "") {
     json j = run_json("trace analyze " + id + extra);
     json out = json::array();
@@ -245,6 +247,13 @@ BOOST_DATA_TEST_CASE_F(CacheFixture, a_timestamp_a_hook_puts_in_the_system_promp
   BOOST_TEST(requests[0].body.substr(a - 12, 12) == requests[1].body.substr(b - 12, 12));
   BOOST_TEST(requests[0].body[a] != requests[1].body[b]);
   BOOST_TEST(contains(requests[0].body.substr(0, a), "The time is "));
+
+  // Bodies are read up to a budget: with room for one, no pair to compare, and it says so.
+  testing::CliResult budget = run("trace analyze t --cache-max-bytes " + std::to_string(requests_size(0) + 1));
+  BOOST_TEST(!contains(budget.out, "cache_bust"), budget.out);
+  BOOST_TEST(contains(budget.err, "t: the cache patterns cover the first 1 of 3 model requests"), budget.err);
+  json cut = run_json("trace analyze t --cache-max-bytes " + std::to_string(requests_size(0) + 1));
+  BOOST_TEST(cut["data"]["sessions"][0]["cache_bodies_read"] == json({{"read", 1}, {"model_requests", 3}}));
 
   testing::CliResult text = run("trace analyze t");
   BOOST_TEST_MESSAGE("$ carapace trace analyze t\n" << text.out);
