@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
 #include <set>
 
 #include "actors/collector/trace_view.h"
@@ -27,6 +26,34 @@ uint64_t first_between(const std::set<uint64_t>& seqs, uint64_t after, uint64_t 
   return it != seqs.end() && *it < upto ? *it : 0;
 }
 
+// A model span as a request, without its body.
+CacheRequest request_of(const Span& s) {
+  return CacheRequest{.seq = s.open_seq,
+                      .turn = number(s.attrs, "turn"),
+                      .attempt = static_cast<uint32_t>(number(s.attrs, "attempt")),
+                      .start_us = s.start_us,
+                      .model = text(s.attrs, "model"),
+                      .ok = s.status == "ok",
+                      .input = number(s.attrs, "tokens_in"),
+                      .cache_read = number(s.attrs, "cache_read"),
+                      .cache_write = number(s.attrs, "cache_write")};
+}
+
+// The request body model span `s` references, read into *body; false, with
+// why in *error, when there is none to read.
+bool read_request_body(const Span& s, const BodyStore* bodies, std::string* body, std::string* error) {
+  const std::string ref = text(s.attrs, "request_body");
+  if (ref.empty()) {
+    *error = "no request body was kept";
+    return false;
+  }
+  if (bodies == nullptr || !bodies->get(ref, body).ok()) {
+    *error = "the request body " + ref + " is not in the store";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<CacheRequest> cache_requests(const std::vector<Span>& spans, const BodyStore* bodies, uint64_t max_bytes,
@@ -49,22 +76,12 @@ std::vector<CacheRequest> cache_requests(const std::vector<Span>& spans, const B
   std::sort(llm.begin(), llm.end(), [](const Span* a, const Span* b) { return a->open_seq < b->open_seq; });
   uint64_t total = 0;
   for (const Span* sp : llm) {
-    const Span& s = *sp;
-    CacheRequest r{.seq = s.open_seq,
-                   .turn = number(s.attrs, "turn"),
-                   .attempt = static_cast<uint32_t>(number(s.attrs, "attempt")),
-                   .start_us = s.start_us,
-                   .model = text(s.attrs, "model"),
-                   .ok = s.status == "ok",
-                   .input = number(s.attrs, "tokens_in"),
-                   .cache_read = number(s.attrs, "cache_read"),
-                   .cache_write = number(s.attrs, "cache_write")};
-    const std::string ref = text(s.attrs, "request_body");
+    CacheRequest r = request_of(*sp);
     if (total >= max_bytes) {
       r.regions.error = "not read: the session's request bodies before it reach " + std::to_string(max_bytes) +
                         " bytes (--cache-max-bytes)";
-    } else if (ref.empty() || bodies == nullptr || !bodies->get(ref, &r.body).ok()) {
-      r.regions.error = ref.empty() ? "no request body was kept" : "the request body " + ref + " is not in the store";
+    } else if (!read_request_body(*sp, bodies, &r.body, &r.regions.error)) {
+      // Nothing to compare: the error says why.
     } else if (total + r.body.size() > max_bytes) {
       total = max_bytes;
       r.body.clear();
@@ -84,13 +101,25 @@ std::vector<CacheRequest> cache_requests(const std::vector<Span>& spans, const B
   return out;
 }
 
+Status cache_request_at(const std::vector<Span>& spans, const BodyStore& bodies, uint64_t seq, CacheRequest* out) {
+  for (const auto& s : spans) {
+    if (s.kind != kSpanLlm || s.open_seq != seq) continue;
+    *out = request_of(s);
+    std::string error;
+    if (!read_request_body(s, &bodies, &out->body, &error)) return Status::not_found(error);
+    out->regions = cache_regions(out->body, text(spans[0].attrs, "provider"));
+    if (!out->regions.error.empty()) return Status::invalid_argument(out->regions.error);
+    return Status();
+  }
+  return Status::not_found("no model request at seq " + std::to_string(seq));
+}
+
 void annotate_cache_prefixes(std::vector<Span>* spans, const BodyStore& bodies) {
   if (spans->empty()) return;
   const std::string provider = text((*spans)[0].attrs, "provider");
   for (auto& sp : *spans) {
-    if (sp.kind != kSpanLlm) continue;
-    std::string ref = text(sp.attrs, "request_body"), body;
-    if (ref.empty() || !bodies.get(ref, &body).ok()) continue;
+    std::string body, error;
+    if (sp.kind != kSpanLlm || !read_request_body(sp, &bodies, &body, &error)) continue;
     RequestRegions r = cache_regions(body, provider);
     if (!r.error.empty()) continue;
     sp.attrs["cache_regions"] = r.regions.size();
@@ -199,21 +228,10 @@ int run_diff_request(Context& ctx, const DiffRequestArgs& args) {
     TraceInfo info;
     Status s = load_trace(ctx, *log, store.get(), refs[k].session, &spans, &info);
     if (!s.ok()) return no_such_session(ctx, s);
-    bool found = false;
-    for (auto& r : cache_requests(spans, bodies.get())) {
-      if (r.seq == refs[k].seq) {
-        req[k] = std::move(r);
-        found = true;
-      }
-    }
-    if (!found) {
-      return ctx.fail(Status::not_found("no model request at seq " + std::to_string(refs[k].seq) + " of session " +
-                                        refs[k].session),
+    s = cache_request_at(spans, *bodies, refs[k].seq, &req[k]);
+    if (!s.ok()) {
+      return ctx.fail(s.with_context(refs[k].session + "@" + std::to_string(refs[k].seq)),
                       "`carapace trace show " + refs[k].session + "` prints the seq before each llm attempt");
-    }
-    if (!req[k].regions.error.empty()) {
-      return ctx.fail(Status::unsupported(refs[k].session + "@" + std::to_string(refs[k].seq) + ": " +
-                                                  req[k].regions.error));
     }
   }
   const CacheRequest &x = req[0], &y = req[1];

@@ -29,6 +29,11 @@ inline constexpr uint64_t kCacheMaxBytes = 256ull << 20;
 std::vector<CacheRequest> cache_requests(const std::vector<Span>& spans, const BodyStore* bodies,
                                          uint64_t max_bytes = kCacheMaxBytes, size_t* bodies_read = nullptr);
 
+// The model request whose llm.requested is at `seq`, with its body and
+// regions; not_found when there is none (or no body), invalid_argument when
+// its body is not a request.
+Status cache_request_at(const std::vector<Span>& spans, const BodyStore& bodies, uint64_t seq, CacheRequest* out);
+
 // Adds to each model span with a stored request body its cache prefix:
 // cache_regions, cache_cacheable_regions and cache_prefix_fingerprint (what
 // `trace export` and the collector's OTLP stream carry; a digest, not content).

@@ -95,11 +95,7 @@ struct Agg {
             {"tokens_out", tokens_out},
             {"cache_read", cache_read},
             {"cache_write", cache_write},
-            // Of all the input the provider took in, the share read from its cache.
-            {"cache_hit_ratio", tokens_in + cache_read + cache_write
-                                    ? static_cast<double>(cache_read) /
-                                          static_cast<double>(tokens_in + cache_read + cache_write)
-                                    : 0.0},
+            {"cache_hit_ratio", cache_hit_ratio(tokens_in, cache_read, cache_write)},
             {"cost_usd", cost},
             {"latency_ms",
              {{"p50", percentile(latency, 50)},
@@ -140,6 +136,11 @@ std::string day_of(int64_t ts_us, int64_t offset_s) {
 }
 
 }  // namespace
+
+double cache_hit_ratio(uint64_t tokens_in, uint64_t cache_read, uint64_t cache_write) {
+  const uint64_t all = tokens_in + cache_read + cache_write;
+  return all ? static_cast<double>(cache_read) / static_cast<double>(all) : 0.0;
+}
 
 uint64_t percentile(std::vector<uint64_t> values, double p) {
   if (values.empty()) return 0;

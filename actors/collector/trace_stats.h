@@ -32,6 +32,10 @@ struct StatsOptions {
 // with "sessions" and "key": model calls are no tool's.
 nlohmann::json trace_stats(const std::vector<std::vector<Span>>& traces, const StatsOptions& options);
 
+// Of all the input a provider took in (uncached, read from its prompt
+// cache, written to it), the share read from the cache; 0 with no input.
+double cache_hit_ratio(uint64_t tokens_in, uint64_t cache_read, uint64_t cache_write);
+
 // The nearest-rank percentile `p` (0-100) of `values` (sorted here); 0 if empty.
 uint64_t percentile(std::vector<uint64_t> values, double p);
 

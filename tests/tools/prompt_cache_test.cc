@@ -279,7 +279,7 @@ BOOST_DATA_TEST_CASE_F(CacheFixture, a_timestamp_a_hook_puts_in_the_system_promp
   BOOST_TEST(contains(bad.err, "SESSION@SEQ"), bad.err);
   testing::CliResult missing = run("trace diff --request t@1 2");
   BOOST_TEST(missing.code == 1, missing.out + missing.err);
-  BOOST_TEST(contains(missing.err, "no model request at seq 1 of session t"), missing.err);
+  BOOST_TEST(contains(missing.err, "t@1: no model request at seq 1"), missing.err);
 }
 
 BOOST_DATA_TEST_CASE_F(CacheFixture, a_gap_past_the_lifetime_is_a_lapse_and_within_it_a_provider_miss,

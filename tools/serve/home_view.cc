@@ -10,6 +10,7 @@
 #include "actors/collector/export.h"
 #include "actors/collector/export_content.h"
 #include "actors/collector/span_builder.h"
+#include "actors/collector/trace_stats.h"
 #include "actors/collector/trace_view.h"
 #include "base/bounded_json.h"
 #include "base/redactor.h"
@@ -33,18 +34,6 @@ bool is_span_id(std::string_view id) {
   return id.size() == 16 && std::all_of(id.begin(), id.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
          });
-}
-
-std::vector<std::string_view> split_path(std::string_view path) {
-  std::vector<std::string_view> parts;
-  size_t at = 0;
-  while (at <= path.size()) {
-    size_t slash = path.find('/', at);
-    if (slash == std::string_view::npos) slash = path.size();
-    parts.push_back(path.substr(at, slash - at));
-    at = slash + 1;
-  }
-  return parts;
 }
 
 std::string seconds(uint64_t ms) {
@@ -285,10 +274,7 @@ json HomeView::row_json(const Row& row) const {
           {"cache_read", u("cache_read")},
           {"cache_write", u("cache_write")},
           // The share of the input read from the provider's prompt cache (docs/trace.md).
-          {"cache_hit_ratio", u("tokens_in") + u("cache_read") + u("cache_write")
-                                  ? static_cast<double>(u("cache_read")) /
-                                        static_cast<double>(u("tokens_in") + u("cache_read") + u("cache_write"))
-                                  : 0.0},
+          {"cache_hit_ratio", cache_hit_ratio(u("tokens_in"), u("cache_read"), u("cache_write"))},
           {"cost_usd", a.contains("cost_usd") && a["cost_usd"].is_number() ? a["cost_usd"].get<double>() : 0.0},
           {"model_calls", u("llm_attempts")},
           {"retries", u("retries")},

@@ -27,18 +27,6 @@ int64_t now_us() {
       .count();
 }
 
-std::vector<std::string> split(std::string_view path) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at <= path.size()) {
-    size_t slash = path.find('/', at);
-    if (slash == std::string_view::npos) slash = path.size();
-    out.emplace_back(path.substr(at, slash - at));
-    at = slash + 1;
-  }
-  return out;
-}
-
 ApiReply ok(json data, std::string summary) {
   return ApiReply{200, {{"success", true}, {"data", std::move(data)}, {"summary", std::move(summary)}}};
 }
@@ -335,7 +323,7 @@ json ScheduleRunner::describe_locked(const Entry& e, int64_t now, bool full) con
 }
 
 ApiReply ScheduleRunner::get(std::string_view path) {
-  auto parts = split(path.substr(std::string_view("/api/schedules").size()));
+  auto parts = split_path(path.substr(std::string_view("/api/schedules").size()));
   std::lock_guard lock(mu_);
   const int64_t now = now_us();
   if (parts.size() == 1 && parts[0].empty()) {
@@ -357,10 +345,10 @@ ApiReply ScheduleRunner::get(std::string_view path) {
 }
 
 ApiReply ScheduleRunner::post(std::string_view path, const json& body) {
-  auto parts = split(path.substr(std::string_view("/api/schedules").size()));
+  auto parts = split_path(path.substr(std::string_view("/api/schedules").size()));
   if (parts.size() == 1 && parts[0].empty()) return define_api(body);
   std::string name;
-  if (parts.size() == 3 && parts[0].empty() && percent_decode(parts[1], &name)) return act_api(name, parts[2], body);
+  if (parts.size() == 3 && parts[0].empty() && percent_decode(parts[1], &name)) return act_api(name, std::string(parts[2]), body);
   return api_error(404, "nothing to POST at " + std::string(path),
                    "POST /api/schedules, or /api/schedules/NAME/pause, resume, trigger, backfill, remove");
 }

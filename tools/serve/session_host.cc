@@ -25,18 +25,6 @@ constexpr size_t kShortLimit = 1024;       // a reason, a model name
 constexpr size_t kIdLimit = 128;
 constexpr uint64_t kTurnLimit = 100'000;
 
-std::vector<std::string> split_path(std::string_view path) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at <= path.size()) {
-    size_t slash = path.find('/', at);
-    if (slash == std::string_view::npos) slash = path.size();
-    out.emplace_back(path.substr(at, slash - at));
-    at = slash + 1;
-  }
-  return out;
-}
-
 // The fields of a request body, checked: each known, of its type and bounds.
 class Body {
  public:
@@ -218,7 +206,8 @@ Status SessionHost::workspace_for(const std::string& relative, std::string* path
   auto parts = split_path(relative);
   if (parts.size() > 8) return Status::invalid_argument("\"workspace\" is over 8 levels deep");
   std::string at = options_.workspace_root;
-  for (const auto& c : parts) {
+  for (std::string_view part : parts) {
+    const std::string c(part);
     if (!plain_component(c)) {
       return Status::invalid_argument("\"workspace\" '" + relative + "' has the part '" + c.substr(0, 64) +
                                       "': each part is letters, digits, '-', '_' or '.', never '.' or '..', "

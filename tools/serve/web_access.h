@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace carapace::web {
 
@@ -68,6 +69,10 @@ bool valid_token(std::string_view text);
 
 // Whether `address` (as --bind takes it) is a loopback address: 127.0.0.0/8, ::1, localhost.
 bool is_loopback(std::string_view address);
+
+// The parts of a path between its slashes ("/api/x" -> "", "api", "x"),
+// views into `path`.
+std::vector<std::string_view> split_path(std::string_view path);
 
 // `text` with its %XX escapes decoded (and '+' as a space when `plus_is_space`); false on a bad escape.
 bool percent_decode(std::string_view text, std::string* out, bool plus_is_space = false);
