@@ -13,7 +13,7 @@
 //         Baseline: a RocksDB secondary of the same log, polled every I ms
 //         in this process (refresh + last_seq), which is the floor of any
 //         follower that polls at that interval.
-// api     GET /api/sessions/ID of a finished session of M turns (folded from
+// api     GET /api/sessions/ID?spans=all of a finished session of M turns (folded from
 //         the log on request), over loopback HTTP; baseline: the same work
 //         in this process (read the events, build the spans, render them as
 //         JSON). Best of five.
@@ -234,7 +234,7 @@ ApiResult api(const fs::path& dir, uint64_t turns) {
     }
     return best;
   };
-  result.serve_ms = best_of_five([&] { result.bytes = get(port, token, "/api/sessions/long"); });
+  result.serve_ms = best_of_five([&] { result.bytes = get(port, token, "/api/sessions/long?spans=all"); });
   stop_server(server);
   std::unique_ptr<EventLog> log;
   check(EventLog::open(EventLog::Options{.path = (dir / "home" / "log").string(), .mode = EventLog::Mode::kReader},
@@ -294,7 +294,7 @@ int main(int argc, char** argv) {
   fs::path dir = root / "api";
   fs::remove_all(dir);
   ApiResult a = api(dir, api_turns);
-  std::printf("api: GET /api/sessions/ID of %llu turns (%zu events, %zu spans, %zu bytes): %.1f ms; in process %.1f ms "
+  std::printf("api: GET /api/sessions/ID?spans=all of %llu turns (%zu events, %zu spans, %zu bytes): %.1f ms; in process %.1f ms "
               "(%.2fx)\n",
               static_cast<unsigned long long>(api_turns), a.events, a.spans, a.bytes, a.serve_ms, a.raw_ms,
               a.serve_ms / a.raw_ms);
