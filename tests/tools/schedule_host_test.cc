@@ -41,6 +41,25 @@ int64_t utc_us(int y, int mo, int d, int h, int mi) {
   return static_cast<int64_t>(timegm(&tm)) * 1'000'000;
 }
 
+// The day the servers' clocks are set to: tomorrow (UTC), so that their
+// times (03:00 to 04:02) are ahead of this machine's real clock, as the
+// files the servers write are stamped by it. (A server whose clock is
+// behind its log files' times does not list new sessions: left as found.)
+const std::tm kTomorrow = [] {
+  const std::time_t t = std::time(nullptr) + 24 * 3600;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return tm;
+}();
+const int kYear = kTomorrow.tm_year + 1900, kMonth = kTomorrow.tm_mon + 1, kDayOfMonth = kTomorrow.tm_mday;
+std::string day_text(const char* format) {
+  char buf[16];
+  std::strftime(buf, sizeof buf, format, &kTomorrow);
+  return buf;
+}
+const std::string kDay = day_text("%Y-%m-%d");
+const std::string kDayCompact = day_text("%Y%m%d");
+
 // Debian's libfaketime, preloaded straight into the program (the faketime
 // command forks, so the pid a test kills would not be the server's).
 constexpr const char* kFaketimeLib = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
@@ -87,35 +106,35 @@ BOOST_AUTO_TEST_CASE(a_due_time_fires_one_session_named_by_the_schedule_and_its_
     BOOST_TEST_MESSAGE("skipped: faketime is not installed (bootstrap.sh test installs it)");
     return;
   }
-  start_server(kQuick, "", "serve.out", at("2026-11-27 03:59:45"));
+  start_server(kQuick, "", "serve.out", at(kDay + " 03:59:45"));
   Reply made = post("/api/schedules", {{"name", "report"}, {"cron", "0 4 * * *"}, {"task", "write the report"}});
   BOOST_REQUIRE_MESSAGE(made.status == 200, made.body);
-  BOOST_TEST(made.j["data"]["next"] == "2026-11-27T04:00:00Z");
+  BOOST_TEST(made.j["data"]["next"] == kDay + "T04:00:00Z");
   BOOST_REQUIRE_MESSAGE(wait_for([&] {
                           json s = schedule("report");
                           return s.is_object() && !s["recent"].empty();
                         }),
                         get("/api/schedules/report").body);
   json run = schedule("report")["recent"][0];
-  BOOST_TEST(run["session"] == "report-20261127-040000");
+  BOOST_TEST(run["session"] == "report-" + kDayCompact + "-040000");
   BOOST_TEST(run["outcome"] == "completed");
   BOOST_TEST(run["trigger"] == "schedule");
-  BOOST_TEST(status_of("report-20261127-040000") == "completed");
+  BOOST_TEST(status_of("report-" + kDayCompact + "-040000") == "completed");
   auto fired = stream("report", "schedule.fired");
   BOOST_REQUIRE(fired.size() == 1u);
-  BOOST_TEST(fired[0]["data"]["nominal_us"].get<int64_t>() == utc_us(2026, 11, 27, 4, 0));
-  BOOST_TEST(fired[0]["data"]["session"] == "report-20261127-040000");
+  BOOST_TEST(fired[0]["data"]["nominal_us"].get<int64_t>() == utc_us(kYear, kMonth, kDayOfMonth, 4, 0));
+  BOOST_TEST(fired[0]["data"]["session"] == "report-" + kDayCompact + "-040000");
   BOOST_TEST(stream("report", "schedule.run_ended").size() == 1u);
   // The spec's log lines (§14.3), their fields as JSON members too.
-  BOOST_TEST(contains(logs(), "cron_start jobId=report sessionId=report-20261127-040000"));
-  BOOST_TEST(contains(logs(), "cron_end jobId=report sessionId=report-20261127-040000 status=completed"));
+  BOOST_TEST(contains(logs(), "cron_start jobId=report sessionId=report-" + kDayCompact + "-040000"));
+  BOOST_TEST(contains(logs(), "cron_end jobId=report sessionId=report-" + kDayCompact + "-040000 status=completed"));
   bool start_line = false, end_line = false;
   std::istringstream lines(logs());
   for (std::string text; std::getline(lines, text);) {
     json line = json::parse(text, nullptr, false);
     if (!line.is_object()) continue;
     if (line.value("event", "") == "cron_start" && line.value("jobId", "") == "report" &&
-        line.value("sessionId", "") == "report-20261127-040000" && line.value("schedule", "") == "0 4 * * *") {
+        line.value("sessionId", "") == "report-" + kDayCompact + "-040000" && line.value("schedule", "") == "0 4 * * *") {
       start_line = true;
     }
     if (line.value("event", "") == "cron_end" && line.value("status", "") == "completed" &&
@@ -137,26 +156,26 @@ BOOST_AUTO_TEST_CASE(fires_missed_while_the_host_was_down_follow_the_catchup_win
     BOOST_TEST_MESSAGE("skipped: faketime is not installed");
     return;
   }
-  start_server(kQuick, "", "serve.out", at("2026-11-27 03:00:30"));
+  start_server(kQuick, "", "serve.out", at(kDay + " 03:00:30"));
   BOOST_REQUIRE(post("/api/schedules", {{"name", "cu"}, {"cron", "*/10 * * * *"}, {"task", "t"}, {"catchup", "25m"}})
                     .status == 200);
   kill_server(SIGTERM);
   // The next start is an hour later: 03:10, 03:20, 03:30 are older than the
   // window; 03:40 runs late; 03:50 and 04:00 overlap it.
-  std::string log = start_server(kQuick, "", "serve2.out", at("2026-11-27 04:00:05"));
-  BOOST_REQUIRE_MESSAGE(wait_for([&] { return status_of("cu-20261127-034000") == "completed"; }), slurp(log));
+  std::string log = start_server(kQuick, "", "serve2.out", at(kDay + " 04:00:05"));
+  BOOST_REQUIRE_MESSAGE(wait_for([&] { return status_of("cu-" + kDayCompact + "-034000") == "completed"; }), slurp(log));
   auto skipped = stream("cu", "schedule.skipped");
   BOOST_REQUIRE_EQUAL(skipped.size(), 2u);
   BOOST_TEST(skipped[0]["data"]["reason"] == "catchup_window");
   BOOST_TEST(skipped[0]["data"]["count"] == 3);
-  BOOST_TEST(skipped[0]["data"]["nominal_us"].get<int64_t>() == utc_us(2026, 11, 27, 3, 10));
-  BOOST_TEST(skipped[0]["data"]["last_nominal_us"].get<int64_t>() == utc_us(2026, 11, 27, 3, 30));
+  BOOST_TEST(skipped[0]["data"]["nominal_us"].get<int64_t>() == utc_us(kYear, kMonth, kDayOfMonth, 3, 10));
+  BOOST_TEST(skipped[0]["data"]["last_nominal_us"].get<int64_t>() == utc_us(kYear, kMonth, kDayOfMonth, 3, 30));
   BOOST_TEST(skipped[1]["data"]["reason"] == "overlap");
   BOOST_TEST(skipped[1]["data"]["count"] == 2);
   auto fired = stream("cu", "schedule.fired");
   BOOST_REQUIRE_EQUAL(fired.size(), 1u);
   BOOST_TEST(fired[0]["data"]["trigger"] == "catchup");
-  BOOST_TEST(fired[0]["data"]["session"] == "cu-20261127-034000");
+  BOOST_TEST(fired[0]["data"]["session"] == "cu-" + kDayCompact + "-034000");
 }
 
 BOOST_AUTO_TEST_CASE(a_host_killed_between_a_fire_and_its_session_starts_it_once_at_its_next_start) {
@@ -165,26 +184,26 @@ BOOST_AUTO_TEST_CASE(a_host_killed_between_a_fire_and_its_session_starts_it_once
     return;
   }
   std::string plan = file("crash.json", R"({"faults": [{"point": "schedule.fired", "action": "crash"}]})");
-  std::string first = start_server(kQuick, "--faults '" + plan + "'", "serve.out", at("2026-11-27 03:59:45"));
+  std::string first = start_server(kQuick, "--faults '" + plan + "'", "serve.out", at(kDay + " 03:59:45"));
   BOOST_REQUIRE(post("/api/schedules", {{"name", "once"}, {"cron", "0 4 * * *"}, {"task", "t"}}).status == 200);
   BOOST_REQUIRE_MESSAGE(wait_for([&] { return gone(server); }, 20), slurp(first));
   server = 0;
   // The fire is durable; its session never started.
   BOOST_REQUIRE_EQUAL(stream("once", "schedule.fired").size(), 1u);
-  BOOST_TEST(events("once-20261127-040000").empty());
-  std::string log = start_server(kQuick, "", "serve2.out", at("2026-11-27 04:00:40"));
-  BOOST_TEST(wait_for([&] { return contains(slurp(log), "schedule once: starting once-20261127-040000"); }), slurp(log));
-  BOOST_REQUIRE(wait_for([&] { return status_of("once-20261127-040000") == "completed"; }));
+  BOOST_TEST(events("once-" + kDayCompact + "-040000").empty());
+  std::string log = start_server(kQuick, "", "serve2.out", at(kDay + " 04:00:40"));
+  BOOST_TEST(wait_for([&] { return contains(slurp(log), "schedule once: starting once-" + kDayCompact + "-040000"); }), slurp(log));
+  BOOST_REQUIRE(wait_for([&] { return status_of("once-" + kDayCompact + "-040000") == "completed"; }));
   BOOST_REQUIRE(wait_for([&] { return stream("once", "schedule.run_ended").size() == 1u; }));
   // One fire, one session, one run end for that nominal time.
   BOOST_TEST(stream("once", "schedule.fired").size() == 1u);
-  BOOST_TEST(of_type("once-20261127-040000", "session.started").size() == 1u);
+  BOOST_TEST(of_type("once-" + kDayCompact + "-040000", "session.started").size() == 1u);
   kill_server(SIGTERM);
   // And a third start does nothing more for it.
-  start_server(kQuick, "", "serve3.out", at("2026-11-27 04:02:00"));
+  start_server(kQuick, "", "serve3.out", at(kDay + " 04:02:00"));
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   BOOST_TEST(stream("once", "schedule.fired").size() == 1u);
-  BOOST_TEST(of_type("once-20261127-040000", "session.started").size() == 1u);
+  BOOST_TEST(of_type("once-" + kDayCompact + "-040000", "session.started").size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(a_host_killed_while_a_scheduled_run_goes_resumes_it_and_ends_the_run_once) {
@@ -192,12 +211,12 @@ BOOST_AUTO_TEST_CASE(a_host_killed_while_a_scheduled_run_goes_resumes_it_and_end
     BOOST_TEST_MESSAGE("skipped: faketime is not installed");
     return;
   }
-  start_server(kSlow, "", "serve.out", at("2026-11-27 03:59:45"));
+  start_server(kSlow, "", "serve.out", at(kDay + " 03:59:45"));
   BOOST_REQUIRE(post("/api/schedules", {{"name", "slow"}, {"cron", "0 4 * * *"}, {"task", "t"}}).status == 200);
-  BOOST_REQUIRE(wait_for([&] { return status_of("slow-20261127-040000") == "running"; }));
+  BOOST_REQUIRE(wait_for([&] { return status_of("slow-" + kDayCompact + "-040000") == "running"; }));
   kill_server(SIGKILL);
-  std::string log = start_server(kSlow, "", "serve2.out", at("2026-11-27 04:00:30"));
-  BOOST_TEST(wait_for([&] { return contains(slurp(log), "resumed slow-20261127-040000 (crashed)"); }), slurp(log));
+  std::string log = start_server(kSlow, "", "serve2.out", at(kDay + " 04:00:30"));
+  BOOST_TEST(wait_for([&] { return contains(slurp(log), "resumed slow-" + kDayCompact + "-040000 (crashed)"); }), slurp(log));
   BOOST_REQUIRE(wait_for([&] { return stream("slow", "schedule.run_ended").size() == 1u; }));
   BOOST_TEST(stream("slow", "schedule.run_ended")[0]["data"]["outcome"] == "completed");
   BOOST_TEST(stream("slow", "schedule.fired").size() == 1u);
@@ -207,7 +226,7 @@ BOOST_AUTO_TEST_CASE(a_host_killed_while_a_scheduled_run_goes_resumes_it_and_end
   BOOST_REQUIRE(wait_for([&] { return status_of(id) == "running"; }));
   kill_server(SIGTERM);
   BOOST_TEST(stream("slow", "schedule.run_ended").size() == 1u);
-  start_server(kSlow, "", "serve3.out", at("2026-11-27 04:01:30"));
+  start_server(kSlow, "", "serve3.out", at(kDay + " 04:01:30"));
   BOOST_REQUIRE(wait_for([&] { return stream("slow", "schedule.run_ended").size() == 2u; }));
   BOOST_TEST(stream("slow", "schedule.run_ended")[1]["data"]["outcome"] == "completed");
   BOOST_TEST(stream("slow", "schedule.run_ended")[1]["data"]["session"] == id);
