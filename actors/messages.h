@@ -106,12 +106,17 @@ struct ToolInvocation {
   // it cannot tell.
   std::string recovering;
   uint64_t timeout_ms = 0;  // the call's time-out (the tool's own, else the config's); 0: none
+  // The tools node to run it on (its name in the config); "": this process.
+  // The session picks it, and records it in tool.requested, before sending.
+  std::string node;
+  uint32_t attempt = 1;
 
   static constexpr auto fields() {
     using T = ToolInvocation;
     return std::tuple{Field{1, "session_id", &T::session_id}, Field{2, "call", &T::call},
                       Field{3, "workspace", &T::workspace}, Field{4, "recovering", &T::recovering},
-                      Field{5, "timeout_ms", &T::timeout_ms}};
+                      Field{5, "timeout_ms", &T::timeout_ms}, Field{6, "node", &T::node},
+                      Field{7, "attempt", &T::attempt}};
   }
   friend bool operator==(const ToolInvocation&, const ToolInvocation&) = default;
 };
@@ -127,6 +132,10 @@ struct ToolOutcome {
   std::vector<FaultNote> faults;
   bool hang = false;         // an injected hang: the worker never answers
   bool interrupted = false;  // a crash interrupted the call; its outcome is unknown
+  std::string node;          // the tools node that answered (or was lost); "": this process
+  // The node was lost (killed, frozen, cut off) with the call in flight: no
+  // result came and none will. The session decides what that means.
+  bool node_lost = false;
 
   static constexpr auto fields() {
     using T = ToolOutcome;
@@ -139,7 +148,9 @@ struct ToolOutcome {
                       Field{7, "duration_ms", &T::duration_ms},
                       Field{8, "faults", &T::faults},
                       Field{9, "hang", &T::hang},
-                      Field{10, "interrupted", &T::interrupted}};
+                      Field{10, "interrupted", &T::interrupted},
+                      Field{11, "node", &T::node},
+                      Field{12, "node_lost", &T::node_lost}};
   }
   friend bool operator==(const ToolOutcome&, const ToolOutcome&) = default;
 };

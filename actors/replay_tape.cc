@@ -75,12 +75,15 @@ ProviderReply ReplayTape::provider_reply(const ProviderRequest& request) const {
   return not_recorded(request);
 }
 
-ToolOutcome ReplayTape::tool_outcome(const ToolCall& call) const {
+ToolOutcome ReplayTape::tool_outcome(const ToolCall& call, uint32_t attempt) const {
   std::vector<FaultNote> faults;
   for (const Event& e : ahead()) {
     if (const auto* f = get_if<FaultInjected>(e)) {
       if (point_starts_with(*f, "tool.")) faults.push_back(note_of(*f));
       continue;
+    }
+    if (const auto* r = get_if<ToolRequested>(e); r && r->call_id == call.id && r->attempt > attempt) {
+      return ToolOutcome{.call_id = call.id, .output = r->retry_reason, .is_error = true, .node_lost = true};
     }
     if (const auto* t = get_if<ToolCompleted>(e); t && t->call_id == call.id) {
       return ToolOutcome{.call_id = call.id,
@@ -91,12 +94,36 @@ ToolOutcome ReplayTape::tool_outcome(const ToolCall& call) const {
                          .original_bytes = t->original_bytes,
                          .duration_ms = t->duration_ms,
                          .faults = std::move(faults),
-                         .interrupted = t->interrupted};
+                         .interrupted = t->interrupted,
+                         .node = t->node};
     }
   }
   return ToolOutcome{.call_id = call.id,
                      .output = std::string(kReplayNoRecord) + "tool call " + call.id + " (" + call.name + ")",
                      .is_error = true};
+}
+
+Status ReplayTape::tool_node(const std::string& call_id, std::string* node) const {
+  node->clear();
+  for (const Event& e : ahead()) {
+    if (const auto* r = get_if<ToolRequested>(e); r && r->call_id == call_id) {
+      *node = r->node;
+      return Status();
+    }
+    if (const auto* t = get_if<ToolCompleted>(e); t && t->call_id == call_id) {
+      // No further attempt was recorded: the session refused one then. Its
+      // words, as the session composed them (tool_step.cc).
+      for (std::string_view mark : {"; it was not run again: ", "The call was not run: ",
+                                    "The call was interrupted and could not run again: "}) {
+        if (size_t at = t->output.find(mark); at != std::string::npos) {
+          return Status::unsupported(t->output.substr(at + mark.size()));
+        }
+      }
+      *node = t->node;  // run again on a resume without a new intent: where it ran
+      return Status();
+    }
+  }
+  return Status();
 }
 
 std::optional<ReplayTape::HookRecord> ReplayTape::hook_record(HookEvent event, const std::string& hook_name,

@@ -47,8 +47,13 @@ class ReplayTape {
   // The answer to provider attempt `request` (its turn and attempt).
   ProviderReply provider_reply(const ProviderRequest& request) const;
 
-  // The outcome of tool call `call`.
-  ToolOutcome tool_outcome(const ToolCall& call) const;
+  // The outcome of attempt `attempt` of tool call `call`: a node lost with
+  // it when a later attempt of the call was recorded, else its result.
+  ToolOutcome tool_outcome(const ToolCall& call, uint32_t attempt = 1) const;
+
+  // Where the call's next attempt was recorded to run (its next
+  // tool.requested's node), or the refusal recorded instead.
+  Status tool_node(const std::string& call_id, std::string* node) const;
 
   // The recorded decision of command hook `hook_name` at `event` (for tool
   // call `tool_call_id`, "" for other events), and the faults injected into

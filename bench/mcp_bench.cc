@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "actors/messages.h"
-#include "actors/tool/mcp_client.h"
-#include "actors/tool/mcp_hub.h"
+#include "actors/tool/mcp/mcp_client.h"
+#include "actors/tool/mcp/mcp_hub.h"
 #include "actors/tool/tool_actor.h"
 
 extern char** environ;

@@ -35,8 +35,8 @@
 #include <vector>
 
 #include "actors/tool/file_tools.h"
-#include "actors/tool/process.h"
-#include "actors/tool/sandbox.h"
+#include "actors/tool/process/process.h"
+#include "actors/tool/process/sandbox.h"
 #include "actors/tool/shell_tool.h"
 #include "actors/tool/workspace.h"
 

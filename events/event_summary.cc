@@ -95,12 +95,17 @@ struct Summarizer {
     return s;
   }
   std::string operator()(const ToolRequested& x) const {
-    return x.tool + " " + x.call_id + " " + quote_preview(x.args.text, 60);
+    std::string s = x.tool + " " + x.call_id + " " + quote_preview(x.args.text, 60);
+    if (!x.node.empty()) s += " on node " + x.node;
+    if (x.attempt > 1) s += " (attempt " + std::to_string(x.attempt) + ")";
+    return s;
   }
   std::string operator()(const ToolCompleted& x) const {
     std::string s = x.tool + " " + x.call_id + " ";
     if (x.interrupted && !x.stop_reason.empty())
       s += "interrupted by a stop (" + x.stop_reason + "), outcome unknown";
+    else if (x.interrupted && !x.node.empty())
+      s += "interrupted (node " + x.node + "), outcome unknown";
     else if (x.interrupted)
       s += "interrupted by a crash, outcome unknown";
     else if (x.timed_out)
@@ -109,6 +114,7 @@ struct Summarizer {
       s += x.is_error ? "error" : "ok";
     s += ", " + ms(x.duration_ms) + ", " + num(x.kept_bytes ? x.kept_bytes : x.output.size()) + " B";
     if (x.truncated) s += " (truncated from " + num(x.original_bytes) + " B)";
+    if (!x.node.empty() && !x.interrupted) s += ", on node " + x.node;
     return s;
   }
   std::string operator()(const ContextTrimmed& x) const {

@@ -254,10 +254,18 @@ struct ToolRequested {
   std::string call_id;
   std::string tool;
   JsonText args;  // after hooks (modify_args)
+  // Where the call was sent (docs/scale-out.md): a tools node's name; "":
+  // this process. A call a lost node had in flight that is safe to run again
+  // is requested again on another node: attempt 2, 3, ... (0 means 1), with
+  // why the earlier attempt was given up.
+  std::string node;
+  uint32_t attempt = 0;
+  std::string retry_reason;
 
   static constexpr auto fields() {
     return std::tuple{Field{1, "call_id", &ToolRequested::call_id}, Field{2, "tool", &ToolRequested::tool},
-                      Field{3, "args", &ToolRequested::args}};
+                      Field{3, "args", &ToolRequested::args},       Field{4, "node", &ToolRequested::node},
+                      Field{5, "attempt", &ToolRequested::attempt}, Field{6, "retry_reason", &ToolRequested::retry_reason}};
   }
   friend bool operator==(const ToolRequested&, const ToolRequested&) = default;
 };
@@ -275,6 +283,7 @@ struct ToolCompleted {
   uint64_t kept_bytes = 0;
   bool interrupted = false;  // the call's outcome was lost: the run ended while it ran
   std::string stop_reason;   // interrupted by a stop (session.stopped): its reason; "": by a crash
+  std::string node;          // the tools node that ran it (or was lost with it); "": this process
 
   static constexpr auto fields() {
     return std::tuple{Field{1, "call_id", &ToolCompleted::call_id},
@@ -287,7 +296,8 @@ struct ToolCompleted {
                       Field{8, "original_bytes", &ToolCompleted::original_bytes},
                       Field{9, "kept_bytes", &ToolCompleted::kept_bytes},
                       Field{10, "interrupted", &ToolCompleted::interrupted},
-                      Field{11, "stop_reason", &ToolCompleted::stop_reason}};
+                      Field{11, "stop_reason", &ToolCompleted::stop_reason},
+                      Field{12, "node", &ToolCompleted::node}};
   }
   friend bool operator==(const ToolCompleted&, const ToolCompleted&) = default;
 };

@@ -177,8 +177,17 @@ struct Applier {
   Status operator()(const ToolRequested& x) {
     PendingToolCall* p = find_pending(s, x.call_id);
     if (p == nullptr) return violation(e, "no pending tool call has id '" + x.call_id + "'");
-    if (p->requested) return violation(e, "tool call '" + x.call_id + "' was already requested");
+    // Requested again only as a further attempt on another node, after the
+    // node that had it was lost (an idempotent tool), with the same arguments.
+    if (p->requested && x.attempt <= std::max<uint32_t>(p->attempt, 1)) {
+      return violation(e, "tool call '" + x.call_id + "' was already requested");
+    }
+    if (p->requested && x.args != p->call.args) {
+      return violation(e, "tool call '" + x.call_id + "' was requested again with other arguments");
+    }
     p->requested = true;
+    p->node = x.node;
+    p->attempt = x.attempt;
     p->call.args = take(x.args);
     return Status();
   }

@@ -45,10 +45,12 @@ struct Message {
 struct PendingToolCall {
   ToolCall call;           // args as finally requested (after modify_args hooks)
   bool requested = false;  // tool.requested was recorded: execution may have begun
+  std::string node;        // the tools node it was last sent to ("": this process)
+  uint32_t attempt = 0;    // of the latest tool.requested (0: the first)
 
   static constexpr auto fields() {
-    return std::tuple{Field{1, "call", &PendingToolCall::call},
-                      Field{2, "requested", &PendingToolCall::requested}};
+    return std::tuple{Field{1, "call", &PendingToolCall::call}, Field{2, "requested", &PendingToolCall::requested},
+                      Field{3, "node", &PendingToolCall::node}, Field{4, "attempt", &PendingToolCall::attempt}};
   }
   friend bool operator==(const PendingToolCall&, const PendingToolCall&) = default;
 };

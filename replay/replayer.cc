@@ -233,6 +233,9 @@ class Replay {
         .hooks = current_.hooks,
         .provider = caf::actor_cast<ProviderActor>(provider_),
         .tool_host = tool_host_,
+        // Where each call ran is read from the log: a replay needs no node.
+        .nodes = std::make_shared<NodeDirectory>(
+            [tape = tape_](const std::string& call_id, std::string* node) { return tape->tool_node(call_id, node); }),
         .hook_host = hook_host_,
     });
     context_ = context;

@@ -7,7 +7,7 @@
 #include "actors/session/approval_policy.h"
 
 #include "runtime/home.h"
-#include "actors/tool/mcp_result.h"
+#include "actors/tool/mcp/mcp_result.h"
 
 #include <nlohmann/json.hpp>
 
@@ -547,6 +547,84 @@ Status read_mcp_servers(const Reader& r, const json& v, std::vector<McpServerCon
   return Status();
 }
 
+Status read_nodes(const Reader& r, const json& v, std::vector<NodeRoute>* nodes) {
+  const std::string at = r.key("nodes");
+  if (!v.is_array()) {
+    return r.error(at, "must be an array of {\"name\", \"role\": \"tools\", \"address\": \"host:port\", "
+                       "\"tools\": [...]}");
+  }
+  if (v.size() > 64) return r.error(at, "names " + std::to_string(v.size()) + " nodes; at most 64");
+  nodes->clear();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string where = at + "[" + std::to_string(i) + "]";
+    const json& n = v[i];
+    if (!n.is_object()) return r.error(where, "must be an object");
+    for (const auto& [k, value] : n.items()) {
+      if (k != "name" && k != "role" && k != "address" && k != "tools") {
+        return r.error(where, "unknown key \"" + k + "\" (known: name, role, address, tools)");
+      }
+    }
+    const std::string role = n.value("role", "");
+    if (role != "tools") {
+      return r.error(where + ".role",
+                     role == "provider" || role == "collector"
+                         ? "\"" + role + "\" nodes are not in this version yet: only \"tools\" (docs/scale-out.md)"
+                         : "must be \"tools\"");
+    }
+    NodeRoute route;
+    if (!n.contains("address") || !n["address"].is_string()) return r.error(where + ".address", "is required: \"host:port\"");
+    route.address = n["address"].get<std::string>();
+    std::string host;
+    uint16_t port = 0;
+    if (Status s = parse_node_address(route.address, &host, &port); !s.ok()) return r.error(where + ".address", s.message());
+    route.name = n.contains("name") && n["name"].is_string() ? n["name"].get<std::string>() : route.address;
+    if (route.name.empty() || route.name.size() > 64 ||
+        route.name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") !=
+            std::string::npos) {
+      return r.error(where + ".name", "must be 1 to 64 of letters, digits, . _ : -");
+    }
+    for (const auto& other : *nodes) {
+      if (other.name == route.name) return r.error(where + ".name", "\"" + route.name + "\" names two nodes");
+    }
+    if (!n.contains("tools") || !n["tools"].is_array() || n["tools"].empty()) {
+      return r.error(where + ".tools", "is required: the tools whose calls run there, e.g. [\"shell\", \"read_file\"]");
+    }
+    for (size_t t = 0; t < n["tools"].size(); ++t) {
+      const json& name = n["tools"][t];
+      if (!name.is_string() || name.get<std::string>().empty()) {
+        return r.error(where + ".tools[" + std::to_string(t) + "]", "must be a tool name (or a prefix ending in *)");
+      }
+      route.tools.push_back(name.get<std::string>());
+    }
+    nodes->push_back(std::move(route));
+  }
+  return Status();
+}
+
+Status read_node_options(const Reader& r, NodeNetOptions* o) {
+  CARAPACE_RETURN_IF_ERROR(r.object());
+  r.warn_unknown({"tls", "insecure_loopback", "heartbeat_ms", "connection_timeout_ms", "fallback"});
+  CARAPACE_RETURN_IF_ERROR(r.get("tls", &o->tls_dir));
+  if (r.has("insecure_loopback")) {
+    if (!r.raw("insecure_loopback").is_boolean()) return r.error(r.key("insecure_loopback"), "must be true or false");
+    o->insecure_loopback = r.raw("insecure_loopback").get<bool>();
+  }
+  CARAPACE_RETURN_IF_ERROR(r.get("heartbeat_ms", &o->heartbeat_ms, 50, 60'000));
+  CARAPACE_RETURN_IF_ERROR(r.get("connection_timeout_ms", &o->connection_timeout_ms, 100, 600'000));
+  if (o->connection_timeout_ms < 2 * o->heartbeat_ms) {
+    return r.error(r.key("connection_timeout_ms"), "must be at least two heartbeats (" +
+                                                       std::to_string(2 * o->heartbeat_ms) + " ms)");
+  }
+  std::string fallback = "refuse";
+  CARAPACE_RETURN_IF_ERROR(r.get("fallback", &fallback));
+  if (fallback != "refuse" && fallback != "local") {
+    return r.error(r.key("fallback"), "must be \"refuse\" (a routed call fails while no node is up) or \"local\" "
+                                      "(it runs in this process)");
+  }
+  o->fallback = fallback == "local" ? NodeFallback::kLocal : NodeFallback::kRefuse;
+  return Status();
+}
+
 Status read_prices(const Reader& r, const json& v, PriceTable* prices) {
   if (!v.is_object()) return r.error(r.key("prices"), "must be an object of model -> prices");
   for (const auto& [model, p] : v.items()) {
@@ -592,7 +670,7 @@ Status parse_config(std::string_view text, const std::string& source, Config* ou
   Reader r(doc, "", source, warnings);
   CARAPACE_RETURN_IF_ERROR(r.object());
   r.warn_unknown({"agent_id", "provider", "retry", "session", "prompt", "tools", "hooks", "approvals", "prices",
-                  "retention", "redaction", "mcp_servers",
+                  "retention", "redaction", "mcp_servers", "nodes", "node_options",
                   "schedules"});  // read by carapace serve (docs/schedules.md)
   CARAPACE_RETURN_IF_ERROR(r.get("agent_id", &c.agent_id));
   if (r.has("provider")) CARAPACE_RETURN_IF_ERROR(read_provider(r.child("provider"), &c.provider));
@@ -606,6 +684,21 @@ Status parse_config(std::string_view text, const std::string& source, Config* ou
   if (r.has("retention")) CARAPACE_RETURN_IF_ERROR(read_retention(r.child("retention"), &c));
   if (r.has("redaction")) CARAPACE_RETURN_IF_ERROR(read_redaction(r.child("redaction"), &c));
   if (r.has("mcp_servers")) CARAPACE_RETURN_IF_ERROR(read_mcp_servers(r, doc["mcp_servers"], &c.mcp_servers));
+  if (r.has("nodes")) CARAPACE_RETURN_IF_ERROR(read_nodes(r, doc["nodes"], &c.nodes));
+  if (r.has("node_options")) CARAPACE_RETURN_IF_ERROR(read_node_options(r.child("node_options"), &c.node_net));
+  if (!c.nodes.empty() && !c.node_net.insecure_loopback && c.node_net.tls_dir.empty()) {
+    return r.error(r.key("node_options") + ".tls",
+                   "is required with nodes: the directory of this host's certificate (carapace node certs makes "
+                   "one), or \"insecure_loopback\": true for plain TCP on 127.0.0.1");
+  }
+  if (c.node_net.insecure_loopback) {
+    for (const auto& n : c.nodes) {
+      if (n.address.rfind("127.0.0.1:", 0) != 0) {
+        return r.error(r.key("node_options") + ".insecure_loopback",
+                       "allows plain TCP to 127.0.0.1 only; node " + n.name + " is at " + n.address);
+      }
+    }
+  }
   *out = std::move(c);
   return Status();
 }

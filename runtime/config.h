@@ -18,7 +18,8 @@
 #include "actors/session/prompt.h"
 #include "actors/provider/prompt_cache.h"
 #include "actors/provider/retry_policy.h"
-#include "actors/tool/mcp_config.h"
+#include "actors/tool/mcp/mcp_config.h"
+#include "actors/tool/remote/node_directory.h"
 #include "actors/tool/shell_tool.h"
 #include "base/status.h"
 
@@ -90,6 +91,13 @@ struct Config {
 
   // mcp_servers: MCP servers whose tools the sessions get (docs/mcp.md).
   std::vector<McpServerConfig> mcp_servers;
+
+  // nodes: the tools nodes some tools' calls run on, and node_options: how
+  // the host reaches them (docs/scale-out.md). Where a session runs, not
+  // what it does: not in the stored configuration (tool.requested names
+  // the node of each call).
+  std::vector<NodeRoute> nodes;
+  NodeNetOptions node_net;
 
   std::vector<HookConfig> hooks;
   // approvals: which tool calls wait for a person (docs/approvals.md); the

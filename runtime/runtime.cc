@@ -37,8 +37,10 @@
 #include "actors/session/session_outcome.h"
 #include "actors/tool/ask_user_tool.h"
 #include "actors/tool/file_tools.h"
-#include "actors/tool/mcp_hub.h"
-#include "actors/tool/scratch_dir.h"
+#include "actors/tool/mcp/mcp_hub.h"
+#include "actors/tool/process/scratch_dir.h"
+#include "actors/tool/remote/node_protocol.h"
+#include "actors/tool/remote/tool_router.h"
 #include "actors/tool/shell_tool.h"
 #include "actors/tool/tool_actor.h"
 #include "actors/tool/workspace.h"
@@ -152,6 +154,10 @@ struct Runtime::Impl {
   std::string scenario_text;  // the scripted provider's scenario file, as read at open
   ProviderSupervisorActor provider_supervisor;
   ToolSupervisorActor tool_supervisor;
+  // With tools nodes configured: the router the sessions send calls to, and
+  // which nodes are up (docs/scale-out.md). Null otherwise.
+  caf::actor tool_router;
+  std::shared_ptr<NodeDirectory> nodes;
   HookActor hook_actor;
   SessionKeeperActor keeper;
   // The tool processes of this runtime's calls, stopped with it.
@@ -420,6 +426,7 @@ struct Runtime::Impl {
       subscriptions.clear();
     }
     if (provider_supervisor) all.push_back(caf::actor_cast<caf::actor>(provider_supervisor));
+    if (tool_router) all.push_back(tool_router);
     if (tool_supervisor) all.push_back(caf::actor_cast<caf::actor>(tool_supervisor));
     if (hook_actor) all.push_back(caf::actor_cast<caf::actor>(hook_actor));
     if (keeper) all.push_back(caf::actor_cast<caf::actor>(keeper));
@@ -591,8 +598,14 @@ Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_p
 
   if (options.system != nullptr) {
     impl->system = options.system;
+    if (!config.nodes.empty() && !impl->system->has_middleman()) {
+      return Status::invalid_argument(
+          "the configuration names tools nodes, but the actor system given has no io middleman: configure it with "
+          "carapace::configure_node_system, or let the runtime make its own");
+    }
   } else {
     impl->owned_config = std::make_unique<caf::actor_system_config>();
+    if (!config.nodes.empty()) CARAPACE_RETURN_IF_ERROR(configure_node_system(*impl->owned_config, config.node_net));
     // An idle worker waits on a condition variable that new work signals at
     // once, instead of CAF 0.17's default of polling with 50 us sleeps, which
     // adds up to ~100 us (timer slack) to every message hop of a turn.
@@ -602,6 +615,21 @@ Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_p
   }
   impl->provider_supervisor = spawn_provider_supervisor(*impl->system, impl->provider, options.faults);
   impl->tool_supervisor = spawn_tool_supervisor(*impl->system, impl->tools, options.faults, impl->tracker);
+  if (!config.nodes.empty()) {
+    impl->nodes = std::make_shared<NodeDirectory>(config.nodes, config.node_net.fallback);
+    const uint64_t connect_ms = std::min<uint64_t>(config.node_net.connection_timeout_ms, 10'000);
+    impl->tool_router = spawn_tool_router(*impl->system, impl->tool_supervisor,
+                                          ToolRouterOptions{.directory = impl->nodes,
+                                                            .insecure = config.node_net.insecure_loopback,
+                                                            .connect_timeout_ms = connect_ms});
+    // Sessions start once each node had its chance to come up.
+    caf::scoped_actor self{*impl->system};
+    self->request(impl->tool_router, std::chrono::milliseconds(connect_ms + 1000), ready_atom::value)
+        .receive([](bool) {}, [](caf::error&) {});
+    for (const auto& n : impl->nodes->states()) {
+      if (!n.up) lib_log().warn("tools node {} ({}) is not up yet: {}", n.route.name, n.route.address, n.why_down);
+    }
+  }
   impl->hook_actor = spawn_hook_actor(*impl->system, impl->hooks, options.faults, impl->tracker);
   impl->options = std::move(options);
   out->reset(new Runtime(std::move(impl)));
@@ -682,7 +710,9 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
       .tools = impl_->tools,
       .hooks = impl_->hooks,
       .provider = caf::actor_cast<ProviderActor>(impl_->provider_supervisor),
-      .tool_host = caf::actor_cast<ToolActor>(impl_->tool_supervisor),
+      .tool_host = impl_->tool_router ? caf::actor_cast<ToolActor>(impl_->tool_router)
+                                      : caf::actor_cast<ToolActor>(impl_->tool_supervisor),
+      .nodes = impl_->nodes,
       .hook_host = impl_->hook_actor,
       .faults = impl_->options.faults,
       .on_settled = [impl = impl_.get(), id](const SessionOutcome& o) { impl->settled(id, o); },
@@ -1216,6 +1246,7 @@ Status Runtime::stop(const std::string& id, const std::string& reason) {
   } unmark{impl_.get(), id};
   impl_->tracker->stop_session(id);  // its C++ tool calls are asked to end
   caf::scoped_actor self{*impl_->system};
+  if (impl_->tool_router) self->send(impl_->tool_router, cancel_atom::value, id);  // and its nodes' calls
   self->send_exit(caf::actor_cast<caf::actor>(session), caf::exit_reason::user_shutdown);
   self->wait_for(session);
   // Its calls' processes (and all they started); their results reach no one.

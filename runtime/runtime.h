@@ -80,7 +80,7 @@ class Runtime {
     //
     // child_subreaper: PR_SET_CHILD_SUBREAPER: should a tool call's guard
     // process be killed from outside, what it guarded is re-parented to this
-    // process, where the runtime finds and kills it (actors/tool/process.h);
+    // process, where the runtime finds and kills it (actors/tool/process/process.h);
     // off, such orphans go to init. Leave off if the program reaps orphans
     // its own way.
     bool child_subreaper = false;

@@ -12,7 +12,7 @@
 
 #include "actors/hook/hook_registry.h"
 #include "actors/session/session_actor.h"
-#include "actors/tool/process.h"
+#include "actors/tool/process/process.h"
 #include "actors/tool/tool_registry.h"
 #include "runtime/config.h"
 #include "storage/event_log.h"

@@ -22,7 +22,8 @@ esac
 # second as well.
 packages=(
   build-essential cmake pkg-config ccache  # the toolchain; ccache speeds up rebuilds
-  libcaf-dev            # the actor framework (CAF 0.17.6)
+  libcaf-dev            # the actor framework (CAF 0.17.6), its io middleman and TLS module for nodes
+  libssl-dev            # OpenSSL: mutual TLS between nodes, and `carapace node certs`
   librocksdb-dev        # the event log's storage engine
   libxxhash-dev         # XXH3-128 state hashes and digests
   libre2-dev            # regular expressions users write (redaction, blocked commands, hook matchers), in linear time

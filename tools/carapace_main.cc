@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
   register_collector_command(app, ctx);
   register_gc_command(app, ctx);
   register_mcp_commands(app, ctx);
+  register_node_command(app, ctx);
   register_serve_command(app, ctx);
   register_schedule_commands(app, ctx);
   CLI::App* version = app.add_subcommand("version", "Print carapace's version (as --version does)");

@@ -131,6 +131,7 @@ void register_trace_export_command(CLI::App& trace, Context& ctx);
 void register_collector_command(CLI::App& app, Context& ctx);
 void register_gc_command(CLI::App& app, Context& ctx);
 void register_mcp_commands(CLI::App& app, Context& ctx);
+void register_node_command(CLI::App& app, Context& ctx);
 void register_serve_command(CLI::App& app, Context& ctx);
 void register_schedule_commands(CLI::App& app, Context& ctx);
 

@@ -49,6 +49,10 @@ void append_line(const std::string& path, const std::string& line);
 
 void add_runtime_options(CLI::App* cmd, RuntimeArgs& args);
 
+// --exec-log: `tool` wrapped so that each execution appends "<session>
+// <call id> <tool> <idempotent>" to `path` before it runs (run, and tools nodes).
+ToolDefinition record_executions(ToolDefinition tool, std::string path);
+
 // --trust-bundle-config, for the commands that go on with a stored session.
 CLI::Option* add_trust_bundle_option(CLI::App* cmd, RuntimeArgs& args);
 

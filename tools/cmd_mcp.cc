@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "actors/tool/mcp_server.h"
+#include "actors/tool/mcp/mcp_server.h"
 #include "actors/tool/workspace.h"
 #include "runtime/config.h"
 #include "tools/cli.h"

@@ -28,7 +28,6 @@
 #include "runtime/session_setup.h"
 
 namespace carapace::cli {
-namespace {
 
 // Wraps a tool so that each execution appends "<session> <call id> <tool>
 // <idempotent>" to `path` before it runs: a record that survives SIGKILL
@@ -54,6 +53,8 @@ ToolDefinition record_executions(ToolDefinition tool, std::string path) {
   }
   return tool;
 }
+
+namespace {
 
 struct RunArgs {
   RuntimeArgs runtime;

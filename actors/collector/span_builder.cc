@@ -314,10 +314,19 @@ void SpanBuilder::add(const Event& e) {
     auto& s = spans_[i];
     s.name = "tool " + ev_tool_requested->tool;
     s.attrs["tool"] = ev_tool_requested->tool;
-    s.attrs["requested_seq"] = e.seq;
-    s.attrs["args_bytes"] = ev_tool_requested->args.text.size();
-    s.attrs["args_digest"] = short_digest(ev_tool_requested->args.text);
-    s.attrs["args"] = preview(ev_tool_requested->args.text, 120);
+    if (!ev_tool_requested->node.empty()) s.attrs["node"] = ev_tool_requested->node;
+    if (ev_tool_requested->attempt > 1) {
+      // Its node was lost; the call runs again elsewhere (docs/scale-out.md).
+      s.attrs["attempts"] = ev_tool_requested->attempt;
+      span_event(i, e, "run again on another node",
+                 {{"node", ev_tool_requested->node}, {"attempt", ev_tool_requested->attempt},
+                  {"why", preview(ev_tool_requested->retry_reason, 200)}});
+    } else {
+      s.attrs["requested_seq"] = e.seq;
+      s.attrs["args_bytes"] = ev_tool_requested->args.text.size();
+      s.attrs["args_digest"] = short_digest(ev_tool_requested->args.text);
+      s.attrs["args"] = preview(ev_tool_requested->args.text, 120);
+    }
     touch(i);
   } else if (const auto* ev_tool_completed = get_if<ToolCompleted>(e)) {
     call_names_[ev_tool_completed->call_id] = ev_tool_completed->tool;
@@ -345,8 +354,9 @@ void SpanBuilder::add(const Event& e) {
     if (stop_reason.empty() && cut != cut_.end())
       stop_reason = cut->second.stop_reason;  // a log before the field
     const bool stopped = ev_tool_completed->interrupted && !stop_reason.empty();
+    if (!ev_tool_completed->node.empty()) a["node"] = ev_tool_completed->node;
     if (ev_tool_completed->interrupted) {
-      a["interrupted_by"] = stopped ? "stop" : "crash";
+      a["interrupted_by"] = stopped ? "stop" : !ev_tool_completed->node.empty() ? "node lost" : "crash";
       if (stopped) a["stop_reason"] = stop_reason;
     }
     const std::string status = stopped                          ? "stopped"

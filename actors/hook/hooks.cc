@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "actors/tool/process.h"
+#include "actors/tool/process/process.h"
 #include "base/bounded_json.h"
 
 namespace carapace {

@@ -36,6 +36,7 @@
 #include "actors/session/pricing.h"
 #include "actors/session/prompt.h"
 #include "actors/provider/retry_policy.h"
+#include "actors/tool/remote/node_directory.h"
 #include "actors/tool/tool_registry.h"
 #include "storage/session_journal.h"
 
@@ -64,6 +65,9 @@ struct SessionContext {
   std::shared_ptr<HookRegistry> hooks;
   ProviderActor provider;
   ToolActor tool_host;
+  // The tools nodes, when the configuration names some: which node each
+  // call goes to (docs/scale-out.md). Null: every call runs in this process.
+  std::shared_ptr<NodeDirectory> nodes;
   HookActor hook_host;
   std::shared_ptr<FaultInjector> faults;  // asked at session.actor; null: none
   // Called on the actor's thread each time a run ends and no queued message

@@ -108,7 +108,13 @@ class SessionLoop {
   // `recovering`: a call a crash or a stop interrupted, for the tool's
   // recover function (the text to give when it cannot tell); `stop_reason`:
   // that stop's, for the result if it stays unknown.
-  void run_tool(ToolCall call, std::string recovering = "", std::string stop_reason = "");
+  // `node`: the tools node the call was recorded as sent to ("": this
+  // process), `attempt` its attempt there (docs/scale-out.md).
+  void run_tool(ToolCall call, std::string recovering = "", std::string stop_reason = "", std::string node = "",
+                uint32_t attempt = 1);
+  // The node running `call` was lost: another attempt elsewhere for an
+  // idempotent tool, else an unknown outcome, as after a crash.
+  void node_lost(const ToolCall& call, ToolOutcome lost, uint32_t attempt, std::string stop_reason);
   // `stop_reason`: an interrupted call's, when a stop ended its run.
   void tool_done(const ToolCall& call, ToolOutcome outcome, std::string stop_reason = "");
   void post_tool_hooks(const ToolCall& call, std::string result, bool is_error);

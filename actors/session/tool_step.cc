@@ -80,14 +80,22 @@ void SessionLoop::next_tool() {
 }
 
 void SessionLoop::request_and_run(std::vector<EventBody> step, ToolCall call, bool idempotent) {
-  step.emplace_back(ToolRequested{call.id, call.name, call.args});
+  // Where it runs is decided, and recorded with the intent, before it is sent.
+  std::string node;
+  if (ctx_->nodes) {
+    if (Status s = ctx_->nodes->pick(call.name, call.id, "", &node); !s.ok()) {
+      return refuse_call(std::move(step), call, "The call was not run: " + s.message());
+    }
+  }
+  step.emplace_back(ToolRequested{.call_id = call.id, .tool = call.name, .args = call.args, .node = node});
   // The intent of a call with side effects is durable before the call
   // starts: after a crash or a power loss, the log says it may have run.
   if (!idempotent && settings().mutation != LoopMutation::kBufferedToolIntent) {
-    return write_durable(std::move(step), /*checkpoint=*/false, [this, call] { run_tool(call); });
+    return write_durable(std::move(step), /*checkpoint=*/false,
+                         [this, call, node] { run_tool(call, "", "", node); });
   }
   if (!append(std::move(step))) return;
-  run_tool(std::move(call));
+  run_tool(std::move(call), "", "", std::move(node));
 }
 
 ApprovalRequested SessionLoop::approval_request(const ToolCall& call, std::string reason, std::string asked_by) {
@@ -186,13 +194,35 @@ void SessionLoop::stop_remaining_calls() {
 // told the outcome is unknown (at most once for side effects).
 void SessionLoop::resume_interrupted_call(ToolCall call) {
   auto tool = ctx_->tools->find(call.name);
-  if (tool && tool->spec.idempotent) return run_tool(std::move(call));
+  const PendingToolCall* pending = pending_call(call.id);
+  const std::string sent_to = pending ? pending->node : "";
+  const uint32_t attempt = pending ? std::max<uint32_t>(pending->attempt, 1) : 1;
+  if (tool && tool->spec.idempotent) {
+    std::string node;
+    if (ctx_->nodes) {
+      if (Status s = ctx_->nodes->pick(call.name, call.id, "", &node); !s.ok()) {
+        return tool_done(call, ToolOutcome{.call_id = call.id,
+                                           .output = "The call was interrupted and could not run again: " + s.message(),
+                                           .is_error = true});
+      }
+    }
+    return run_tool(std::move(call), "", "", std::move(node), attempt);
+  }
   const std::string stop_reason = journal().stop_reason_of_call(call.id);
   std::string why = stop_reason.empty() ? "the process running it stopped before its result was recorded"
                                         : "the session was stopped (" + stop_reason +
                                               ") while it ran, and what it started was killed";
   std::string unknown = "This call was interrupted: " + why +
                         ", so whether it took effect is unknown. Check before repeating it.";
+  // Sent to a node: that node's ledger knows whether it ran, and its result;
+  // without a route to it any more, nothing here can tell.
+  if (!sent_to.empty()) {
+    if (ctx_->nodes) return run_tool(std::move(call), std::move(unknown), stop_reason, sent_to, attempt);
+    return tool_done(call,
+                     ToolOutcome{.call_id = call.id, .output = std::move(unknown), .is_error = true,
+                                 .interrupted = true, .node = sent_to},
+                     stop_reason);
+  }
   if (tool && tool->recover) return run_tool(std::move(call), std::move(unknown), stop_reason);
   tool_done(
       call,
@@ -200,7 +230,8 @@ void SessionLoop::resume_interrupted_call(ToolCall call) {
       stop_reason);
 }
 
-void SessionLoop::run_tool(ToolCall call, std::string recovering, std::string stop_reason) {
+void SessionLoop::run_tool(ToolCall call, std::string recovering, std::string stop_reason, std::string node,
+                           uint32_t attempt) {
   auto tool = ctx_->tools->find(call.name);
   const uint64_t timeout_ms =
       tool && tool->timeout.count() > 0 ? static_cast<uint64_t>(tool->timeout.count()) : settings().tool_timeout_ms;
@@ -208,14 +239,20 @@ void SessionLoop::run_tool(ToolCall call, std::string recovering, std::string st
                             .call = call,
                             .workspace = settings().workspace,
                             .recovering = std::move(recovering),
-                            .timeout_ms = timeout_ms};
-  // The tool host answers a call that overruns (after its grace); this is
-  // the backstop should the host itself not answer.
-  const auto backstop = std::chrono::milliseconds(timeout_ms + kToolGraceMs + 5000);
+                            .timeout_ms = timeout_ms,
+                            .node = std::move(node),
+                            .attempt = attempt};
+  // The tool host answers a call that overruns (after its grace), and the
+  // router a call whose node it loses or that overruns its deadline; this
+  // is the backstop should neither answer. A node's deadline has a margin
+  // for the trip: the backstop has one more.
+  const uint64_t margin = invocation.node.empty() ? 5000 : 10'000;
+  const auto backstop = std::chrono::milliseconds(timeout_ms + kToolGraceMs + margin);
   self_
       ->request(ctx_->tool_host, backstop, std::move(invocation))
       .then(
-          [this, call, stop_reason](ToolOutcome outcome) {
+          [this, call, stop_reason, attempt](ToolOutcome outcome) {
+            if (outcome.node_lost) return node_lost(call, std::move(outcome), attempt, stop_reason);
             const bool interrupted = outcome.interrupted;
             tool_done(call, std::move(outcome), interrupted ? stop_reason : "");
           },
@@ -231,6 +268,45 @@ void SessionLoop::run_tool(ToolCall call, std::string recovering, std::string st
           });
 }
 
+// At most this many attempts of one call on nodes (each after a loss).
+constexpr uint32_t kMaxNodeAttempts = 3;
+
+void SessionLoop::node_lost(const ToolCall& call, ToolOutcome lost, uint32_t attempt, std::string stop_reason) {
+  if (!running_ || broken_) return;
+  auto tool = ctx_->tools->find(call.name);
+  if (tool && tool->spec.idempotent) {
+    // Safe to run again: elsewhere, recorded as the next attempt.
+    std::string next;
+    Status s = attempt >= kMaxNodeAttempts
+                   ? Status::aborted("it was tried on " + std::to_string(attempt) + " nodes")
+                   : (ctx_->nodes ? ctx_->nodes->pick(call.name, call.id, lost.node, &next) : Status());
+    if (s.ok()) {
+      ToolRequested again{.call_id = call.id,
+                          .tool = call.name,
+                          .args = call.args,
+                          .node = next,
+                          .attempt = attempt + 1,
+                          .retry_reason = lost.output};
+      if (!append({std::move(again)})) return;
+      return run_tool(call, "", "", std::move(next), attempt + 1);
+    }
+    return tool_done(call, ToolOutcome{.call_id = call.id,
+                                       .output = "The call did not complete: " + lost.output +
+                                                 "; it was not run again: " + s.message(),
+                                       .is_error = true,
+                                       .node = lost.node});
+  }
+  // It may have taken effect there: never run again blindly.
+  tool_done(call,
+            ToolOutcome{.call_id = call.id,
+                        .output = "This call was interrupted: " + lost.output +
+                                  ", so whether it took effect is unknown. Check before repeating it.",
+                        .is_error = true,
+                        .interrupted = true,
+                        .node = lost.node},
+            std::move(stop_reason));
+}
+
 void SessionLoop::tool_done(const ToolCall& call, ToolOutcome o, std::string stop_reason) {
   if (!running_ || broken_) return;
   if (!append(fault_events(o.faults, state().turn))) return;
@@ -244,7 +320,8 @@ void SessionLoop::tool_done(const ToolCall& call, ToolOutcome o, std::string sto
                      .original_bytes = o.original_bytes ? o.original_bytes : o.output.size(),
                      .kept_bytes = o.output.size(),
                      .interrupted = o.interrupted,
-                     .stop_reason = std::move(stop_reason)};
+                     .stop_reason = std::move(stop_reason),
+                     .node = o.node};
   if (!append({std::move(done)})) return;
   post_tool_hooks(call, std::move(o.output), o.is_error);
 }

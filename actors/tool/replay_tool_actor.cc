@@ -4,7 +4,7 @@ namespace carapace {
 namespace {
 
 ToolActor::behavior_type replay_tool_actor(ToolActor::pointer, std::shared_ptr<const ReplayTape> tape) {
-  return {[=](const ToolInvocation& invocation) { return tape->tool_outcome(invocation.call); }};
+  return {[=](const ToolInvocation& invocation) { return tape->tool_outcome(invocation.call, invocation.attempt); }};
 }
 
 }  // namespace

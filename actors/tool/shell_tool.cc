@@ -8,7 +8,7 @@
 #include <memory>
 #include <utility>
 
-#include "actors/tool/process.h"
+#include "actors/tool/process/process.h"
 #include "actors/tool/workspace.h"
 #include "base/pattern.h"
 #include "base/unique_fd.h"

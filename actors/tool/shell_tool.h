@@ -1,16 +1,16 @@
 // Shell tool: the built-in "shell" tool, which runs `bash -c <command>` in the
-// session's workspace under a deadline (see actors/tool/process.h).
+// session's workspace under a deadline (see actors/tool/process/process.h).
 //
 // Arguments: {"command": string, "timeout_ms"?: integer, "cwd"?: string}. The
 // command runs with the workspace (or `cwd`, confined to it) as its working
 // directory, an empty stdin, and stdout and stderr merged. A command that
 // matches a blocked pattern is refused without running. Its environment is the
-// runtime's without secrets (actors/tool/tool_env.h). The result is an
+// runtime's without secrets (actors/tool/process/tool_env.h). The result is an
 // error when the command could not start, exited non-zero, was killed by a
 // signal, timed out, or was stopped by the runtime; a last line says which
 // ("[exit status 2]", "[killed by signal 9]", "[timed out after 30000 ms; the
 // command and every process it started were killed]"). Every process the
-// command started dies with the call (actors/tool/process.h); when some were
+// command started dies with the call (actors/tool/process/process.h); when some were
 // still running as it ended, a line says how many were killed. When the output is over the cap, its head and tail are kept
 // with a marker between them; truncated is set and original_bytes is the
 // number of bytes the command wrote (0 when not truncated).
@@ -29,10 +29,10 @@
 #include <string>
 #include <vector>
 
-#include "actors/tool/process.h"
-#include "actors/tool/sandbox.h"
+#include "actors/tool/process/process.h"
+#include "actors/tool/process/sandbox.h"
 #include "actors/tool/tool.h"
-#include "actors/tool/tool_env.h"
+#include "actors/tool/process/tool_env.h"
 #include "base/status.h"
 
 namespace carapace {
@@ -45,7 +45,7 @@ struct ShellToolOptions {
   // Which of the runtime's environment variables a command sees (secrets
   // removed by default), taken from the environment when the tool is made.
   ToolEnvOptions env;
-  // The confinement of each command (actors/tool/sandbox.h).
+  // The confinement of each command (actors/tool/process/sandbox.h).
   SandboxOptions sandbox;
   // The runtime's running calls, so that it can stop them (may be null).
   std::shared_ptr<ProcessSet> processes;

@@ -1,6 +1,6 @@
 // Fuzz target: a line an MCP server writes on stdout, as the client reads it
-// (mcp::parse_message, actors/tool/mcp_jsonrpc.h), and what the client makes
-// of a message that parses (actors/tool/mcp_client.cc, mcp_result.h): its
+// (mcp::parse_message, actors/tool/mcp/mcp_jsonrpc.h), and what the client makes
+// of a message that parses (actors/tool/mcp/mcp_client.cc, mcp_result.h): its
 // answer to a server's request, a notification's params as logged, and a
 // response's result read both as a tools/list page (tool declarations, the
 // ToolSpec the model sees) and as a tools/call result (the text the model
@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "actors/tool/mcp_jsonrpc.h"
-#include "actors/tool/mcp_result.h"
+#include "actors/tool/mcp/mcp_jsonrpc.h"
+#include "actors/tool/mcp/mcp_result.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

@@ -296,6 +296,13 @@ BOOST_AUTO_TEST_CASE(every_subcommand_answers_json_in_one_envelope) {
       {"gc --dry-run", 0},
       {"gc --max-age banana", 2},
       {"gc --config " + dir.sub("missing.json"), 1},
+      {"node certs " + dir.sub("tls-n1") + " --ca " + dir.sub("ca") + " --name n1", 0},
+      {"node certs " + dir.sub("tls-n1") + " --ca " + dir.sub("ca") + " --name n1", 1},  // never overwrites a key
+      {"node certs " + dir.sub("tls-x") + " --ca " + dir.sub("ca") + " --name 'a b'", 1},
+      {"node --listen 127.0.0.1:0", 1},  // no certificates, and not --insecure-loopback
+      {"node --listen 127.0.0.1:0 --tls " + dir.sub("missing"), 1},
+      {"node --listen 10.1.2.3:0 --insecure-loopback", 2},
+      {"node --role provider --listen 127.0.0.1:0", 2},
       {"mcp list", 0},
       {"mcp list --config " + dir.sub("missing.json"), 1},
       {"torture " + quickstart + " --iterations 1 --seed 3 --dir " + dir.sub("torture"), 0},

@@ -1,4 +1,4 @@
-#include "actors/tool/mcp_client.h"
+#include "actors/tool/mcp/mcp_client.h"
 
 #include "base/lib_log.h"
 
@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "actors/tool/mcp_jsonrpc.h"
+#include "actors/tool/mcp/mcp_jsonrpc.h"
 
 namespace carapace {
 namespace {

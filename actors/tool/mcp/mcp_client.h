@@ -1,5 +1,5 @@
 // McpClient: a connection to one MCP server over the stdio transport
-// (actors/tool/mcp_jsonrpc.h): starts its program (actors/tool/mcp_process.h),
+// (actors/tool/mcp/mcp_jsonrpc.h): starts its program (actors/tool/mcp/mcp_process.h),
 // performs the initialize handshake, lists its tools (every page), calls
 // them, and stops it.
 //
@@ -43,8 +43,8 @@
 #include <thread>
 #include <vector>
 
-#include "actors/tool/mcp_process.h"
-#include "actors/tool/mcp_result.h"
+#include "actors/tool/mcp/mcp_process.h"
+#include "actors/tool/mcp/mcp_result.h"
 #include "base/status.h"
 
 namespace carapace {

@@ -1,4 +1,4 @@
-#include "actors/tool/mcp_hub.h"
+#include "actors/tool/mcp/mcp_hub.h"
 
 #include "base/lib_log.h"
 

@@ -1,5 +1,5 @@
 // McpHub: the configured MCP servers of a runtime and their tools in its
-// ToolRegistry, as mcp__SERVER__TOOL (actors/tool/mcp_result.h).
+// ToolRegistry, as mcp__SERVER__TOOL (actors/tool/mcp/mcp_result.h).
 //
 // A server runs per workspace: ensure(workspace) starts each configured
 // server for that workspace unless it runs (a session's start, resume or
@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "actors/tool/mcp_server.h"
+#include "actors/tool/mcp/mcp_server.h"
 #include "actors/tool/tool_registry.h"
 
 namespace carapace {

@@ -1,4 +1,4 @@
-#include "actors/tool/mcp_jsonrpc.h"
+#include "actors/tool/mcp/mcp_jsonrpc.h"
 
 #include "base/bounded_json.h"
 

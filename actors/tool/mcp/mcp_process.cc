@@ -1,4 +1,4 @@
-#include "actors/tool/mcp_process.h"
+#include "actors/tool/mcp/mcp_process.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "actors/tool/process_guard.h"
+#include "actors/tool/process/process_guard.h"
 #include "base/text.h"
 
 namespace carapace {

@@ -1,13 +1,13 @@
 // McpProcess: the program of one MCP server, kept running while the server
 // is in use, with its stdin, stdout and stderr on pipes of their own.
 //
-// It runs under a guard process like a shell command (actors/tool/process.h,
+// It runs under a guard process like a shell command (actors/tool/process/process.h,
 // process_guard.h): the server leads a process group of its own; the guard
 // is a session leader and child subreaper, so whatever the server starts
 // stays its descendant and is killed with it; the guard dies with the thread
 // that started it (PR_SET_PDEATHSIG), so a runtime killed with SIGKILL takes
 // its servers with it. The optional confinement (the shell's sandbox,
-// actors/tool/sandbox.h) is applied in the server's process before exec.
+// actors/tool/process/sandbox.h) is applied in the server's process before exec.
 //
 // Stopping, in order: close_stdin() (a well-behaved server exits), then
 // terminate() (SIGTERM to the server), then kill_all() (the guard SIGKILLs
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/tool/process.h"
+#include "actors/tool/process/process.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
 

@@ -1,8 +1,8 @@
-#include "actors/tool/mcp_result.h"
+#include "actors/tool/mcp/mcp_result.h"
 
 #include <algorithm>
 
-#include "actors/tool/process.h"
+#include "actors/tool/process/process.h"
 
 namespace carapace::mcp {
 namespace {

@@ -9,7 +9,7 @@
 // link as its name and URI — then, if present, structuredContent as JSON
 // after a "[structured content]" line. isError makes the result an error the
 // model sees. Text over max_output_bytes keeps its head and tail with the
-// shell tool's truncation marker (actors/tool/process.h, truncate_output).
+// shell tool's truncation marker (actors/tool/process/process.h, truncate_output).
 //
 // Names: the model sees mcp__SERVER__TOOL. A server name is 1 to 24
 // letters, digits, '_' or '-' without "__"; the whole name must be a valid

@@ -1,4 +1,4 @@
-#include "actors/tool/mcp_server.h"
+#include "actors/tool/mcp/mcp_server.h"
 
 #include "base/lib_log.h"
 
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "actors/tool/mcp_client.h"
+#include "actors/tool/mcp/mcp_client.h"
 #include "actors/tool/workspace.h"
 
 extern char** environ;

@@ -1,7 +1,7 @@
 // McpServer: one configured MCP server for one workspace, supervised. It
-// starts the server (actors/tool/mcp_client.h) in the workspace (or its
+// starts the server (actors/tool/mcp/mcp_client.h) in the workspace (or its
 // configured cwd), with the tool environment policy's variables plus the
-// ones it configures, under the shell's sandbox (actors/tool/sandbox.h),
+// ones it configures, under the shell's sandbox (actors/tool/process/sandbox.h),
 // lists its tools, and runs calls on it.
 //
 // Supervision: a server that exits or crashes answers the call in flight
@@ -34,11 +34,11 @@
 #include <utility>
 #include <vector>
 
-#include "actors/tool/mcp_config.h"
-#include "actors/tool/mcp_result.h"
-#include "actors/tool/sandbox.h"
+#include "actors/tool/mcp/mcp_config.h"
+#include "actors/tool/mcp/mcp_result.h"
+#include "actors/tool/process/sandbox.h"
 #include "actors/tool/tool.h"
-#include "actors/tool/tool_env.h"
+#include "actors/tool/process/tool_env.h"
 #include "base/status.h"
 
 namespace carapace {

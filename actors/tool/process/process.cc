@@ -1,4 +1,4 @@
-#include "actors/tool/process.h"
+#include "actors/tool/process/process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -16,7 +16,7 @@
 #include <memory>
 #include <utility>
 
-#include "actors/tool/process_guard.h"
+#include "actors/tool/process/process_guard.h"
 #include "base/text.h"
 #include "base/unique_fd.h"
 

@@ -2,7 +2,7 @@
 // what it printed, for the shell tool and command hooks; and makes sure that
 // nothing the program started outlives the call.
 //
-// Each call forks a guard process (actors/tool/process_guard.h), a session
+// Each call forks a guard process (actors/tool/process/process_guard.h), a session
 // leader and child subreaper, which forks the worker that execs the program.
 // Whatever the program starts, a `nohup cmd &`, a `setsid cmd &` or a
 // double-forked daemon, stays a descendant of the guard; when the program
@@ -73,7 +73,7 @@ class ProcessSet {
 // Idempotent.
 bool become_child_subreaper(std::string* error);
 
-// Hooks into the worker before exec (the sandbox, actors/tool/sandbox.h):
+// Hooks into the worker before exec (the sandbox, actors/tool/process/sandbox.h):
 // called in the forked child, async-signal-safe; returns 0 or an errno.
 struct ProcessConfinement {
   int (*apply)(const void* data) = nullptr;
@@ -86,7 +86,7 @@ struct ProcessOptions {
   int cwd_fd = -1;                        // if >= 0: entered with fchdir instead (cwd names it in messages)
   std::string stdin_data;                 // written to the child's stdin, which is then closed
   // The child's environment, "NAME=value" entries; nullopt: the caller's
-  // (the shell tool passes one filtered by actors/tool/tool_env.h).
+  // (the shell tool passes one filtered by actors/tool/process/tool_env.h).
   std::optional<std::vector<std::string>> env;
   uint64_t timeout_ms = 30000;            // 0 (or >= 2^40) = no deadline
   uint64_t max_output_bytes = 64 * 1024;  // cap of ProcessResult::output (see truncate_output)
@@ -131,7 +131,7 @@ std::string truncate_output(std::string_view full, uint64_t max_bytes, bool* tru
 
 class UniqueFd;
 
-// Helpers shared with other long-lived children (actors/tool/mcp_process.h).
+// Helpers shared with other long-lived children (actors/tool/mcp/mcp_process.h).
 
 // A pipe whose ends are close-on-exec and not among fds 0-2; false with
 // *err set if it cannot be made.

@@ -1,4 +1,4 @@
-#include "actors/tool/process_guard.h"
+#include "actors/tool/process/process_guard.h"
 
 #include <dirent.h>
 #include <fcntl.h>

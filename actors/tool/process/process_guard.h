@@ -1,5 +1,5 @@
 // Process guard: what runs in the two processes run_process forks for one
-// call (actors/tool/process.h), and the /proc scan both sides use.
+// call (actors/tool/process/process.h), and the /proc scan both sides use.
 //
 //   runtime thread ──fork──► guard ──fork──► worker ──exec──► the program
 //

@@ -1,4 +1,4 @@
-#include "actors/tool/sandbox.h"
+#include "actors/tool/process/sandbox.h"
 
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "actors/tool/scratch_dir.h"
+#include "actors/tool/process/scratch_dir.h"
 #include "actors/tool/workspace.h"
 #include "base/text.h"
 

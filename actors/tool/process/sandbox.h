@@ -1,7 +1,7 @@
 // Sandbox: the confinement of a shell command (docs/sandbox.md).
 //
 // With the file-system sandbox on, each command runs under Landlock, applied
-// in the forked child before exec (actors/tool/process_guard.h): it may
+// in the forked child before exec (actors/tool/process/process_guard.h): it may
 // write only inside the workspace and a scratch directory made for the call
 // (its TMPDIR, removed afterwards), plus any `writable` paths; it may read and
 // execute only under the `readable` paths (default: "/"). In read-only mode
@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/tool/process.h"
+#include "actors/tool/process/process.h"
 #include "base/status.h"
 
 namespace carapace {

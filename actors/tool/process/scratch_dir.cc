@@ -1,4 +1,4 @@
-#include "actors/tool/scratch_dir.h"
+#include "actors/tool/process/scratch_dir.h"
 
 #include <dirent.h>
 #include <fcntl.h>

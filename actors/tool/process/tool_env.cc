@@ -1,4 +1,4 @@
-#include "actors/tool/tool_env.h"
+#include "actors/tool/process/tool_env.h"
 
 #include <algorithm>
 #include <array>

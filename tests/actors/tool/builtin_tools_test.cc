@@ -27,11 +27,11 @@
 #include <thread>
 
 #include "actors/tool/file_tools.h"
-#include "actors/tool/process.h"
-#include "actors/tool/sandbox.h"
-#include "actors/tool/scratch_dir.h"
+#include "actors/tool/process/process.h"
+#include "actors/tool/process/sandbox.h"
+#include "actors/tool/process/scratch_dir.h"
 #include "actors/tool/shell_tool.h"
-#include "actors/tool/tool_env.h"
+#include "actors/tool/process/tool_env.h"
 #include "actors/tool/workspace.h"
 #include "tests/support/printing.h"
 #include "tests/support/proc_watch.h"
@@ -673,7 +673,7 @@ BOOST_AUTO_TEST_CASE(cwd_is_confined_to_the_workspace) {
 BOOST_AUTO_TEST_SUITE_END()
 
 // ---------------------------------------------------------------------------
-// The shell tool's sandbox (actors/tool/sandbox.h). These run on kernels
+// The shell tool's sandbox (actors/tool/process/sandbox.h). These run on kernels
 // with Landlock; elsewhere they say so and check the refusal instead.
 BOOST_FIXTURE_TEST_SUITE(sandbox_tests, WorkspaceFixture)
 

@@ -14,9 +14,9 @@
 #include <fstream>
 #include <thread>
 
-#include "actors/tool/mcp_client.h"
-#include "actors/tool/mcp_result.h"
-#include "actors/tool/mcp_server.h"
+#include "actors/tool/mcp/mcp_client.h"
+#include "actors/tool/mcp/mcp_result.h"
+#include "actors/tool/mcp/mcp_server.h"
 #include "tests/support/proc_watch.h"
 #include "tests/support/temp_dir.h"
 

@@ -1,10 +1,10 @@
 // The pure parts of the MCP client: JSON-RPC lines, tool declarations and
-// call results (actors/tool/mcp_jsonrpc.h, mcp_result.h).
+// call results (actors/tool/mcp/mcp_jsonrpc.h, mcp_result.h).
 #define BOOST_TEST_MODULE mcp_protocol_test
 #include <boost/test/unit_test.hpp>
 
-#include "actors/tool/mcp_jsonrpc.h"
-#include "actors/tool/mcp_result.h"
+#include "actors/tool/mcp/mcp_jsonrpc.h"
+#include "actors/tool/mcp/mcp_result.h"
 
 using namespace carapace;
 using nlohmann::json;

@@ -14,7 +14,7 @@
 #include <regex>
 #include <thread>
 
-#include "actors/tool/mcp_client.h"
+#include "actors/tool/mcp/mcp_client.h"
 #include "runtime/logging.h"
 #include "tests/support/printing.h"
 #include "tests/support/temp_dir.h"

@@ -1,0 +1,72 @@
+// What a session host and a tools node say to each other over CAF's io
+// middleman (docs/scale-out.md): the node's typed interface, its hello, the
+// names every message type travels under, and the actor system settings
+// both sides need (TLS, heartbeats, the application identifier).
+//
+// Heavy: includes CAF. Include it from actor implementation files only.
+#pragma once
+
+#include <caf/all.hpp>
+#include <caf/io/middleman_actor.hpp>
+
+#include <string>
+#include <vector>
+
+#include "actors/caf_types.h"
+#include "actors/tool/remote/node_directory.h"
+#include "base/status.h"
+
+namespace carapace {
+
+using hello_atom = caf::atom_constant<caf::atom("hello")>;
+
+// The version of what nodes say; a host and a node of different versions
+// refuse each other (the application identifier carries it).
+inline constexpr const char* kNodeProtocol = "carapace-nodes/1";
+
+// What a node says it is, asked once a connection is up.
+struct NodeHello {
+  std::string node_id;  // its ledger's id: a node that lost its ledger is another node
+  std::string name;     // the name in its certificate (or --name)
+  std::string role;     // "tools"
+  std::vector<std::string> tools;
+  std::string version;
+  uint64_t ledger_calls = 0;
+
+  static constexpr auto fields() {
+    using H = NodeHello;
+    return std::tuple{codec::Field{1, "node_id", &H::node_id}, codec::Field{2, "name", &H::name},
+                      codec::Field{3, "role", &H::role},       codec::Field{4, "tools", &H::tools},
+                      codec::Field{5, "version", &H::version}, codec::Field{6, "ledger_calls", &H::ledger_calls}};
+  }
+  friend bool operator==(const NodeHello&, const NodeHello&) = default;
+};
+
+// A tools node: runs calls (once per call id, docs/scale-out.md), stops a
+// session's calls on cancel, says what it is on hello.
+using ToolNodeActor = caf::typed_actor<caf::replies_to<ToolInvocation>::with<ToolOutcome>,
+                                       caf::reacts_to<cancel_atom, std::string>,
+                                       caf::replies_to<hello_atom>::with<NodeHello>>;
+
+// Registers the types that travel, loads the middleman (and the TLS module
+// unless insecure), sets the heartbeat, the connection time-out and the
+// application identifier, and hands the certificate, key and CA to TLS
+// after checking them (a bad file is an error here, not an abort later).
+// `common_name` (may be null) receives the certificate's name.
+Status configure_node_system(caf::actor_system_config& cfg, const NodeNetOptions& options,
+                             std::string* common_name = nullptr);
+
+// Only the type registrations (an embedding program's own system config).
+void add_node_message_types(caf::actor_system_config& cfg);
+
+// The middleman actor to connect or publish through: TLS's, or plain
+// TCP's when insecure.
+caf::io::middleman_actor node_middleman(caf::actor_system& system, bool insecure);
+
+// The interface a tools node must offer, to check a connection against.
+std::set<std::string> tool_node_interface(caf::actor_system& system);
+
+// Validates the defaults: heartbeat 50 ms..60 s, time-out > 2 heartbeats.
+Status check_node_net_options(const NodeNetOptions& options);
+
+}  // namespace carapace

@@ -1,0 +1,299 @@
+#include "actors/tool/remote/tool_router.h"
+
+#include <caf/io/all.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "actors/tool/remote/node_protocol.h"
+#include "base/lib_log.h"
+
+namespace carapace {
+
+namespace {
+
+using reconnect_atom = caf::atom_constant<caf::atom("reconnect")>;
+using Clock = std::chrono::steady_clock;
+
+struct Link {
+  NodeRoute route;
+  std::string host;
+  uint16_t port = 0;
+  ToolNodeActor handle;  // set while up
+  bool connecting = false;
+  uint64_t generation = 0;  // of the connection attempt; a stale answer is ignored
+  std::string last_failure;
+  bool tried = false;  // the first attempt ended (up or not)
+  // Calls that came while the first connection was being made.
+  std::vector<std::pair<ToolInvocation, caf::response_promise>> waiting;
+};
+
+struct InFlight {
+  std::string node;
+  std::string call_id;
+  Clock::time_point sent;
+  caf::response_promise rp;
+};
+
+struct RouterState {
+  // Not an aggregate: CAF would build it from the actor's own pointer.
+  RouterState() = default;
+  ToolSupervisorActor local;
+  ToolRouterOptions options;
+  std::map<std::string, Link> links;
+  std::map<uint64_t, InFlight> in_flight;
+  uint64_t next_id = 0;
+  std::vector<caf::response_promise> ready_waiters;
+  static inline const char* name = "carapace.tool_router";
+};
+
+using RouterSelf = caf::stateful_actor<RouterState>*;
+
+void send_call(RouterSelf self, ToolInvocation inv, caf::response_promise rp);
+void first_attempt_ended(RouterSelf self, Link& link);
+
+uint64_t ms_since(Clock::time_point t) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
+}
+
+void connect(RouterSelf self, const std::string& name);
+
+void link_failed(RouterSelf self, const std::string& name, uint64_t generation, const std::string& why) {
+  auto& link = self->state.links[name];
+  if (generation != link.generation) return;
+  link.connecting = false;
+  link.handle = nullptr;
+  self->state.options.directory->set_down(name, why);
+  // Said once, not at every attempt while it stays down.
+  if (why != link.last_failure) lib_log().warn("tools node {} ({}) is down: {}", name, link.route.address, why);
+  link.last_failure = why;
+  first_attempt_ended(self, link);
+  self->delayed_send(self, std::chrono::milliseconds(self->state.options.reconnect_ms), reconnect_atom::value,
+                     name);
+}
+
+void link_up(RouterSelf self, const std::string& name, uint64_t generation, ToolNodeActor handle) {
+  auto& st = self->state;
+  const auto timeout = std::chrono::milliseconds(st.options.connect_timeout_ms);
+  self->request(handle, timeout, hello_atom::value)
+      .then(
+          [self, name, generation, handle](const NodeHello& hello) {
+            auto& link = self->state.links[name];
+            if (generation != link.generation) return;
+            if (hello.role != "tools") {
+              return link_failed(self, name, generation,
+                                 "the node at " + link.route.address + " is a " + hello.role + " node, not a tools node");
+            }
+            std::string missing;
+            for (const auto& t : link.route.tools) {
+              if (t.empty() || t.back() == '*') continue;
+              if (std::find(hello.tools.begin(), hello.tools.end(), t) == hello.tools.end()) {
+                missing += (missing.empty() ? "" : ", ") + t;
+              }
+            }
+            if (!missing.empty()) {
+              return link_failed(self, name, generation,
+                                 "the node does not run " + missing + " (it runs what its own config enables)");
+            }
+            link.connecting = false;
+            link.handle = handle;
+            link.last_failure.clear();
+            self->monitor(handle);
+            self->state.options.directory->set_up(name, hello.node_id);
+            lib_log().info("tools node {} ({}) is up: {} tools, ledger {} with {} calls", name, link.route.address,
+                           hello.tools.size(), hello.node_id, hello.ledger_calls);
+            first_attempt_ended(self, link);
+          },
+          [self, name, generation](caf::error& e) {
+            link_failed(self, name, generation, "no hello: " + caf::to_string(e));
+          });
+}
+
+void connect(RouterSelf self, const std::string& name) {
+  auto& st = self->state;
+  auto& link = st.links[name];
+  if (link.connecting || link.handle) return;
+  link.connecting = true;
+  const uint64_t generation = ++link.generation;
+  auto mm = node_middleman(self->system(), st.options.insecure);
+  // Asynchronous, with a deadline: a hung peer cannot hold the router.
+  self->request(mm, std::chrono::milliseconds(st.options.connect_timeout_ms), caf::connect_atom::value, link.host,
+                link.port)
+      .then(
+          [self, name, generation](const caf::node_id&, caf::strong_actor_ptr& ptr,
+                                   const std::set<std::string>& interface) {
+            if (!ptr) return link_failed(self, name, generation, "nothing is published at that port");
+            auto& sys = self->system();
+            if (!sys.assignable(interface, tool_node_interface(sys))) {
+              return link_failed(self, name, generation,
+                                 "the actor there is not a tools node of this version (another interface)");
+            }
+            link_up(self, name, generation, caf::actor_cast<ToolNodeActor>(ptr));
+          },
+          [self, name, generation](caf::error& e) {
+            link_failed(self, name, generation, "cannot connect: " + caf::to_string(e));
+          });
+}
+
+// Answers the call `id` (once): the node's outcome, or why none came.
+void finish(RouterSelf self, uint64_t id, ToolOutcome outcome) {
+  auto it = self->state.in_flight.find(id);
+  if (it == self->state.in_flight.end()) return;  // answered already (the node was lost first)
+  self->state.options.directory->answered(it->second.node, outcome.node_lost);
+  outcome.node = it->second.node;
+  it->second.rp.deliver(std::move(outcome));
+  self->state.in_flight.erase(it);
+}
+
+void node_lost(RouterSelf self, const std::string& name, const std::string& why) {
+  auto& st = self->state;
+  auto& link = st.links[name];
+  link.handle = nullptr;
+  link.connecting = false;
+  ++link.generation;
+  st.options.directory->set_down(name, "lost: " + why);
+  std::vector<uint64_t> lost;
+  for (const auto& [id, f] : st.in_flight) {
+    if (f.node == name) lost.push_back(id);
+  }
+  lib_log().warn("tools node {} ({}) was lost ({}); {} call(s) in flight", name, link.route.address, why, lost.size());
+  for (uint64_t id : lost) {
+    const InFlight& f = st.in_flight[id];
+    finish(self, id,
+           ToolOutcome{.call_id = f.call_id,
+                       .output = "the tools node " + name + " (" + link.route.address + ") was lost " +
+                                 std::to_string(ms_since(f.sent)) + " ms after the call was sent: " + why,
+                       .is_error = true,
+                       .node_lost = true});
+  }
+  self->delayed_send(self, std::chrono::milliseconds(st.options.reconnect_ms), reconnect_atom::value, name);
+}
+
+void first_attempt_ended(RouterSelf self, Link& link) {
+  if (!link.tried) {
+    link.tried = true;
+    bool all = true;
+    for (const auto& [name, l] : self->state.links) all = all && l.tried;
+    if (all) {
+      for (auto& w : self->state.ready_waiters) w.deliver(true);
+      self->state.ready_waiters.clear();
+    }
+  }
+  auto waiting = std::move(link.waiting);
+  link.waiting.clear();
+  for (auto& [inv, rp] : waiting) send_call(self, std::move(inv), std::move(rp));
+}
+
+void send_call(RouterSelf self, ToolInvocation inv, caf::response_promise rp) {
+  auto& rs = self->state;
+  if (inv.node.empty()) {
+    self->request(rs.local, caf::infinite, std::move(inv))
+        .then([rp](ToolOutcome& o) mutable { rp.deliver(std::move(o)); },
+              [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+    return;
+  }
+  auto it = rs.links.find(inv.node);
+  if (it != rs.links.end() && !it->second.handle && it->second.connecting && !it->second.tried) {
+    it->second.waiting.emplace_back(std::move(inv), std::move(rp));  // the first connection is being made
+    return;
+  }
+  if (it == rs.links.end() || !it->second.handle) {
+    const std::string why = it == rs.links.end() ? "no node has that name in the configuration"
+                                                 : it->second.last_failure;
+    // Never sent. A call interrupted earlier (a resume) may have run before,
+    // though: its outcome stays unknown; any other did not run.
+    ToolOutcome o{.call_id = inv.call.id, .is_error = true, .node = inv.node};
+    if (!inv.recovering.empty()) {
+      o.output = inv.recovering + " (The tools node " + inv.node + " that had it is not connected: " + why + ".)";
+      o.interrupted = true;
+    } else {
+      o.output = "The call was not run: the tools node " + inv.node + " is not connected: " + why;
+    }
+    rp.deliver(std::move(o));
+    return;
+  }
+  const uint64_t id = ++rs.next_id;
+  const uint64_t deadline_ms =
+      inv.timeout_ms > 0 ? inv.timeout_ms + kToolGraceMs + rs.options.deadline_margin_ms : kMaxRemoteCallMs;
+  rs.in_flight[id] = InFlight{.node = inv.node, .call_id = inv.call.id, .sent = Clock::now(), .rp = std::move(rp)};
+  rs.options.directory->sent(inv.node);
+  const std::string node = inv.node;
+  const std::string call_id = inv.call.id;
+  // A reply that comes after the call was answered (its node was declared
+  // lost first) finds no entry and is dropped; over CAF a lost link never
+  // delivers one, since a reconnection is a new link.
+  self->request(it->second.handle, std::chrono::milliseconds(deadline_ms), std::move(inv))
+      .then([self, id](ToolOutcome& o) { finish(self, id, std::move(o)); },
+            [self, id, node, call_id, deadline_ms](caf::error& e) {
+              if (e == caf::sec::request_timeout) {
+                // Up, but silent past the deadline: the call may still be running there.
+                return finish(self, id,
+                              ToolOutcome{.call_id = call_id,
+                                          .output = "The tools node " + node + " gave no answer within " +
+                                                    std::to_string(deadline_ms) +
+                                                    " ms; the call may still be running there.",
+                                          .is_error = true,
+                                          .timed_out = true});
+              }
+              finish(self, id,
+                     ToolOutcome{.call_id = call_id,
+                                 .output = "the tools node " + node + " failed the call: " + caf::to_string(e),
+                                 .is_error = true,
+                                 .node_lost = true});
+            });
+}
+
+caf::behavior tool_router(RouterSelf self, ToolSupervisorActor local, ToolRouterOptions options) {
+  auto& st = self->state;
+  st.local = std::move(local);
+  st.options = std::move(options);
+  for (auto& route : st.options.directory->routes()) {
+    Link link{.route = route};
+    if (Status s = parse_node_address(route.address, &link.host, &link.port); !s.ok()) {
+      st.options.directory->set_down(route.name, s.message());
+      continue;
+    }
+    st.links[route.name] = std::move(link);
+    connect(self, route.name);
+  }
+  self->set_down_handler([self](caf::down_msg& dm) {
+    for (auto& [name, link] : self->state.links) {
+      if (link.handle && link.handle.address() == dm.source) return node_lost(self, name, caf::to_string(dm.reason));
+    }
+  });
+  return {
+      [self](ToolInvocation& inv) -> caf::response_promise {
+        auto rp = self->make_response_promise();
+        send_call(self, std::move(inv), rp);
+        return rp;
+      },
+      [self](cancel_atom, const std::string& session) {
+        self->send(self->state.local, cancel_atom::value, session);
+        for (auto& [name, link] : self->state.links) {
+          if (link.handle) self->send(link.handle, cancel_atom::value, session);
+        }
+      },
+      [self](reconnect_atom, const std::string& name) { connect(self, name); },
+      // Answered once every node has been tried once (up or not).
+      [self](ready_atom) -> caf::response_promise {
+        auto rp = self->make_response_promise();
+        self->state.ready_waiters.push_back(rp);
+        bool all = true;
+        for (const auto& [name, link] : self->state.links) all = all && link.tried;
+        if (all) {
+          for (auto& w : self->state.ready_waiters) w.deliver(true);
+          self->state.ready_waiters.clear();
+        }
+        return rp;
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_tool_router(caf::actor_system& system, ToolSupervisorActor local, ToolRouterOptions options) {
+  return system.spawn(tool_router, std::move(local), std::move(options));
+}
+
+}  // namespace carapace

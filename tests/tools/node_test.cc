@@ -1,0 +1,390 @@
+// Tools nodes (docs/scale-out.md), for real: `carapace node` processes on
+// 127.0.0.1 with certificates from `carapace node certs`, a session host
+// (a Runtime here, or `carapace run`) sending them calls over CAF's io
+// middleman with mutual TLS; nodes killed (SIGKILL), frozen (SIGSTOP) and
+// cut off (a proxy that black-holes the link), and a host killed mid-call.
+// Each node's --exec-log is the record of what really ran there.
+#define BOOST_TEST_MODULE node_test
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "runtime/config.h"
+#include "runtime/runtime.h"
+#include "tests/support/cli_runner.h"
+#include "tests/support/printing.h"
+#include "tests/support/tcp_fault_proxy.h"
+#include "tests/support/temp_dir.h"
+
+using namespace carapace;
+using namespace std::chrono_literals;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit = 30s) {
+  const auto end = Clock::now() + limit;
+  while (Clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return done();
+}
+
+size_t count_lines(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) n += contains(line, part) ? 1 : 0;
+  return n;
+}
+
+struct NodeProcess {
+  std::string name;
+  std::string home;
+  std::string log;
+  std::string exec_log;
+  pid_t pid = 0;
+  uint16_t port = 0;
+};
+
+struct Fixture {
+  testing::TempDir dir;
+  std::vector<NodeProcess> nodes;
+  std::unique_ptr<Runtime> rt;
+
+  Fixture() {
+    // One private CA; a certificate for the host and for each node.
+    for (const char* who : {"host", "n1", "n2"}) certs(who, dir.sub("ca"));
+  }
+  ~Fixture() {
+    rt.reset();
+    for (auto& n : nodes) stop(n, SIGKILL);
+  }
+
+  testing::CliResult cli(const std::string& home, const std::string& args) const {
+    testing::CliRunner runner(CARAPACE_BIN, home, dir.path());
+    return runner.run(args);
+  }
+
+  void certs(const std::string& who, const std::string& ca) {
+    auto r = cli(dir.sub("certhome"), "node certs '" + dir.sub("tls-" + who) + "' --ca '" + ca + "' --name " + who);
+    BOOST_REQUIRE_MESSAGE(r.code == 0, r.out + r.err);
+  }
+
+  std::string file(const std::string& name, const std::string& text) {
+    std::ofstream(dir.sub(name)) << text;
+    return dir.sub(name);
+  }
+
+  NodeProcess& start_node(const std::string& name, const std::string& extra = "") {
+    NodeProcess n{.name = name, .home = dir.sub("home-" + name), .log = dir.sub(name + ".log"),
+                  .exec_log = dir.sub(name + ".exec")};
+    std::filesystem::create_directories(n.home);
+    ::chmod(n.home.c_str(), 0700);
+    const std::string pidfile = dir.sub(name + ".pid");
+    const std::string cmd = "'" + std::string(CARAPACE_BIN) + "' --home '" + n.home + "' node --listen 127.0.0.1:0 --tls '" +
+                            dir.sub("tls-" + name) + "' --heartbeat-ms 200 --connection-timeout-ms 1000 --exec-log '" +
+                            n.exec_log + "' " + extra + " >'" + n.log + "' 2>&1 </dev/null & echo $! >'" + pidfile + "'";
+    BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
+    n.pid = static_cast<pid_t>(std::stol(testing::CliRunner::slurp(pidfile)));
+    BOOST_REQUIRE_MESSAGE(wait_for([&] { return contains(testing::CliRunner::slurp(n.log), "listening on"); }),
+                          testing::CliRunner::slurp(n.log));
+    const std::string text = testing::CliRunner::slurp(n.log);
+    n.port = static_cast<uint16_t>(std::stoi(text.substr(text.find("127.0.0.1:") + 10)));
+    nodes.push_back(n);
+    return nodes.back();
+  }
+
+  static void stop(NodeProcess& n, int sig) {
+    if (n.pid == 0) return;
+    ::kill(n.pid, SIGCONT);
+    ::kill(n.pid, sig);
+    wait_for([&] { return ::kill(n.pid, 0) != 0; }, 10s);
+    n.pid = 0;
+  }
+
+  Config config(const std::string& scenario, const std::vector<NodeRoute>& routes, const std::string& host_tls) {
+    Config c;
+    c.provider.scenario = file("scenario.json", scenario);
+    c.workspace = dir.sub("host-workspace");
+    std::filesystem::create_directories(c.workspace);
+    c.nodes = routes;
+    c.node_net.tls_dir = dir.sub(host_tls);
+    c.node_net.heartbeat_ms = 200;
+    c.node_net.connection_timeout_ms = 1000;
+    return c;
+  }
+
+  void open(Config c) {
+    Runtime::Options o;
+    o.home = dir.sub("host-home");
+    o.config = std::move(c);
+    o.builtin_tools = true;
+    CHECK_OK(Runtime::open(std::move(o), &rt));
+  }
+
+  std::vector<Event> events(const std::string& id) {
+    std::vector<Event> out;
+    CHECK_OK(rt->read_events(id, 1, &out));
+    return out;
+  }
+  template <typename T>
+  std::vector<T> of_type(const std::string& id) {
+    std::vector<T> out;
+    for (const auto& e : events(id)) {
+      if (const auto* x = get_if<T>(e)) out.push_back(*x);
+    }
+    return out;
+  }
+};
+
+NodeRoute route(const std::string& name, uint16_t port, std::vector<std::string> tools = {"shell", "list_dir"}) {
+  return NodeRoute{.name = name, .address = "127.0.0.1:" + std::to_string(port), .tools = std::move(tools)};
+}
+
+std::string shell_then_done(const std::string& command) {
+  return json{{"replies",
+               {{{"tool_calls", {{{"name", "shell"}, {"args", {{"command", command}}}}}}}, {{"text", "done"}}}}}
+      .dump();
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(nodes, Fixture)
+
+BOOST_AUTO_TEST_CASE(a_call_runs_on_its_node_in_the_nodes_workspace) {
+  NodeProcess& n1 = start_node("n1");
+  open(config(shell_then_done("echo made > here.txt && pwd"), {route("n1", n1.port)}, "tls-host"));
+  CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, nullptr));
+  SessionOutcome o;
+  CHECK_OK(rt->wait("s1", 60s, &o));
+  BOOST_TEST(o.final_answer == "done");
+  auto requested = of_type<ToolRequested>("s1");
+  auto completed = of_type<ToolCompleted>("s1");
+  BOOST_REQUIRE(requested.size() == 1u);
+  BOOST_REQUIRE(completed.size() == 1u);
+  BOOST_TEST(requested[0].node == "n1");  // the intent names the node before the call is sent
+  BOOST_TEST(completed[0].node == "n1");
+  BOOST_TEST(!completed[0].is_error, completed[0].output);
+  // The node's own workspace, one directory per session; the host's is untouched.
+  BOOST_TEST(contains(completed[0].output, "home-n1/node-workspaces/s1"), completed[0].output);
+  BOOST_TEST(std::filesystem::exists(n1.home + "/node-workspaces/s1/here.txt"));
+  BOOST_TEST(!std::filesystem::exists(dir.sub("host-workspace/here.txt")));
+  BOOST_TEST(count_lines(testing::CliRunner::slurp(n1.exec_log), "s1 ") == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_killed_mid_call_gives_an_unknown_outcome_once) {
+  NodeProcess& n1 = start_node("n1");
+  open(config(shell_then_done("sleep 20"), {route("n1", n1.port)}, "tls-host"));
+  CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, nullptr));
+  BOOST_REQUIRE(wait_for([&] { return contains(testing::CliRunner::slurp(n1.exec_log), "s1 "); }));
+  const auto killed = Clock::now();
+  ::kill(n1.pid, SIGKILL);
+  SessionOutcome o;
+  CHECK_OK(rt->wait("s1", 60s, &o));
+  const auto detected_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - killed).count();
+  BOOST_TEST_MESSAGE("a killed node's call answered after " << detected_ms << " ms");
+  // The kernel closes a dead process's connections: noticed at once, far
+  // inside the 1000 ms time-out that a silent link needs.
+  BOOST_TEST(detected_ms < 500);
+  auto completed = of_type<ToolCompleted>("s1");
+  BOOST_REQUIRE(completed.size() == 1u);
+  BOOST_TEST_MESSAGE("the model read: " << completed[0].output);
+  BOOST_TEST(completed[0].interrupted);
+  BOOST_TEST(completed[0].node == "n1");
+  BOOST_TEST(contains(completed[0].output, "the tools node n1"), completed[0].output);
+  BOOST_TEST(contains(completed[0].output, "whether it took effect is unknown"), completed[0].output);
+  BOOST_TEST(o.final_answer == "done");  // the model was told, and went on
+  BOOST_TEST(of_type<ToolRequested>("s1").size() == 1u);  // never sent again
+}
+
+BOOST_AUTO_TEST_CASE(a_frozen_node_is_lost_within_the_connection_timeout) {
+  NodeProcess& n1 = start_node("n1");
+  open(config(shell_then_done("sleep 20"), {route("n1", n1.port)}, "tls-host"));
+  CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, nullptr));
+  BOOST_REQUIRE(wait_for([&] { return contains(testing::CliRunner::slurp(n1.exec_log), "s1 "); }));
+  const auto frozen = Clock::now();
+  ::kill(n1.pid, SIGSTOP);
+  SessionOutcome o;
+  CHECK_OK(rt->wait("s1", 60s, &o));
+  const auto detected_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - frozen).count();
+  BOOST_TEST_MESSAGE("a frozen node's call answered after " << detected_ms << " ms");
+  // connection_timeout 1000 ms, heartbeat 200 ms: silence is noticed within both, plus scheduling.
+  BOOST_TEST(detected_ms >= 800);
+  BOOST_TEST(detected_ms < 1000 + 200 + 1000);
+  auto completed = of_type<ToolCompleted>("s1");
+  BOOST_REQUIRE(completed.size() == 1u);
+  BOOST_TEST(completed[0].interrupted);
+  BOOST_TEST(completed[0].node == "n1");
+}
+
+BOOST_AUTO_TEST_CASE(a_partitioned_nodes_idempotent_call_runs_again_on_another_node) {
+  NodeProcess& n1 = start_node("n1");
+  NodeProcess& n2 = start_node("n2");
+  testing::TcpFaultProxy proxy(n1.port);
+  const std::string scenario =
+      json{{"replies", {{{"tool_calls", {{{"name", "list_dir"}, {"args", {{"path", "."}}}}}}}, {{"text", "done"}}}}}
+          .dump();
+  open(config(scenario, {route("n1", proxy.port()), route("n2", n2.port)}, "tls-host"));
+  proxy.set_mode(testing::TcpFaultProxy::Mode::kBlackhole);
+  const auto cut = Clock::now();
+  CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, nullptr));
+  SessionOutcome o;
+  CHECK_OK(rt->wait("s1", 60s, &o));
+  const auto took_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - cut).count();
+  BOOST_TEST_MESSAGE("a partitioned node's idempotent call completed elsewhere after " << took_ms << " ms");
+  auto requested = of_type<ToolRequested>("s1");
+  BOOST_REQUIRE(requested.size() == 2u);
+  BOOST_TEST(requested[0].node == "n1");  // both up and idle: the first in the configuration
+  BOOST_TEST(requested[1].node == "n2");
+  BOOST_TEST(requested[1].attempt == 2u);
+  BOOST_TEST(contains(requested[1].retry_reason, "the tools node n1"), requested[1].retry_reason);
+  auto completed = of_type<ToolCompleted>("s1");
+  BOOST_REQUIRE(completed.size() == 1u);
+  BOOST_TEST(!completed[0].is_error, completed[0].output);
+  BOOST_TEST(completed[0].node == "n2");
+  BOOST_TEST(o.final_answer == "done");
+}
+
+BOOST_AUTO_TEST_CASE(a_host_killed_mid_call_gets_the_nodes_recorded_result_on_resume) {
+  NodeProcess& n1 = start_node("n1");
+  const std::string host_home = dir.sub("cli-host");
+  std::filesystem::create_directories(host_home);
+  ::chmod(host_home.c_str(), 0700);
+  json cfg = {{"provider", {{"name", "scripted"}, {"scenario", file("scenario.json", shell_then_done(
+                                                                                  "sleep 1.5; echo ran-once"))}}},
+              {"session", {{"workspace", dir.path()}}},
+              {"nodes", {{{"name", "n1"}, {"role", "tools"}, {"address", "127.0.0.1:" + std::to_string(n1.port)},
+                          {"tools", {"shell"}}}}},
+              {"node_options", {{"tls", dir.sub("tls-host")}, {"heartbeat_ms", 200}, {"connection_timeout_ms", 1000}}}};
+  const std::string config_path = file("host.json", cfg.dump());
+  const std::string pidfile = dir.sub("host.pid"), out = dir.sub("host.out");
+  const std::string cmd = "'" + std::string(CARAPACE_BIN) + "' --home '" + host_home + "' run --config '" + config_path +
+                          "' --session s1 go >'" + out + "' 2>&1 </dev/null & echo $! >'" + pidfile + "'";
+  BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
+  const pid_t host = static_cast<pid_t>(std::stol(testing::CliRunner::slurp(pidfile)));
+  BOOST_REQUIRE_MESSAGE(wait_for([&] { return contains(testing::CliRunner::slurp(n1.exec_log), "s1 "); }),
+                        testing::CliRunner::slurp(out));
+  ::kill(host, SIGKILL);  // the host dies with the call running on the node
+  BOOST_REQUIRE(wait_for([&] { return ::kill(host, 0) != 0; }, 10s));
+  std::this_thread::sleep_for(2500ms);  // the node finishes the call and records it
+  auto r = cli(host_home, "resume s1 --config '" + config_path + "'");
+  BOOST_TEST(r.code == 0, r.out + r.err);
+  auto show = cli(host_home, "log show s1 --json");
+  BOOST_REQUIRE(show.code == 0);
+  // Ran once, and its real result reached the model: the node's ledger answered.
+  BOOST_TEST(count_lines(testing::CliRunner::slurp(n1.exec_log), "s1 ") == 1u);
+  BOOST_TEST(contains(show.out, "ran-once"), show.out);
+  BOOST_TEST(!contains(show.out, "whether it took effect is unknown"), show.out);
+}
+
+BOOST_AUTO_TEST_CASE(a_host_with_a_certificate_from_another_ca_is_refused) {
+  NodeProcess& n1 = start_node("n1");
+  certs("stranger", dir.sub("other-ca"));
+  open(config(shell_then_done("echo should-not-run"), {route("n1", n1.port)}, "tls-stranger"));
+  CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, nullptr));
+  SessionOutcome o;
+  CHECK_OK(rt->wait("s1", 60s, &o));
+  auto completed = of_type<ToolCompleted>("s1");
+  BOOST_REQUIRE(completed.size() == 1u);
+  BOOST_TEST(completed[0].is_error);
+  BOOST_TEST(contains(completed[0].output, "no tools node that runs shell is up"), completed[0].output);
+  BOOST_TEST(of_type<ToolRequested>("s1").empty());  // refused before any intent
+  BOOST_TEST(testing::CliRunner::slurp(n1.exec_log).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_client_without_a_valid_certificate_cannot_complete_a_handshake) {
+  NodeProcess& n1 = start_node("n1");
+  certs("stranger", dir.sub("other-ca"));
+  const std::string to = "-connect 127.0.0.1:" + std::to_string(n1.port) + " -CAfile '" + dir.sub("tls-n1/ca.crt") + "'";
+  auto handshake = [&](const std::string& client) {
+    const std::string o = dir.sub("sclient.out");
+    // Input held open a second: a refused client reads the server's alert
+    // (TLS 1.3 sends it after the client's Finished), an accepted one the
+    // middleman's first bytes.
+    std::system(("sleep 1 | timeout 10 openssl s_client " + to + " " + client + " >'" + o + "' 2>&1").c_str());
+    return testing::CliRunner::slurp(o);
+  };
+  const std::string good = handshake("-cert '" + dir.sub("tls-host/node.crt") + "' -key '" + dir.sub("tls-host/node.key") + "'");
+  BOOST_TEST(contains(good, "Verify return code: 0"), good);
+  BOOST_TEST(!contains(good, "alert"), good);
+  const std::string none = handshake("");
+  BOOST_TEST(contains(none, "alert"), none);  // certificate required
+  const std::string other = handshake("-cert '" + dir.sub("tls-stranger/node.crt") + "' -key '" + dir.sub("tls-stranger/node.key") + "'");
+  BOOST_TEST(contains(other, "alert"), other);  // unknown ca
+  BOOST_TEST(testing::CliRunner::slurp(n1.exec_log).empty());
+}
+
+BOOST_AUTO_TEST_CASE(without_a_node_up_a_routed_call_is_refused_not_run_here) {
+  // A port nothing listens on.
+  open(config(shell_then_done("echo here > ran-on-host"), {route("n1", 1)}, "tls-host"));
+  CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, nullptr));
+  SessionOutcome o;
+  CHECK_OK(rt->wait("s1", 60s, &o));
+  auto completed = of_type<ToolCompleted>("s1");
+  BOOST_REQUIRE(completed.size() == 1u);
+  BOOST_TEST(contains(completed[0].output, "The call was not run: no tools node that runs shell is up: n1"),
+             completed[0].output);
+  BOOST_TEST(!std::filesystem::exists(dir.sub("host-workspace/ran-on-host")));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(node_config)
+
+BOOST_AUTO_TEST_CASE(bad_node_settings_are_refused_with_the_key_named) {
+  struct Case {
+    const char* json;
+    const char* says;
+  } cases[] = {
+      {R"({"nodes": [{"role": "tools", "address": "127.0.0.1:7001", "tools": ["shell"]}]})", "node_options.tls: is required"},
+      {R"({"nodes": [{"role": "provider", "address": "127.0.0.1:7001", "tools": ["shell"]}], "node_options": {"tls": "x"}})",
+       "not in this version yet"},
+      {R"({"nodes": [{"role": "tools", "address": "127.0.0.1", "tools": ["shell"]}], "node_options": {"tls": "x"}})",
+       "nodes[0].address"},
+      {R"({"nodes": [{"role": "tools", "address": "127.0.0.1:70000", "tools": ["shell"]}], "node_options": {"tls": "x"}})",
+       "1 to 65535"},
+      {R"({"nodes": [{"role": "tools", "address": "127.0.0.1:7001"}], "node_options": {"tls": "x"}})", "nodes[0].tools"},
+      {R"({"nodes": [{"name": "a", "role": "tools", "address": "127.0.0.1:7001", "tools": ["shell"]},
+                     {"name": "a", "role": "tools", "address": "127.0.0.1:7002", "tools": ["shell"]}],
+          "node_options": {"tls": "x"}})",
+       "names two nodes"},
+      {R"({"nodes": [{"role": "tools", "address": "10.0.0.5:7001", "tools": ["shell"]}],
+          "node_options": {"insecure_loopback": true}})",
+       "127.0.0.1 only"},
+      {R"({"node_options": {"tls": "x", "heartbeat_ms": 1000, "connection_timeout_ms": 1500}})", "two heartbeats"},
+      {R"({"node_options": {"tls": "x", "fallback": "maybe"}})", "node_options.fallback"},
+  };
+  for (const auto& c : cases) {
+    Config config;
+    std::vector<std::string> warnings;
+    Status s = parse_config(c.json, "config.json", &config, &warnings);
+    BOOST_TEST(!s.ok(), c.json);
+    BOOST_TEST(contains(s.message(), c.says), s.message());
+  }
+  Config ok;
+  std::vector<std::string> warnings;
+  CHECK_OK(parse_config(R"({"nodes": [{"name": "sandbox-1", "role": "tools", "address": "10.0.0.5:7001",
+                                       "tools": ["shell", "mcp:*"]}],
+                            "node_options": {"tls": "/etc/carapace/tls", "fallback": "local"}})",
+                        "config.json", &ok, &warnings));
+  BOOST_REQUIRE(ok.nodes.size() == 1u);
+  BOOST_TEST(ok.nodes[0].name == "sandbox-1");
+  BOOST_TEST(ok.node_net.heartbeat_ms == 1000u);
+  BOOST_TEST(ok.node_net.connection_timeout_ms == 5000u);
+  BOOST_TEST((ok.node_net.fallback == NodeFallback::kLocal));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

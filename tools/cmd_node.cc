@@ -1,0 +1,208 @@
+// carapace node: a tools node (docs/scale-out.md), and its certificates.
+#include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/node/node_tls.h"
+#include "actors/tool/remote/call_ledger.h"
+#include "actors/tool/remote/node_protocol.h"
+#include "actors/tool/remote/tool_node.h"
+#include "actors/tool/tool_actor.h"
+#include "actors/tool/workspace.h"
+#include "runtime/config.h"
+#include "runtime/session_setup.h"
+#include "tools/cli.h"
+#include "tools/cli_run.h"
+#include "tools/stop_signals.h"
+
+namespace carapace::cli {
+namespace {
+
+struct NodeArgs {
+  std::string role = "tools";
+  std::string listen;
+  std::string tls;
+  bool insecure_loopback = false;
+  std::string name;
+  std::string config;
+  std::string workspace;
+  uint64_t heartbeat_ms = 1000;
+  uint64_t connection_timeout_ms = 5000;
+  std::string exec_log;  // hidden: the torture runner's record of executions
+};
+
+int run_node(Context& ctx, const NodeArgs& args) {
+  if (args.role != "tools") {
+    return ctx.usage(Status::unsupported("--role " + args.role + ": only tools nodes are in this version "
+                                         "(provider and collector nodes are not yet; docs/scale-out.md)"));
+  }
+  if (args.listen.empty()) return ctx.usage(Status::invalid_argument("--listen host:port is required"));
+  std::string host;
+  uint16_t port = 0;
+  const bool any_port = args.listen.size() > 2 && args.listen.compare(args.listen.size() - 2, 2, ":0") == 0;
+  if (any_port) {  // an ephemeral port: said on stdout once bound
+    host = args.listen.substr(0, args.listen.size() - 2);
+  } else if (Status s = parse_node_address(args.listen, &host, &port); !s.ok()) {
+    return ctx.usage(Status::invalid_argument("--listen " + s.message()));
+  }
+  if (args.insecure_loopback && host != "127.0.0.1") {
+    return ctx.usage(Status::invalid_argument("--insecure-loopback listens on 127.0.0.1 only, not " + host));
+  }
+  if (args.insecure_loopback) {
+    std::fprintf(stderr,
+                 "carapace node: WARNING: --insecure-loopback: plain TCP, no certificates: any process on this "
+                 "machine can run tools here. Use --tls DIR (carapace node certs) for anything else.\n");
+  }
+  Config config;
+  if (int rc = load_cli_config(ctx, args.config, &config); rc != kExitOk) return rc;
+  if (Status s = ctx.prepare_home(/*create=*/true); !s.ok()) return ctx.fail(s);
+
+  // The node's own places: its ledger and its workspaces, in its home.
+  const std::string home = ctx.home();
+  std::string root = args.workspace.empty() ? home + "/node-workspaces" : args.workspace;
+  std::error_code ec;
+  std::filesystem::create_directories(root, ec);
+  std::string canonical_root;
+  if (Status s = canonical_workspace(root, &canonical_root); !s.ok()) return ctx.fail(s);
+  std::unique_ptr<CallLedger> ledger_owned;
+  if (Status s = CallLedger::open(home + "/node-ledger", &ledger_owned); !s.ok()) return ctx.fail(s);
+  std::shared_ptr<CallLedger> ledger = std::move(ledger_owned);
+
+  auto tools = std::make_shared<ToolRegistry>();
+  auto processes = std::make_shared<ProcessSet>();
+  std::function<ToolDefinition(ToolDefinition)> decorate;
+  if (!args.exec_log.empty()) {
+    decorate = [path = args.exec_log](ToolDefinition t) { return record_executions(std::move(t), path); };
+  }
+  if (Status s = add_builtin_tools(config, decorate, tools.get(), processes); !s.ok()) return ctx.fail(s);
+
+  caf::actor_system_config cfg;
+  cfg.set("work-stealing.moderate-poll-attempts", 0);
+  std::string cn;
+  NodeNetOptions net{.tls_dir = args.tls,
+                     .insecure_loopback = args.insecure_loopback,
+                     .heartbeat_ms = args.heartbeat_ms,
+                     .connection_timeout_ms = args.connection_timeout_ms};
+  if (Status s = configure_node_system(cfg, net, &cn); !s.ok()) return ctx.fail(s);
+  const std::string name = !args.name.empty() ? args.name : !cn.empty() ? cn : args.listen;
+
+  caf::actor_system system{cfg};
+  auto supervisor = spawn_tool_supervisor(system, tools);
+  auto node = spawn_tool_node(system, supervisor,
+                              ToolNodeOptions{.name = name, .workspace_root = canonical_root, .tools = tools,
+                                              .ledger = ledger});
+  caf::expected<uint16_t> bound = args.insecure_loopback ? caf::io::publish(node, port, host.c_str(), true)
+                                                         : caf::openssl::publish(node, port, host.c_str(), true);
+  if (!bound) {
+    caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+    return ctx.fail(Status::io_error("cannot listen on " + args.listen + ": " + system.render(bound.error())),
+                    "is another node on that port?");
+  }
+  const std::string where = host + ":" + std::to_string(*bound);
+  if (ctx.json) {
+    print_redacted(ctx, {{"success", true},
+                         {"data",
+                          {{"name", name},
+                           {"role", "tools"},
+                           {"listen", where},
+                           {"tls", !args.insecure_loopback},
+                           {"tools", tools->names()},
+                           {"ledger", ledger->id()},
+                           {"ledger_calls", ledger->calls()},
+                           {"workspace_root", canonical_root}}},
+                         {"summary", "tools node " + name + " listening on " + where}});
+  } else {
+    std::printf("tools node %s listening on %s (%s), %zu tools, ledger %s with %llu calls\n", name.c_str(),
+                where.c_str(), args.insecure_loopback ? "plain TCP, loopback only" : "mutual TLS",
+                tools->names().size(), ledger->id().c_str(), static_cast<unsigned long long>(ledger->calls()));
+  }
+  std::fflush(stdout);
+  arm_stop_signals();
+  while (stop_signal() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::fprintf(stderr, "carapace node: stopping (its calls' processes are killed; the ledger keeps what ran)\n");
+  processes->terminate_all();
+  caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+  return kExitOk;
+}
+
+struct CertArgs {
+  std::string dir;
+  std::string ca;
+  std::string name;
+  int days = 365;
+};
+
+int run_certs(Context& ctx, const CertArgs& args) {
+  std::error_code ec;
+  const bool have_ca = std::filesystem::exists(args.ca + "/ca.key", ec);
+  if (!have_ca) {
+    if (Status s = make_node_ca(args.ca, "carapace-ca", 3650); !s.ok()) return ctx.fail(s);
+  }
+  if (Status s = make_node_certificate(args.ca, args.dir, args.name, args.days); !s.ok()) return ctx.fail(s);
+  NodeTlsFiles files;
+  std::string cn;
+  if (Status s = check_node_tls(args.dir, &files, &cn); !s.ok()) return ctx.fail(s);
+  const std::string summary = std::string(have_ca ? "" : "made the CA in " + args.ca + "; ") + "certificate for " +
+                              cn + " in " + args.dir + " (node.crt, node.key, ca.crt), valid " +
+                              std::to_string(args.days) + " days";
+  if (ctx.json) {
+    ctx.print_success({{"dir", args.dir}, {"ca", args.ca}, {"name", cn}, {"made_ca", !have_ca},
+                       {"certificate", files.certificate}, {"key", files.key}, {"ca_certificate", files.ca}},
+                      summary);
+  } else {
+    std::cout << summary << "\nKeep " << args.ca << "/ca.key off the nodes: whoever has it can make certificates "
+              << "every node trusts.\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_node_command(CLI::App& app, Context& ctx) {
+  auto* node = app.add_subcommand("node", "Run a tools node that session hosts send tool calls to (docs/scale-out.md)");
+  auto args = std::make_shared<NodeArgs>();
+  node->add_option("--role", args->role, "What the node does: tools (provider and collector: not yet)");
+  node->add_option("--listen", args->listen, "Where to listen, host:port (port 0: any free one, said on stdout)");
+  node->add_option("--tls", args->tls, "Directory with node.crt, node.key and ca.crt (carapace node certs)");
+  node->add_flag("--insecure-loopback", args->insecure_loopback,
+                 "Plain TCP without certificates, on 127.0.0.1 only (tests, a first try)");
+  node->add_option("--name", args->name, "The node's name in outcomes and logs (default: its certificate's)");
+  node->add_option("--config", args->config,
+                   "Config file: the tools it runs and their sandbox (default: $CARAPACE_HOME/config.json)");
+  node->add_option("--workspace", args->workspace,
+                   "Root of the sessions' workspaces here (default: $CARAPACE_HOME/node-workspaces)");
+  node->add_option("--heartbeat-ms", args->heartbeat_ms, "Heartbeat to the hosts")->check(CLI::Range(50, 60000));
+  node->add_option("--connection-timeout-ms", args->connection_timeout_ms,
+                   "A host silent this long is gone (its calls go on; their outcomes stay in the ledger)")
+      ->check(CLI::Range(100, 600000));
+  node->add_option("--exec-log", args->exec_log, "Record every tool execution in this file")->group("");
+  add_json_flag(node, ctx);
+  node->callback([&ctx, args, node] {
+    if (node->get_subcommands().empty()) ctx.run = [&ctx, args] { return run_node(ctx, *args); };
+  });
+
+  auto cert_args = std::make_shared<CertArgs>();
+  auto* certs = node->add_subcommand(
+      "certs", "Make a node's certificate (and the private CA, the first time) for mutual TLS between nodes");
+  certs->add_option("dir", cert_args->dir, "Where the node's node.crt, node.key and ca.crt go")->required();
+  certs->add_option("--ca", cert_args->ca, "The CA's directory (made with ca.crt and ca.key if missing)")
+      ->required();
+  certs->add_option("--name", cert_args->name, "The node's name (its certificate's CN)")->required();
+  certs->add_option("--days", cert_args->days, "How long the certificate is valid")->check(CLI::Range(1, 3650));
+  add_json_flag(certs, ctx);
+  certs->callback([&ctx, cert_args] { ctx.run = [&ctx, cert_args] { return run_certs(ctx, *cert_args); }; });
+}
+
+}  // namespace carapace::cli
