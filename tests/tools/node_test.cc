@@ -14,10 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "replay/replay_report.h"
 #include "runtime/config.h"
 #include "runtime/runtime.h"
 #include "tests/support/cli_runner.h"
@@ -61,7 +63,7 @@ struct NodeProcess {
 
 struct Fixture {
   testing::TempDir dir;
-  std::vector<NodeProcess> nodes;
+  std::deque<NodeProcess> nodes;  // references stay valid as nodes are added
   std::unique_ptr<Runtime> rt;
 
   Fixture() {
@@ -140,6 +142,21 @@ struct Fixture {
     CHECK_OK(rt->read_events(id, 1, &out));
     return out;
   }
+  // Replayed offline with every node gone: where each call ran, and each
+  // loss, comes from the log.
+  void replays_identically(const std::string& id) {
+    for (auto& n : nodes) stop(n, SIGKILL);
+    ReplayReport report;
+    CHECK_OK(rt->replay(id, 0, &report));
+    std::string diffs;
+    if (report.divergence) {
+      for (const auto& f : report.divergence->fields) diffs += " " + f.field + ": " + f.expected + " / " + f.actual;
+    }
+    BOOST_TEST(report.identical(),
+               "the replay diverged at seq " << (report.divergence ? report.divergence->seq : 0) << ":" << diffs);
+    BOOST_TEST(report.events > 10u);
+  }
+
   template <typename T>
   std::vector<T> of_type(const std::string& id) {
     std::vector<T> out;
@@ -183,6 +200,7 @@ BOOST_AUTO_TEST_CASE(a_call_runs_on_its_node_in_the_nodes_workspace) {
   BOOST_TEST(std::filesystem::exists(n1.home + "/node-workspaces/s1/here.txt"));
   BOOST_TEST(!std::filesystem::exists(dir.sub("host-workspace/here.txt")));
   BOOST_TEST(count_lines(testing::CliRunner::slurp(n1.exec_log), "s1 ") == 1u);
+  replays_identically("s1");
 }
 
 BOOST_AUTO_TEST_CASE(a_node_killed_mid_call_gives_an_unknown_outcome_once) {
@@ -208,6 +226,7 @@ BOOST_AUTO_TEST_CASE(a_node_killed_mid_call_gives_an_unknown_outcome_once) {
   BOOST_TEST(contains(completed[0].output, "whether it took effect is unknown"), completed[0].output);
   BOOST_TEST(o.final_answer == "done");  // the model was told, and went on
   BOOST_TEST(of_type<ToolRequested>("s1").size() == 1u);  // never sent again
+  replays_identically("s1");
 }
 
 BOOST_AUTO_TEST_CASE(a_frozen_node_is_lost_within_the_connection_timeout) {
@@ -256,6 +275,7 @@ BOOST_AUTO_TEST_CASE(a_partitioned_nodes_idempotent_call_runs_again_on_another_n
   BOOST_TEST(!completed[0].is_error, completed[0].output);
   BOOST_TEST(completed[0].node == "n2");
   BOOST_TEST(o.final_answer == "done");
+  replays_identically("s1");
 }
 
 BOOST_AUTO_TEST_CASE(a_host_killed_mid_call_gets_the_nodes_recorded_result_on_resume) {
@@ -271,12 +291,12 @@ BOOST_AUTO_TEST_CASE(a_host_killed_mid_call_gets_the_nodes_recorded_result_on_re
               {"node_options", {{"tls", dir.sub("tls-host")}, {"heartbeat_ms", 200}, {"connection_timeout_ms", 1000}}}};
   const std::string config_path = file("host.json", cfg.dump());
   const std::string pidfile = dir.sub("host.pid"), out = dir.sub("host.out");
-  const std::string cmd = "'" + std::string(CARAPACE_BIN) + "' --home '" + host_home + "' run --config '" + config_path +
+  const std::string cmd = "'" + std::string(CARAPACE_BIN) + "' --home '" + host_home + "' --log-level info run --config '" + config_path +
                           "' --session s1 go >'" + out + "' 2>&1 </dev/null & echo $! >'" + pidfile + "'";
   BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
   const pid_t host = static_cast<pid_t>(std::stol(testing::CliRunner::slurp(pidfile)));
-  BOOST_REQUIRE_MESSAGE(wait_for([&] { return contains(testing::CliRunner::slurp(n1.exec_log), "s1 "); }),
-                        testing::CliRunner::slurp(out));
+  BOOST_REQUIRE_MESSAGE(wait_for([&] { return contains(testing::CliRunner::slurp(n1.exec_log), "s1 "); }, 90s),
+                        testing::CliRunner::slurp(out) + "\n-- the node --\n" + testing::CliRunner::slurp(n1.log));
   ::kill(host, SIGKILL);  // the host dies with the call running on the node
   BOOST_REQUIRE(wait_for([&] { return ::kill(host, 0) != 0; }, 10s));
   std::this_thread::sleep_for(2500ms);  // the node finishes the call and records it
@@ -288,6 +308,44 @@ BOOST_AUTO_TEST_CASE(a_host_killed_mid_call_gets_the_nodes_recorded_result_on_re
   BOOST_TEST(count_lines(testing::CliRunner::slurp(n1.exec_log), "s1 ") == 1u);
   BOOST_TEST(contains(show.out, "ran-once"), show.out);
   BOOST_TEST(!contains(show.out, "whether it took effect is unknown"), show.out);
+  stop(n1, SIGKILL);
+  auto replayed = cli(host_home, "replay s1");
+  BOOST_TEST(replayed.code == 0, replayed.out + replayed.err);
+  BOOST_TEST(contains(replayed.out, "identical: "), replayed.out);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_that_died_mid_call_says_so_after_its_restart_and_never_runs_it_again) {
+  NodeProcess* n1 = &start_node("n1");
+  const std::string host_home = dir.sub("cli-host");
+  std::filesystem::create_directories(host_home);
+  ::chmod(host_home.c_str(), 0700);
+  auto host_config = [&](uint16_t port) {
+    json cfg = {{"provider", {{"name", "scripted"}, {"scenario", dir.sub("scenario.json")}}},
+                {"session", {{"workspace", dir.path()}}},
+                {"nodes", {{{"name", "n1"}, {"role", "tools"}, {"address", "127.0.0.1:" + std::to_string(port)},
+                            {"tools", {"shell"}}}}},
+                {"node_options", {{"tls", dir.sub("tls-host")}, {"heartbeat_ms", 200}, {"connection_timeout_ms", 1000}}}};
+    return file("host.json", cfg.dump());
+  };
+  file("scenario.json", shell_then_done("sleep 3; echo ran >> effects"));
+  const std::string pidfile = dir.sub("host.pid"), out = dir.sub("host.out");
+  const std::string cmd = "'" + std::string(CARAPACE_BIN) + "' --home '" + host_home + "' --log-level info run --config '" +
+                          host_config(n1->port) + "' --session s1 go >'" + out + "' 2>&1 </dev/null & echo $! >'" +
+                          pidfile + "'";
+  BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
+  const pid_t host = static_cast<pid_t>(std::stol(testing::CliRunner::slurp(pidfile)));
+  BOOST_REQUIRE_MESSAGE(wait_for([&] { return contains(testing::CliRunner::slurp(n1->exec_log), "s1 "); }, 90s),
+                        testing::CliRunner::slurp(out) + "\n-- the node --\n" + testing::CliRunner::slurp(n1->log));
+  ::kill(host, SIGKILL);  // both die with the call running
+  stop(*n1, SIGKILL);
+  BOOST_REQUIRE(wait_for([&] { return ::kill(host, 0) != 0; }, 10s));
+  n1 = &start_node("n1");  // the same home and ledger, another port
+  auto r = cli(host_home, "resume s1 --config '" + host_config(n1->port) + "'");
+  BOOST_TEST(r.code == 0, r.out + r.err);
+  auto show = cli(host_home, "log show s1 --json");
+  BOOST_TEST(contains(show.out, "the tools node n1 stopped while it ran, so whether it took effect is unknown"),
+             show.out);
+  BOOST_TEST(count_lines(testing::CliRunner::slurp(n1->exec_log), "s1 ") == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(a_host_with_a_certificate_from_another_ca_is_refused) {
