@@ -203,6 +203,21 @@ BOOST_AUTO_TEST_CASE(a_call_runs_on_its_node_in_the_nodes_workspace) {
   replays_identically("s1");
 }
 
+BOOST_AUTO_TEST_CASE(a_session_workspace_that_is_a_link_is_refused) {
+  NodeProcess& n1 = start_node("n1");
+  std::filesystem::create_directories(n1.home + "/node-workspaces");
+  std::filesystem::create_directory_symlink("/", n1.home + "/node-workspaces/s1");  // left by someone
+  open(config(shell_then_done("pwd"), {route("n1", n1.port)}, "tls-host"));
+  CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, nullptr));
+  SessionOutcome o;
+  CHECK_OK(rt->wait("s1", 60s, &o));
+  auto completed = of_type<ToolCompleted>("s1");
+  BOOST_REQUIRE(completed.size() == 1u);
+  BOOST_TEST(completed[0].is_error);
+  BOOST_TEST(contains(completed[0].output, "refuses the session's workspace"), completed[0].output);
+  BOOST_TEST(testing::CliRunner::slurp(n1.exec_log).empty());  // nothing ran
+}
+
 BOOST_AUTO_TEST_CASE(a_node_killed_mid_call_gives_an_unknown_outcome_once) {
   NodeProcess& n1 = start_node("n1");
   open(config(shell_then_done("sleep 20"), {route("n1", n1.port)}, "tls-host"));

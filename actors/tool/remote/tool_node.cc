@@ -1,6 +1,7 @@
 #include "actors/tool/remote/tool_node.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -55,6 +56,15 @@ void run_call(NodeSelf self, ToolInvocation inv, const std::string& key) {
                       refused(inv, st.options.name,
                               "the tools node " + st.options.name + " cannot make the session's workspace: " +
                                   std::strerror(errno)));
+  }
+  // A directory, not a link a tool of another session left there: the
+  // tools take it as the root they are confined to.
+  struct stat st_ws {};
+  if (::lstat(workspace.c_str(), &st_ws) != 0 || !S_ISDIR(st_ws.st_mode) || st_ws.st_uid != ::geteuid()) {
+    return answer_all(self, key,
+                      refused(inv, st.options.name,
+                              "the tools node " + st.options.name + " refuses the session's workspace " + workspace +
+                                  ": not a directory of its own (a link, or another owner's)"));
   }
   // Durable before the call starts: a restart of the node cannot make it run twice.
   if (Status s = st.options.ledger->begin(inv.session_id, inv.call.id, inv.call.name, inv.attempt); !s.ok()) {

@@ -136,10 +136,19 @@ void connect(RouterSelf self, const std::string& name) {
           });
 }
 
-// Answers the call `id` (once): the node's outcome, or why none came.
+// Answers the call `id` (once): the node's outcome, or why none came. A
+// node caps its tools' output itself; this bounds what any node can make
+// the host keep, whatever it sends.
 void finish(RouterSelf self, uint64_t id, ToolOutcome outcome) {
   auto it = self->state.in_flight.find(id);
   if (it == self->state.in_flight.end()) return;  // answered already (the node was lost first)
+  if (outcome.output.size() > kMaxRemoteOutputBytes) {
+    if (outcome.original_bytes < outcome.output.size()) outcome.original_bytes = outcome.output.size();
+    outcome.output.resize(kMaxRemoteOutputBytes);
+    outcome.output += "\n[cut by the session host at " + std::to_string(kMaxRemoteOutputBytes) + " bytes]";
+    outcome.truncated = true;
+  }
+  outcome.faults.clear();  // fault notes are the host's own; a node has no plan
   self->state.options.directory->answered(it->second.node, outcome.node_lost);
   outcome.node = it->second.node;
   it->second.rp.deliver(std::move(outcome));
