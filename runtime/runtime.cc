@@ -1294,10 +1294,19 @@ Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, S
     return Status::timed_out("session " + id + " is still being stopped or recovered after " +
                              std::to_string(timeout.count()) + " ms; wait again");
   };
+  // Whether it is being stopped or recovered is asked before whether it
+  // finished: a stop settles the outcome before it unmarks the session, so
+  // one that is no longer marked has its outcome there already. (Asked the
+  // other way round, a stop ending between the two looks like a crash.)
+  auto not_settling = [&] {
+    const bool busy = impl_->is_recovering(id);
+    if (impl_->finished_outcome(id, out)) return std::optional<Status>(Status());
+    if (!busy) return std::optional<Status>(impl_->not_running(id));
+    return std::optional<Status>();
+  };
   SessionActor session = impl_->find(id);
   while (!session) {
-    if (impl_->finished_outcome(id, out)) return Status();
-    if (!impl_->is_recovering(id)) return impl_->not_running(id);
+    if (auto settled = not_settling()) return *settled;
     if (std::chrono::steady_clock::now() >= deadline) return settling();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     session = impl_->find(id);
@@ -1322,8 +1331,9 @@ Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, S
       // and is being replaced: the keeper forgets or replaces it.
       SessionActor now = impl_->wait_until_not(id, session);
       while (!now) {  // closed (its outcome remembered), or being recovered
+        const bool busy = impl_->is_recovering(id);
         if (impl_->finished_outcome(id, out)) return Status();
-        if (!impl_->is_recovering(id)) return result;
+        if (!busy) return result;
         if (std::chrono::steady_clock::now() >= deadline) return settling();
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
         now = impl_->find(id);
@@ -1339,8 +1349,7 @@ Status Runtime::wait(const std::string& id, std::chrono::milliseconds timeout, S
     }
     SessionActor now = impl_->find(id);
     while (!now) {  // closed (its outcome remembered), or being recovered
-      if (impl_->finished_outcome(id, out)) return Status();
-      if (!impl_->is_recovering(id)) return impl_->not_running(id);
+      if (auto settled = not_settling()) return *settled;
       if (std::chrono::steady_clock::now() >= deadline) return settling();
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       now = impl_->find(id);
