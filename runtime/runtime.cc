@@ -617,7 +617,9 @@ Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_p
   impl->tool_supervisor = spawn_tool_supervisor(*impl->system, impl->tools, options.faults, impl->tracker);
   if (!config.nodes.empty()) {
     impl->nodes = std::make_shared<NodeDirectory>(config.nodes, config.node_net.fallback);
-    const uint64_t connect_ms = std::min<uint64_t>(config.node_net.connection_timeout_ms, 10'000);
+    // A connection and its TLS handshake get at least 5 s, whatever the
+    // heartbeat settings: a loaded machine is slow, not lost.
+    const uint64_t connect_ms = std::clamp<uint64_t>(config.node_net.connection_timeout_ms, 5'000, 10'000);
     impl->tool_router = spawn_tool_router(*impl->system, impl->tool_supervisor,
                                           ToolRouterOptions{.directory = impl->nodes,
                                                             .insecure = config.node_net.insecure_loopback,

@@ -95,6 +95,7 @@ struct Fixture {
                   .exec_log = dir.sub(name + ".exec")};
     std::filesystem::create_directories(n.home);
     ::chmod(n.home.c_str(), 0700);
+    std::filesystem::remove(n.log);  // a restarted node's: what it says, not what the last one said
     const std::string pidfile = dir.sub(name + ".pid");
     const std::string cmd = "'" + std::string(CARAPACE_BIN) + "' --home '" + n.home + "' node --listen 127.0.0.1:0 --tls '" +
                             dir.sub("tls-" + name) + "' --heartbeat-ms 200 --connection-timeout-ms 1000 --exec-log '" +

@@ -128,7 +128,7 @@ Status CallLedger::apply(const std::string& line, bool replaying) {
   return Status();
 }
 
-Status CallLedger::append(const std::string& line) {
+Status CallLedger::append(const std::string& line, bool durable) {
   if (bytes_ + line.size() + 1 > kMaxLedgerBytes) {
     return Status::unsupported(path_ + " is full (" + std::to_string(bytes_) +
                                " bytes): start the node with a new home; this one keeps its record");
@@ -141,7 +141,7 @@ Status CallLedger::append(const std::string& line) {
     if (n <= 0) return Status::io_error(path_ + ": write failed: " + errno_text());
     done += static_cast<size_t>(n);
   }
-  if (::fdatasync(fd_.get()) != 0) return Status::io_error(path_ + ": sync failed: " + errno_text());
+  if (durable && ::fdatasync(fd_.get()) != 0) return Status::io_error(path_ + ": sync failed: " + errno_text());
   bytes_ += buf.size();
   return Status();
 }
@@ -153,23 +153,24 @@ CallLedger::Entry CallLedger::find(const std::string& session_id, const std::str
 }
 
 Status CallLedger::begin(const std::string& session_id, const std::string& call_id, const std::string& tool,
-                         uint32_t attempt) {
+                         uint32_t attempt, bool durable) {
   std::lock_guard lock(mu_);
   const std::string line =
       nlohmann::json{{"session", session_id}, {"call", call_id}, {"event", "start"}, {"tool", tool}, {"attempt", attempt}}
           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  CARAPACE_RETURN_IF_ERROR(append(line));
+  CARAPACE_RETURN_IF_ERROR(append(line, durable));
   return apply(line, false);
 }
 
-Status CallLedger::finish(const std::string& session_id, const std::string& call_id, const ToolOutcome& outcome) {
+Status CallLedger::finish(const std::string& session_id, const std::string& call_id, const ToolOutcome& outcome,
+                          bool durable) {
   std::lock_guard lock(mu_);
   const std::string line = nlohmann::json{{"session", session_id},
                                           {"call", call_id},
                                           {"event", "done"},
                                           {"outcome", outcome_json(outcome)}}
                                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  CARAPACE_RETURN_IF_ERROR(append(line));
+  CARAPACE_RETURN_IF_ERROR(append(line, durable));
   return apply(line, false);
 }
 

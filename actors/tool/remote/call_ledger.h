@@ -48,16 +48,20 @@ class CallLedger {
 
   Entry find(const std::string& session_id, const std::string& call_id) const;
 
-  // Durable before it returns: the call may run.
-  Status begin(const std::string& session_id, const std::string& call_id, const std::string& tool, uint32_t attempt);
-  // Durable before it returns: the outcome may be given.
-  Status finish(const std::string& session_id, const std::string& call_id, const ToolOutcome& outcome);
+  // Durable before it returns (unless `durable` is false): the call may run.
+  // An idempotent tool's lines need no sync: lost in a crash, the call runs
+  // again, which is harmless for it.
+  Status begin(const std::string& session_id, const std::string& call_id, const std::string& tool, uint32_t attempt,
+               bool durable = true);
+  // Durable before it returns (unless `durable` is false): the outcome may be given.
+  Status finish(const std::string& session_id, const std::string& call_id, const ToolOutcome& outcome,
+                bool durable = true);
 
   uint64_t calls() const;
 
  private:
   CallLedger() = default;
-  Status append(const std::string& line);
+  Status append(const std::string& line, bool durable = true);
   Status apply(const std::string& line, bool replaying);
   static std::string key(const std::string& session_id, const std::string& call_id);
 

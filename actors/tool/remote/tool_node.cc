@@ -48,7 +48,7 @@ void answer_all(NodeSelf self, const std::string& key, const ToolOutcome& outcom
   self->state.running.erase(it);
 }
 
-void run_call(NodeSelf self, ToolInvocation inv, const std::string& key) {
+void run_call(NodeSelf self, ToolInvocation inv, const std::string& key, bool idempotent) {
   auto& st = self->state;
   const std::string workspace = st.options.workspace_root + "/" + inv.session_id;
   if (::mkdir(workspace.c_str(), 0700) != 0 && errno != EEXIST) {
@@ -66,8 +66,10 @@ void run_call(NodeSelf self, ToolInvocation inv, const std::string& key) {
                               "the tools node " + st.options.name + " refuses the session's workspace " + workspace +
                                   ": not a directory of its own (a link, or another owner's)"));
   }
-  // Durable before the call starts: a restart of the node cannot make it run twice.
-  if (Status s = st.options.ledger->begin(inv.session_id, inv.call.id, inv.call.name, inv.attempt); !s.ok()) {
+  // Durable before the call starts: a restart of the node cannot make it run
+  // twice. (An idempotent tool's may run twice: no sync.)
+  if (Status s = st.options.ledger->begin(inv.session_id, inv.call.id, inv.call.name, inv.attempt, !idempotent);
+      !s.ok()) {
     return answer_all(self, key,
                       refused(inv, st.options.name, "the tools node " + st.options.name +
                                                         " did not run the call: its ledger failed: " + s.to_string()));
@@ -78,10 +80,10 @@ void run_call(NodeSelf self, ToolInvocation inv, const std::string& key) {
   const std::string call_id = inv.call.id;
   self->request(st.local, caf::infinite, std::move(inv))
       .then(
-          [self, key, session, call_id](ToolOutcome outcome) {
+          [self, key, session, call_id, idempotent](ToolOutcome outcome) {
             outcome.node = self->state.options.name;
             outcome.faults.clear();  // the host's fault plan is the host's; the node has none
-            if (Status s = self->state.options.ledger->finish(session, call_id, outcome); !s.ok()) {
+            if (Status s = self->state.options.ledger->finish(session, call_id, outcome, !idempotent); !s.ok()) {
               // The result stands; a later ask would find the call begun and not ended: unknown.
               lib_log().error("tools node: the outcome of {} {} was not recorded: {}", session, call_id, s.to_string());
             }
@@ -146,7 +148,7 @@ ToolNodeActor::behavior_type tool_node(NodeSelf self, ToolSupervisorActor local,
           return rp;
         }
         st.running[key].push_back(rp);
-        run_call(self, std::move(inv), key);
+        run_call(self, std::move(inv), key, tool->spec.idempotent);
         return rp;
       },
       [self](cancel_atom, const std::string& session) {
