@@ -8,6 +8,10 @@
 //     call, on one session host. Baseline: the same sessions with the tool
 //     in the host's process, in the same run. Then 1, 2 and 4 tools nodes.
 // (c) Cost per call: one session, T turns, sequential: (remote - local) / T.
+// (p) Provider nodes: one session of T turns, each a model call to a model
+//     server on 127.0.0.1 (OpenAI's streamed format), with the provider in
+//     the host's process (the baseline, same run) and through a provider
+//     node: the difference per model call.
 // (d) Detection: a call in flight (shell `sleep 30`) when its node is
 //     killed (SIGKILL), frozen (SIGSTOP) or cut off (a proxy black-holes
 //     the link); the time until the session has the call's outcome, with
@@ -31,6 +35,9 @@
 
 #include "runtime/logging.h"
 #include "runtime/runtime.h"
+#include "tests/support/fake_model.h"
+#include "tests/support/llm_wire.h"
+#include "tests/support/mock_llm_server.h"
 #include "tests/support/tcp_fault_proxy.h"
 
 using namespace carapace;
@@ -80,14 +87,15 @@ struct Bench {
   }
 
   // `exec_log`: the node records each execution there (the detection runs wait for it).
-  Node start_node(int i, const std::string& exec_log = "") {
+  Node start_node(int i, const std::string& exec_log = "", const std::string& extra = "") {
     const std::string name = "n" + std::to_string(i);
     const fs::path home = dir / ("home-" + name);
     fs::create_directories(home);
     ::chmod(home.c_str(), 0700);
     const std::string log = (dir / (name + ".log")).string(), pidfile = (dir / (name + ".pid")).string();
+    fs::remove(log);  // a node started before under this name said where it listened
     sh("'" CARAPACE_BIN "' --home '" + home.string() + "' node --listen 127.0.0.1:0 --tls '" +
-       (dir / ("tls-" + name)).string() + "' " + (exec_log.empty() ? "" : "--exec-log '" + exec_log + "' ") + ">'" + log + "' 2>&1 </dev/null & echo $! >'" + pidfile + "'");
+       (dir / ("tls-" + name)).string() + "' " + (exec_log.empty() ? "" : "--exec-log '" + exec_log + "' ") + extra + " >'" + log + "' 2>&1 </dev/null & echo $! >'" + pidfile + "'");
     Node n{.pid = static_cast<pid_t>(std::stol(slurp(pidfile)))};
     for (int k = 0; k < 3000 && slurp(log).find("listening on") == std::string::npos; ++k) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -110,8 +118,11 @@ struct Bench {
     nodes.clear();
   }
 
+  // `provider`: the HTTP provider's settings (name, model, base_url), or
+  // null for the scripted one; `provider_port`: a provider node's, or 0.
   std::unique_ptr<Runtime> open(const std::string& scenario_json, const std::vector<uint16_t>& ports,
-                                const std::string& tool, const std::string& label) {
+                                const std::string& tool, const std::string& label, const json& provider = nullptr,
+                                uint16_t provider_port = 0) {
     const fs::path run = dir / label;
     fs::create_directories(run / "ws");
     std::ofstream(run / "scenario.json") << scenario_json;
@@ -123,6 +134,16 @@ struct Bench {
       config.nodes.push_back(NodeRoute{.name = "n" + std::to_string(i + 1),
                                        .address = "127.0.0.1:" + std::to_string(ports[i]),
                                        .tools = {tool}});
+    }
+    if (!provider.is_null()) {
+      config.provider.name = provider["name"];
+      config.provider.model = provider["model"];
+      config.provider.base_url = provider["base_url"];
+      config.provider.base_url_is_explicit = true;
+    }
+    if (provider_port != 0) {
+      config.provider_nodes.push_back(
+          NodeRoute{.name = "gw", .address = "127.0.0.1:" + std::to_string(provider_port)});
     }
     config.node_net.tls_dir = (dir / "tls-host").string();
     std::unique_ptr<Runtime> rt;
@@ -222,6 +243,44 @@ int main(int argc, char** argv) {
                 remote_one, per_call_us);
     out["cost_per_call_us"] = per_call_us;
     out["one_session"] = {{"local_ms", local_one}, {"remote_ms", remote_one}, {"turns", turns}};
+  }
+
+  // (p) provider nodes: the cost per model call.
+  {
+    carapace::testing::MockLlmServer server;
+    server.set_handler([turns](const carapace::testing::MockRequest& r, size_t) {
+      const auto c = carapace::testing::read_conversation("openai", r.body);
+      carapace::testing::WireAnswer a{.input = 100, .output = 10};
+      if (c.results < turns) {
+        a.calls = {{.id = "call_" + std::to_string(c.results), .name = "list_dir", .arg_pieces = {R"({"path": ".")", "}"}}};
+      } else {
+        a.text_pieces = {"do", "ne"};
+      }
+      return carapace::testing::MockReply{.headers = {"Content-Type: text/event-stream"},
+                                          .body = carapace::testing::openai_stream(a)};
+    });
+    const json provider = {{"name", "openai"}, {"model", "gpt-4o-mini"}, {"base_url", server.url() + "/v1"}};
+    double host_ms = 0, remote_ms = 0;
+    {
+      auto rt = b.open("{}", {}, "list_dir", "provider-local", provider);
+      host_ms = run_sessions(*rt, 1);
+    }
+    {
+      const fs::path node_config = b.dir / "gw.json";
+      std::ofstream(node_config) << json{{"provider", provider}}.dump();
+      Node gw = b.start_node(1, "", "--role provider --config '" + node_config.string() + "'");
+      auto rt = b.open("{}", {}, "list_dir", "provider-remote", provider, gw.port);
+      remote_ms = run_sessions(*rt, 1);
+      rt.reset();
+      b.stop_all();
+    }
+    const double calls = turns + 1.0;
+    const double per_call_us = (remote_ms - host_ms) / calls * 1000;
+    std::printf("\none session, %.0f model calls: provider in the host %.0f ms, on a provider node %.0f ms: %.0f us "
+                "more per call\n",
+                calls, host_ms, remote_ms, per_call_us);
+    out["provider_cost_per_call_us"] = per_call_us;
+    out["provider_one_session"] = {{"host_ms", host_ms}, {"remote_ms", remote_ms}, {"calls", calls}};
   }
 
   // (d) detection, with the defaults.

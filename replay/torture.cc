@@ -26,6 +26,7 @@
 #include "replay/fault_plan.h"
 #include "replay/recovery.h"
 #include "replay/torture_compare.h"
+#include "replay/torture_nodes.h"
 #include "replay/verify.h"
 #include "storage/event_log.h"
 #include "storage/power_loss.h"
@@ -88,6 +89,12 @@ Status prepare_home(const TortureOptions& o, const std::string& home) {
     fs::create_directories(home + "/ws");
     std::ofstream(home + "/ws/input.txt") << "hello torture\n";
   }
+  if (o.nodes > 0) {  // the routed calls' workspace: the nodes' shared root, the session's directory in it
+    fs::create_directories(home + "/node-ws", ec);
+    fs::copy(home + "/ws", home + "/node-ws/" + kSession, fs::copy_options::recursive | fs::copy_options::copy_symlinks,
+             ec);
+    if (ec) return Status::io_error("cannot make the nodes' workspace in " + home + ": " + ec.message());
+  }
   if (!o.config.empty()) return Status();
   // A command hook on every tool call, so that the hook point is reached; a
   // PostToolUse hook that stops the turn when a shell call prints DONE; and
@@ -102,6 +109,9 @@ Status prepare_home(const TortureOptions& o, const std::string& home) {
                         "timeout_ms": 10000}]})";
   return Status();
 }
+
+// A defect the runner passes to its tools nodes, not to the host's children.
+bool is_node_mutation(const std::string& m) { return m == "forgetful_ledger"; }
 
 struct Counts {
   std::array<uint64_t, kFaultPointCount> at{};
@@ -233,10 +243,45 @@ class Runner {
     return path;
   }
 
+  // --nodes: this iteration's tools nodes, started, and the home's config
+  // routing the tools to them.
+  Status start_nodes(const std::string& home, uint64_t seed) {
+    nodes_ = std::make_unique<TortureNodes>(o_.carapace, o_.work_dir + "/certs", home, o_.nodes, seed,
+                                            is_node_mutation(o_.mutation) ? o_.mutation : "");
+    CARAPACE_RETURN_IF_ERROR(nodes_->start());
+    std::string text;
+    CARAPACE_RETURN_IF_ERROR(read_bounded_file(home + "/config.json", limits::kConfigFileBytes, "the config", &text));
+    nlohmann::json config;
+    CARAPACE_RETURN_IF_ERROR(parse_bounded_json(text, home + "/config.json", &config));
+    nodes_->add_to_config(&config);
+    std::ofstream(home + "/config.json") << config.dump(2);
+    return Status();
+  }
+
+  // Where the session's files end up: the nodes' workspace, or the host's.
+  std::string workspace_of(const std::string& home) const {
+    return o_.nodes > 0 ? home + "/node-ws/" + kSession : home + "/ws";
+  }
+
+  // Every real execution: the host's log, and each node's.
+  std::vector<std::string> exec_lines(const std::string& home) const {
+    std::vector<std::string> paths = {home + "/exec.log"};
+    if (nodes_) {
+      for (const auto& p : nodes_->exec_logs()) paths.push_back(p);
+    }
+    std::vector<std::string> lines;
+    for (const auto& path : paths) {
+      std::ifstream in(path);
+      for (std::string line; std::getline(in, line);) lines.push_back(line);
+    }
+    return lines;
+  }
+
   Status reference() {
     std::string home = o_.work_dir + "/reference";
     report_->reference_home = home;
     CARAPACE_RETURN_IF_ERROR(prepare_home(o_, home));
+    if (o_.nodes > 0) CARAPACE_RETURN_IF_ERROR(start_nodes(home, o_.seed));
     // A rule at every point that never fires: the run counts how often it
     // reaches each, so that a crash drawn at the nth occurrence happens.
     nlohmann::json counting = nlohmann::json::array();
@@ -260,6 +305,7 @@ class Runner {
     }
     reference_ms_ = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
+    nodes_.reset();
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       return Status::aborted("the crash-free reference run failed: " + tail(home + "/child.log"));
     }
@@ -316,6 +362,13 @@ class Runner {
     if (Status s = prepare_home(o_, home); !s.ok()) {
       violation("setup_failed", s.to_string());
       return finish(it, home);
+    }
+    if (o_.nodes > 0) {
+      if (Status s = start_nodes(home, rng_()); !s.ok()) {
+        violation("setup_failed", s.to_string());
+        return finish(it, home);
+      }
+      nodes_->start_chaos();
     }
     std::map<uint64_t, Digest128> prefixes;  // acknowledged checkpoint seq -> digest of the records up to it
     bool crash_next = true;
@@ -409,6 +462,7 @@ class Runner {
       ++it.resumes;
       crash_next = std::uniform_real_distribution<double>(0, 1)(rng_) < o_.resume_crash_probability;
     }
+    if (nodes_) nodes_->stop_chaos();
     check_final(it, home, violation);
     return finish(it, home);
   }
@@ -446,7 +500,7 @@ class Runner {
                        "--exec-log",
                        home + "/exec.log", "--ack-log", home + "/ack.log", "--json"});
     if (o_.power_loss) a.insert(a.end(), {"--sync-ledger", home + "/sync-ledger"});
-    if (!o_.mutation.empty()) a.insert(a.end(), {"--test-mutation", o_.mutation});
+    if (!o_.mutation.empty() && !is_node_mutation(o_.mutation)) a.insert(a.end(), {"--test-mutation", o_.mutation});
     return a;
   }
 
@@ -570,9 +624,8 @@ class Runner {
       // (written as it starts), and "<session> <call> <tool> again" when a
       // resume asked the tool about the interrupted call and was told its run
       // had no effect: the one run more that allows.
-      std::ifstream in(home + "/exec.log");
       std::map<std::string, int> runs, allowed;
-      for (std::string line; std::getline(in, line);) {
+      for (const std::string& line : exec_lines(home)) {
         std::istringstream words(line);
         std::string session, call, tool, last;
         if (!(words >> session >> call >> tool >> last)) continue;
@@ -591,6 +644,7 @@ class Runner {
         }
       }
     }
+    check_outcomes(events, violation);
     compare(it, home, state, events, violation);
   }
 
@@ -616,13 +670,62 @@ class Runner {
       }
     }
     if (it.mode != "step") return;  // a rolled-back turn may run a call the re-run then denies
-    std::ifstream in(home + "/exec.log");
-    for (std::string line; std::getline(in, line);) {
+    for (const std::string& line : exec_lines(home)) {
       std::istringstream words(line);
       std::string session, call, tool;
       if (!(words >> session >> call >> tool)) continue;
       if (denied.count(call)) violation("denied_call_ran", "call " + call + " (" + tool + ") ran though it was denied");
     }
+  }
+
+  // Every call requested in a turn that committed has exactly one outcome
+  // (a call whose tools node was lost too); a turn rolled back starts over.
+  // Counts the calls that ran on nodes, and those a lost node touched.
+  template <class Violation>
+  void check_outcomes(const std::vector<Event>& events, Violation&& violation) {
+    std::map<std::string, int> completed;
+    std::set<std::string> requested;
+    for (const auto& e : events) {
+      if (get_if<TurnStarted>(e) != nullptr || get_if<TurnRolledBack>(e) != nullptr) {
+        completed.clear();
+        requested.clear();
+      }
+      if (const auto* r = get_if<ToolRequested>(e)) {
+        requested.insert(r->call_id);
+        if (r->attempt > 1) ++report_->calls_lost_with_a_node;
+      }
+      if (const auto* c = get_if<ToolCompleted>(e)) {
+        if (++completed[c->call_id] > 1) {
+          violation("call_outcome_twice",
+                    "call " + c->call_id + " has a second tool.completed at seq " + std::to_string(e.seq));
+        }
+        if (!c->node.empty()) ++report_->calls_on_nodes;
+        if (c->is_error && c->output.find("tools node") != std::string::npos) ++report_->calls_lost_with_a_node;
+      }
+      if (get_if<TurnCommitted>(e) != nullptr) {
+        for (const auto& id : requested) {
+          if (!completed.count(id)) {
+            violation("call_without_outcome", "call " + id + " was requested in a turn that committed at seq " +
+                                                  std::to_string(e.seq) + " without a tool.completed");
+          }
+        }
+        completed.clear();
+        requested.clear();
+      }
+    }
+  }
+
+  // Whether a lost or unreachable tools node touched a call (its outcome is
+  // then the node's loss, told to the model, not the crash-free run's).
+  static bool node_trouble(const std::vector<Event>& events) {
+    for (const auto& e : events) {
+      if (const auto* r = get_if<ToolRequested>(e); r != nullptr && r->attempt > 1) return true;
+      if (const auto* c = get_if<ToolCompleted>(e);
+          c != nullptr && c->is_error && c->output.find("tools node") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
   }
 
   // The final state against the crash-free run's: the conversation and
@@ -633,6 +736,11 @@ class Runner {
     if (it.mode == "step" && it.interrupted_calls) {
       it.comparison = "skipped";
       it.skip_reason = "step mode: a call a crash cut short was reported to the model as of unknown outcome";
+      return;
+    }
+    if (o_.nodes > 0 && node_trouble(events)) {
+      it.comparison = "skipped";
+      it.skip_reason = "a tools node was lost or down during a call, and the model was told so";
       return;
     }
     // A fault plan counts occurrences per process: a resumed process fires
@@ -653,7 +761,7 @@ class Runner {
                                      "errors) differ"};
       }
     }
-    if (!d) d = first_workspace_difference(ref + "/ws", home + "/ws", it.mode);
+    if (!d) d = first_workspace_difference(workspace_of(ref), workspace_of(home), it.mode);
     if (d && !same_faults) {
       it.comparison = "skipped";
       it.skip_reason = faults_differ;
@@ -673,7 +781,7 @@ class Runner {
     v.meaning = d->meaning;
     v.look.clear();
     if (workspace) {
-      v.look.push_back("diff -r " + ref + "/ws " + home + "/ws");
+      v.look.push_back("diff -r " + workspace_of(ref) + " " + workspace_of(home));
     } else {
       auto range = [](uint64_t seq) {
         return seq == 0 ? std::string() : " --from " + std::to_string(seq > 2 ? seq - 2 : 1) + " --to " +
@@ -686,6 +794,12 @@ class Runner {
   }
 
   TortureIteration finish(TortureIteration& it, const std::string& home) {
+    if (nodes_) {
+      nodes_->stop_chaos();
+      report_->node_kills += nodes_->kills();
+      report_->node_freezes += nodes_->freezes();
+      nodes_.reset();
+    }
     ++report_->iterations;
     if (it.mode == "step")
       ++report_->step_iterations;
@@ -727,6 +841,7 @@ class Runner {
   nlohmann::json user_seed_;
   std::map<std::string, size_t> plan_offsets_;  // plan file -> index of the user's first rule in it
   uint64_t reference_ms_ = 0;
+  std::unique_ptr<TortureNodes> nodes_;  // --nodes: the current iteration's (or the crash-free run's)
   std::error_code ignored_;
 };
 
@@ -747,9 +862,20 @@ Status run_torture(const TortureOptions& options, TortureReport* report,
   if (options.mode != "step" && options.mode != "turn" && options.mode != "both") {
     return Status::invalid_argument("mode must be step, turn or both, not " + options.mode);
   }
+  if (options.nodes > 4) return Status::invalid_argument("--nodes: at most 4 tools nodes, not " + std::to_string(options.nodes));
+  if (is_node_mutation(options.mutation) && options.nodes == 0) {
+    return Status::invalid_argument("--test-mutation " + options.mutation + " is a tools node's: it needs --nodes");
+  }
+  if (options.nodes > 0 && !options.config.empty()) {
+    return Status::invalid_argument("--nodes routes the tools of the runner's own config to the nodes it starts; "
+                                    "it does not take --config (name nodes in your config and run without --nodes)");
+  }
   std::error_code ec;
   fs::create_directories(options.work_dir, ec);
   if (ec) return Status::io_error("cannot create " + options.work_dir + ": " + ec.message());
+  if (options.nodes > 0) {
+    CARAPACE_RETURN_IF_ERROR(TortureNodes::make_certificates(options.carapace, options.work_dir + "/certs", options.nodes));
+  }
   auto start = std::chrono::steady_clock::now();
   Runner runner(options, report);
   CARAPACE_RETURN_IF_ERROR(runner.prepare());

@@ -23,6 +23,8 @@
 //     (counted by a wrapper that records every real execution);
 //   - approvals: one approval.decided per request; step mode: a denied call
 //     never ran;
+//   - every call requested in a turn that committed has exactly one
+//     tool.completed (a call lost with its tools node too);
 //   - the final conversation and outcome, and the workspace left behind,
 //     equal the crash-free run's, in turn mode always, in step mode unless a
 //     call was interrupted (whose outcome is then unknown by design), and
@@ -83,6 +85,15 @@ struct TortureOptions {
   // Checked: one approval.decided per request, a denied call never ran
   // (step mode), the approved ones at most once.
   bool approvals = false;
+  // Tools nodes (docs/scale-out.md): with N > 0, every iteration (and the
+  // crash-free run) starts N `carapace node` processes with mutual TLS and
+  // a shared workspace root, and the runner's own config routes every
+  // built-in tool to them; during an iteration one node at a time is
+  // killed (and restarted) or frozen at random moments while the host is
+  // crashed as always. Checked besides: no call of a tool that is not
+  // idempotent ran twice on any node or the host (step mode), and every
+  // call has exactly one outcome. Needs the runner's own config.
+  uint32_t nodes = 0;
   bool keep_passing_homes = false;
 };
 
@@ -126,6 +137,10 @@ struct TortureReport {
   uint64_t completed = 0;
   uint64_t approvals_requested = 0;  // approval.requested in the final logs
   uint64_t approvals_answered = 0;   // children the runner ran to answer one
+  uint64_t node_kills = 0;           // --nodes: tools nodes killed (and restarted)
+  uint64_t node_freezes = 0;         // and frozen for a while
+  uint64_t calls_on_nodes = 0;       // tool.completed from a node, in the final logs
+  uint64_t calls_lost_with_a_node = 0;  // of them: interrupted, refused or run again because a node was lost
   uint64_t compared_with_reference = 0;
   uint64_t equal_to_reference = 0;
   std::map<std::string, uint64_t> skipped_by_reason;  // iterations not compared, and why

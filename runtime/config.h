@@ -92,12 +92,16 @@ struct Config {
   // mcp_servers: MCP servers whose tools the sessions get (docs/mcp.md).
   std::vector<McpServerConfig> mcp_servers;
 
-  // nodes: the tools nodes some tools' calls run on, and node_options: how
-  // the host reaches them (docs/scale-out.md). Where a session runs, not
-  // what it does: not in the stored configuration (tool.requested names
-  // the node of each call).
+  // nodes: the tools nodes some tools' calls run on (role "tools"), the
+  // provider nodes that answer model calls with the keys they hold (role
+  // "provider"), and node_options: how the host reaches them
+  // (docs/scale-out.md). Where a session runs, not what it does: not in the
+  // stored configuration (tool.requested names the node of each call).
   std::vector<NodeRoute> nodes;
+  std::vector<NodeRoute> provider_nodes;
   NodeNetOptions node_net;
+
+  bool any_nodes() const { return !nodes.empty() || !provider_nodes.empty(); }
 
   std::vector<HookConfig> hooks;
   // approvals: which tool calls wait for a person (docs/approvals.md); the

@@ -1,5 +1,6 @@
 #include "runtime/provider_factory.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "actors/provider/anthropic_provider.h"
@@ -9,7 +10,7 @@ namespace carapace {
 
 bool is_http_provider(const std::string& name) { return name == "openai" || name == "anthropic"; }
 
-Status resolve_http_options(const ProviderConfig& c, HttpProviderOptions* out) {
+Status resolve_http_options(const ProviderConfig& c, HttpProviderOptions* out, bool key_on_node) {
   if (!is_http_provider(c.name)) return Status::invalid_argument("\"" + c.name + "\" is not an HTTP provider");
   HttpProviderOptions o;
   const char* url_env = c.name == "openai" ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL";
@@ -22,7 +23,9 @@ Status resolve_http_options(const ProviderConfig& c, HttpProviderOptions* out) {
   o.api_key_env = c.api_key_env.empty() ? default_api_key_env(c.name) : c.api_key_env;
   const char* key = std::getenv(o.api_key_env.c_str());
   o.api_key = key ? key : "";
-  if (o.api_key.empty() && !is_loopback_url(o.base_url)) {
+  if (key_on_node) {
+    o.api_key.clear();  // never this host's: the nodes send theirs
+  } else if (o.api_key.empty() && !is_loopback_url(o.base_url)) {
     return Status::invalid_argument("the " + c.name + " provider needs an API key: set the environment variable " +
                                     o.api_key_env + " (or name another one in provider.api_key_env); only a " +
                                     "base URL on loopback (a local server) may go without");
@@ -43,6 +46,10 @@ Status resolve_http_options(const ProviderConfig& c, HttpProviderOptions* out) {
   o.cache = c.cache;
   *out = std::move(o);
   return Status();
+}
+
+uint64_t provider_attempt_deadline_ms(const ProviderConfig& c) {
+  return std::max(c.max_stream_ms, c.first_byte_timeout_ms) + c.connect_timeout_ms + 30'000;
 }
 
 std::shared_ptr<Provider> make_http_provider(const std::string& name, HttpProviderOptions options,

@@ -22,7 +22,14 @@ class BodyStore;
 
 bool is_http_provider(const std::string& name);
 
-Status resolve_http_options(const ProviderConfig& config, HttpProviderOptions* out);
+// `key_on_node`: the key is held by provider nodes (docs/scale-out.md); a
+// missing one is no error here.
+Status resolve_http_options(const ProviderConfig& config, HttpProviderOptions* out, bool key_on_node = false);
+
+// How long a host waits for a provider node's answer to one attempt: the
+// provider's own bound on an attempt (which the node enforces), its
+// connection time-out, and 30 s for the trip.
+uint64_t provider_attempt_deadline_ms(const ProviderConfig& config);
 
 std::shared_ptr<Provider> make_http_provider(const std::string& name, HttpProviderOptions options,
                                              std::shared_ptr<HttpClient> client, std::shared_ptr<BodyStore> bodies);

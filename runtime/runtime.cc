@@ -39,6 +39,7 @@
 #include "actors/tool/file_tools.h"
 #include "actors/tool/mcp/mcp_hub.h"
 #include "actors/tool/process/scratch_dir.h"
+#include "actors/provider/remote/remote_provider.h"
 #include "actors/tool/remote/node_protocol.h"
 #include "actors/tool/remote/tool_router.h"
 #include "actors/tool/shell_tool.h"
@@ -158,6 +159,9 @@ struct Runtime::Impl {
   // which nodes are up (docs/scale-out.md). Null otherwise.
   caf::actor tool_router;
   std::shared_ptr<NodeDirectory> nodes;
+  // With provider nodes configured: the provider that sends each attempt to
+  // one (the same object as `provider`). Null otherwise.
+  std::shared_ptr<RemoteProvider> remote_provider;
   HookActor hook_actor;
   SessionKeeperActor keeper;
   // The tool processes of this runtime's calls, stopped with it.
@@ -426,6 +430,7 @@ struct Runtime::Impl {
       subscriptions.clear();
     }
     if (provider_supervisor) all.push_back(caf::actor_cast<caf::actor>(provider_supervisor));
+    if (remote_provider) remote_provider->shutdown();
     if (tool_router) all.push_back(tool_router);
     if (tool_supervisor) all.push_back(caf::actor_cast<caf::actor>(tool_supervisor));
     if (hook_actor) all.push_back(caf::actor_cast<caf::actor>(hook_actor));
@@ -548,9 +553,14 @@ Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_p
   }
   impl->bodies = options.bodies;
   bool http = !impl->provider && is_http_provider(options.config.provider.name);
+  const bool provider_nodes = !options.config.provider_nodes.empty();
+  if (provider_nodes && !http) {
+    return Status::invalid_argument("the configuration names provider nodes, which answer for an openai or anthropic "
+                                    "provider; Runtime::Options::provider gives another: choose one");
+  }
   HttpProviderOptions http_options;
   if (http) {
-    CARAPACE_RETURN_IF_ERROR(resolve_http_options(options.config.provider, &http_options));
+    CARAPACE_RETURN_IF_ERROR(resolve_http_options(options.config.provider, &http_options, provider_nodes));
   } else if (!impl->provider) {
     CARAPACE_RETURN_IF_ERROR(make_provider(options.config, &impl->provider));
   }
@@ -598,14 +608,14 @@ Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_p
 
   if (options.system != nullptr) {
     impl->system = options.system;
-    if (!config.nodes.empty() && !impl->system->has_middleman()) {
+    if (config.any_nodes() && !impl->system->has_middleman()) {
       return Status::invalid_argument(
-          "the configuration names tools nodes, but the actor system given has no io middleman: configure it with "
+          "the configuration names nodes, but the actor system given has no io middleman: configure it with "
           "carapace::configure_node_system, or let the runtime make its own");
     }
   } else {
     impl->owned_config = std::make_unique<caf::actor_system_config>();
-    if (!config.nodes.empty()) CARAPACE_RETURN_IF_ERROR(configure_node_system(*impl->owned_config, config.node_net));
+    if (config.any_nodes()) CARAPACE_RETURN_IF_ERROR(configure_node_system(*impl->owned_config, config.node_net));
     // An idle worker waits on a condition variable that new work signals at
     // once, instead of CAF 0.17's default of polling with 50 us sleeps, which
     // adds up to ~100 us (timer slack) to every message hop of a turn.
@@ -613,23 +623,42 @@ Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_p
     impl->owned_system = std::make_unique<caf::actor_system>(*impl->owned_config);
     impl->system = impl->owned_system.get();
   }
+  // A connection and its TLS handshake get at least 5 s, whatever the
+  // heartbeat settings: a loaded machine is slow, not lost.
+  const uint64_t node_connect_ms = std::clamp<uint64_t>(config.node_net.connection_timeout_ms, 5'000, 10'000);
+  if (provider_nodes) {
+    // The configured provider renders the bodies this host records; the
+    // nodes, which hold the key, send them.
+    impl->remote_provider = std::make_shared<RemoteProvider>(
+        *impl->system, RemoteProviderOptions{.nodes = config.provider_nodes,
+                                             .insecure = config.node_net.insecure_loopback,
+                                             .connect_timeout_ms = node_connect_ms,
+                                             .attempt_deadline_ms = provider_attempt_deadline_ms(config.provider),
+                                             .renderer = impl->provider});
+    impl->provider = impl->remote_provider;
+  }
   impl->provider_supervisor = spawn_provider_supervisor(*impl->system, impl->provider, options.faults);
   impl->tool_supervisor = spawn_tool_supervisor(*impl->system, impl->tools, options.faults, impl->tracker);
   if (!config.nodes.empty()) {
     impl->nodes = std::make_shared<NodeDirectory>(config.nodes, config.node_net.fallback);
-    // A connection and its TLS handshake get at least 5 s, whatever the
-    // heartbeat settings: a loaded machine is slow, not lost.
-    const uint64_t connect_ms = std::clamp<uint64_t>(config.node_net.connection_timeout_ms, 5'000, 10'000);
+    const uint64_t connect_ms = node_connect_ms;
     impl->tool_router = spawn_tool_router(*impl->system, impl->tool_supervisor,
                                           ToolRouterOptions{.directory = impl->nodes,
                                                             .insecure = config.node_net.insecure_loopback,
-                                                            .connect_timeout_ms = connect_ms});
+                                                            .connect_timeout_ms = connect_ms,
+                                                            .faults = options.faults});
     // Sessions start once each node had its chance to come up.
     caf::scoped_actor self{*impl->system};
     self->request(impl->tool_router, std::chrono::milliseconds(connect_ms + 1000), ready_atom::value)
         .receive([](bool) {}, [](caf::error&) {});
     for (const auto& n : impl->nodes->states()) {
       if (!n.up) lib_log().warn("tools node {} ({}) is not up yet: {}", n.route.name, n.route.address, n.why_down);
+    }
+  }
+  if (impl->remote_provider) {
+    impl->remote_provider->wait_ready(node_connect_ms + 1000);
+    for (const auto& n : impl->remote_provider->states()) {
+      if (!n.up) lib_log().warn("provider node {} ({}) is not up yet: {}", n.route.name, n.route.address, n.why_down);
     }
   }
   impl->hook_actor = spawn_hook_actor(*impl->system, impl->hooks, options.faults, impl->tracker);

@@ -14,12 +14,16 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/node/node_tls.h"
+#include "actors/provider/http_client.h"
+#include "actors/provider/provider_actor.h"
+#include "actors/provider/remote/provider_node.h"
 #include "actors/tool/remote/call_ledger.h"
 #include "actors/tool/remote/node_protocol.h"
 #include "actors/tool/remote/tool_node.h"
 #include "actors/tool/tool_actor.h"
 #include "actors/tool/workspace.h"
 #include "runtime/config.h"
+#include "runtime/provider_factory.h"
 #include "runtime/session_setup.h"
 #include "tools/cli.h"
 #include "tools/cli_run.h"
@@ -39,12 +43,17 @@ struct NodeArgs {
   uint64_t heartbeat_ms = 1000;
   uint64_t connection_timeout_ms = 5000;
   std::string exec_log;  // hidden: the torture runner's record of executions
+  std::string mutation;  // hidden: forgetful_ledger, for the torture runner's mutation check
 };
 
 int run_node(Context& ctx, const NodeArgs& args) {
-  if (args.role != "tools") {
-    return ctx.usage(Status::unsupported("--role " + args.role + ": only tools nodes are in this version "
-                                         "(provider and collector nodes are not yet; docs/scale-out.md)"));
+  if (args.role != "tools" && args.role != "provider") {
+    return ctx.usage(Status::unsupported("--role " + args.role + ": tools and provider nodes are in this version "
+                                         "(collector nodes are not yet; docs/scale-out.md)"));
+  }
+  const bool provider_role = args.role == "provider";
+  if (!args.mutation.empty() && args.mutation != "forgetful_ledger") {
+    return ctx.usage(Status::invalid_argument("--test-mutation: no node mutation named " + args.mutation));
   }
   if (args.listen.empty()) return ctx.usage(Status::invalid_argument("--listen host:port is required"));
   std::string host;
@@ -67,24 +76,41 @@ int run_node(Context& ctx, const NodeArgs& args) {
   if (int rc = load_cli_config(ctx, args.config, &config); rc != kExitOk) return rc;
   if (Status s = ctx.prepare_home(/*create=*/true); !s.ok()) return ctx.fail(s);
 
+  // A provider node: the provider its config names, with the key from its
+  // own environment (the only place the key lives).
+  std::shared_ptr<Provider> provider;
+  if (provider_role) {
+    if (!is_http_provider(config.provider.name)) {
+      return ctx.fail(Status::invalid_argument("a provider node serves an openai or anthropic provider; its config "
+                                               "names \"" + config.provider.name + "\""),
+                      "set provider.name (and the key's variable) in the node's config");
+    }
+    HttpProviderOptions http;
+    if (Status s = resolve_http_options(config.provider, &http); !s.ok()) return ctx.fail(s);
+    provider = make_http_provider(config.provider.name, std::move(http), std::make_shared<HttpClient>(), nullptr);
+  }
+
   // The node's own places: its ledger and its workspaces, in its home.
   const std::string home = ctx.home();
+  std::shared_ptr<ToolRegistry> tools = std::make_shared<ToolRegistry>();
+  auto processes = std::make_shared<ProcessSet>();
+  std::shared_ptr<CallLedger> ledger;
+  std::string canonical_root;
+  if (!provider_role) {
   std::string root = args.workspace.empty() ? home + "/node-workspaces" : args.workspace;
   std::error_code ec;
   std::filesystem::create_directories(root, ec);
-  std::string canonical_root;
   if (Status s = canonical_workspace(root, &canonical_root); !s.ok()) return ctx.fail(s);
   std::unique_ptr<CallLedger> ledger_owned;
   if (Status s = CallLedger::open(home + "/node-ledger", &ledger_owned); !s.ok()) return ctx.fail(s);
-  std::shared_ptr<CallLedger> ledger = std::move(ledger_owned);
+  ledger = std::move(ledger_owned);
 
-  auto tools = std::make_shared<ToolRegistry>();
-  auto processes = std::make_shared<ProcessSet>();
   std::function<ToolDefinition(ToolDefinition)> decorate;
   if (!args.exec_log.empty()) {
     decorate = [path = args.exec_log](ToolDefinition t) { return record_executions(std::move(t), path); };
   }
   if (Status s = add_builtin_tools(config, decorate, tools.get(), processes); !s.ok()) return ctx.fail(s);
+  }
 
   caf::actor_system_config cfg;
   cfg.set("work-stealing.moderate-poll-attempts", 0);
@@ -97,12 +123,31 @@ int run_node(Context& ctx, const NodeArgs& args) {
   const std::string name = !args.name.empty() ? args.name : !cn.empty() ? cn : args.listen;
 
   caf::actor_system system{cfg};
-  auto supervisor = spawn_tool_supervisor(system, tools);
-  auto node = spawn_tool_node(system, supervisor,
-                              ToolNodeOptions{.name = name, .workspace_root = canonical_root, .tools = tools,
-                                              .ledger = ledger});
-  caf::expected<uint16_t> bound = args.insecure_loopback ? caf::io::publish(node, port, host.c_str(), true)
-                                                         : caf::openssl::publish(node, port, host.c_str(), true);
+  auto publish = [&](const auto& handle) -> caf::expected<uint16_t> {
+    return args.insecure_loopback ? caf::io::publish(handle, port, host.c_str(), true)
+                                  : caf::openssl::publish(handle, port, host.c_str(), true);
+  };
+  caf::actor supervisor, node;
+  caf::expected<uint16_t> bound{caf::sec::cannot_publish_invalid_actor};
+  if (provider_role) {
+    auto local = spawn_provider_supervisor(system, provider);
+    auto published = spawn_provider_node(system, local, ProviderNodeOptions{.name = name, .provider = provider});
+    supervisor = caf::actor_cast<caf::actor>(local);
+    node = caf::actor_cast<caf::actor>(published);
+    bound = publish(published);
+  } else {
+    auto local = spawn_tool_supervisor(system, tools);
+    auto published = spawn_tool_node(
+        system, local,
+        ToolNodeOptions{.name = name,
+                        .workspace_root = canonical_root,
+                        .tools = tools,
+                        .ledger = ledger,
+                        .forget_calls = args.mutation == "forgetful_ledger"});
+    supervisor = caf::actor_cast<caf::actor>(local);
+    node = caf::actor_cast<caf::actor>(published);
+    bound = publish(published);
+  }
   if (!bound) {
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
@@ -110,7 +155,25 @@ int run_node(Context& ctx, const NodeArgs& args) {
                     "is another node on that port?");
   }
   const std::string where = host + ":" + std::to_string(*bound);
-  if (ctx.json) {
+  const char* transport = args.insecure_loopback ? "plain TCP, loopback only" : "mutual TLS";
+  if (provider_role) {
+    // The key's variable is named; its value never is.
+    const std::string summary = "provider node " + name + " listening on " + where + " (" + transport + "), " +
+                                provider->name() + " provider, key from $" + (config.provider.api_key_env.empty() ? default_api_key_env(config.provider.name) : config.provider.api_key_env);
+    if (ctx.json) {
+      print_redacted(ctx, {{"success", true},
+                           {"data",
+                            {{"name", name},
+                             {"role", "provider"},
+                             {"listen", where},
+                             {"tls", !args.insecure_loopback},
+                             {"provider", provider->name()},
+                             {"api_key_env", (config.provider.api_key_env.empty() ? default_api_key_env(config.provider.name) : config.provider.api_key_env)}}},
+                           {"summary", summary}});
+    } else {
+      std::printf("%s\n", summary.c_str());
+    }
+  } else if (ctx.json) {
     print_redacted(ctx, {{"success", true},
                          {"data",
                           {{"name", name},
@@ -124,13 +187,15 @@ int run_node(Context& ctx, const NodeArgs& args) {
                          {"summary", "tools node " + name + " listening on " + where}});
   } else {
     std::printf("tools node %s listening on %s (%s), %zu tools, ledger %s with %llu calls\n", name.c_str(),
-                where.c_str(), args.insecure_loopback ? "plain TCP, loopback only" : "mutual TLS",
-                tools->names().size(), ledger->id().c_str(), static_cast<unsigned long long>(ledger->calls()));
+                where.c_str(), transport, tools->names().size(), ledger->id().c_str(),
+                static_cast<unsigned long long>(ledger->calls()));
   }
   std::fflush(stdout);
   arm_stop_signals();
   while (stop_signal() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  std::fprintf(stderr, "carapace node: stopping (its calls' processes are killed; the ledger keeps what ran)\n");
+  std::fprintf(stderr, provider_role ? "carapace node: stopping (its attempts in flight end; the hosts retry)\n"
+                                     : "carapace node: stopping (its calls' processes are killed; the ledger keeps "
+                                       "what ran)\n");
   processes->terminate_all();
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
@@ -171,16 +236,19 @@ int run_certs(Context& ctx, const CertArgs& args) {
 }  // namespace
 
 void register_node_command(CLI::App& app, Context& ctx) {
-  auto* node = app.add_subcommand("node", "Run a tools node that session hosts send tool calls to (docs/scale-out.md)");
+  auto* node = app.add_subcommand("node", "Run a tools or provider node that session hosts send tool or model calls to (docs/scale-out.md)");
   auto args = std::make_shared<NodeArgs>();
-  node->add_option("--role", args->role, "What the node does: tools (provider and collector: not yet)");
+  node->add_option("--role", args->role,
+                   "What the node does: tools (runs tool calls) or provider (answers model calls with the API key "
+                   "it holds); collector: not yet");
   node->add_option("--listen", args->listen, "Where to listen, host:port (port 0: any free one, said on stdout)");
   node->add_option("--tls", args->tls, "Directory with node.crt, node.key and ca.crt (carapace node certs)");
   node->add_flag("--insecure-loopback", args->insecure_loopback,
                  "Plain TCP without certificates, on 127.0.0.1 only (tests, a first try)");
   node->add_option("--name", args->name, "The node's name in outcomes and logs (default: its certificate's)");
   node->add_option("--config", args->config,
-                   "Config file: the tools it runs and their sandbox (default: $CARAPACE_HOME/config.json)");
+                   "Config file: the tools it runs and their sandbox, or its provider (default: "
+                   "$CARAPACE_HOME/config.json)");
   node->add_option("--workspace", args->workspace,
                    "Root of the sessions' workspaces here (default: $CARAPACE_HOME/node-workspaces)");
   node->add_option("--heartbeat-ms", args->heartbeat_ms, "Heartbeat to the hosts")->check(CLI::Range(50, 60000));
@@ -188,6 +256,7 @@ void register_node_command(CLI::App& app, Context& ctx) {
                    "A host silent this long is gone (its calls go on; their outcomes stay in the ledger)")
       ->check(CLI::Range(100, 600000));
   node->add_option("--exec-log", args->exec_log, "Record every tool execution in this file")->group("");
+  node->add_option("--test-mutation", args->mutation, "A deliberate defect, for tests")->group("");
   add_json_flag(node, ctx);
   node->callback([&ctx, args, node] {
     if (node->get_subcommands().empty()) ctx.run = [&ctx, args] { return run_node(ctx, *args); };

@@ -26,6 +26,7 @@ struct TortureArgs {
   std::vector<std::string> points;
   bool power_loss = false;
   bool approvals = false;
+  uint32_t nodes = 0;
   std::string mutation;
   bool keep = false;
   std::string config;
@@ -58,6 +59,7 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                          .power_loss = args.power_loss,
                          .mutation = args.mutation,
                          .approvals = args.approvals,
+                         .nodes = args.nodes,
                          .keep_passing_homes = args.keep};
   bool own_dir = args.dir.empty();
   if (own_dir) {
@@ -128,6 +130,11 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                          {"work_dir", kept ? nlohmann::json(options.work_dir) : nlohmann::json()},
                          {"approvals_requested", report.approvals_requested},
                          {"approvals_answered", report.approvals_answered},
+                         {"nodes", args.nodes},
+                         {"node_kills", report.node_kills},
+                         {"node_freezes", report.node_freezes},
+                         {"calls_on_nodes", report.calls_on_nodes},
+                         {"calls_lost_with_a_node", report.calls_lost_with_a_node},
                          {"violations_by_kind", report.violations_by_kind},
                          {"violations", violations},
                          {"seconds", report.seconds}}},
@@ -135,9 +142,12 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                                        count(report.crashes, "crash") + ", " +
                                        count(report.violations.size(), "violation")}});
   } else {
-    std::printf("torture: %s, seed %llu, mode %s%s, %.1f s\n", args.scenario.c_str(),
+    std::printf("torture: %s, seed %llu, mode %s%s%s, %.1f s\n", args.scenario.c_str(),
                 static_cast<unsigned long long>(args.seed), args.mode.c_str(),
-                args.power_loss ? ", power loss after every crash" : "", report.seconds);
+                args.power_loss ? ", power loss after every crash" : "",
+                args.nodes > 0 ? (", " + std::to_string(args.nodes) + " tools nodes killed and frozen at random").c_str()
+                               : "",
+                report.seconds);
     std::printf("  %-34s %8llu  (step %llu, turn %llu)\n", "iterations",
                 static_cast<unsigned long long>(report.iterations),
                 static_cast<unsigned long long>(report.step_iterations),
@@ -163,6 +173,15 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
       std::printf("  %-34s %8llu  (%llu answers by the runner)\n", "approval requests",
                   static_cast<unsigned long long>(report.approvals_requested),
                   static_cast<unsigned long long>(report.approvals_answered));
+    }
+    if (args.nodes > 0) {
+      std::printf("  %-34s %8llu  (%llu killed and restarted, %llu frozen)\n", "tools node failures",
+                  static_cast<unsigned long long>(report.node_kills + report.node_freezes),
+                  static_cast<unsigned long long>(report.node_kills),
+                  static_cast<unsigned long long>(report.node_freezes));
+      std::printf("  %-34s %8llu  (%llu touched by a lost node)\n", "calls run on tools nodes",
+                  static_cast<unsigned long long>(report.calls_on_nodes),
+                  static_cast<unsigned long long>(report.calls_lost_with_a_node));
     }
     std::printf("  %-34s %8llu\n", "completed and verified",
                 static_cast<unsigned long long>(report.completed));
@@ -251,6 +270,10 @@ void register_torture_command(CLI::App& app, Context& ctx) {
                 "The runner's config asks before every call that is not idempotent; the runner answers each "
                 "request after a random delay (denying every third), crashing those children too "
                 "(docs/approvals.md)");
+  cmd->add_option("--nodes", args->nodes,
+                  "Route every tool to N tools nodes the runner starts (mutual TLS), and kill (then restart) or "
+                  "freeze one at random moments while the host crashes (docs/scale-out.md); not with --config")
+      ->check(CLI::Range(0, 4));
   cmd->add_option("--test-mutation", args->mutation, "A deliberate defect in the children, for tests")->group("");
   cmd->add_option("--dir", args->dir, "Where the iterations' homes go (default: a temporary directory)");
   cmd->add_flag("--keep", args->keep,

@@ -4,6 +4,8 @@
 #include <caf/openssl/all.hpp>
 
 #include "actors/node/node_tls.h"
+#include "actors/node/openssl_error_queue.h"
+#include "base/digest.h"
 
 namespace carapace {
 
@@ -12,6 +14,10 @@ void add_node_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<ToolInvocation>("carapace::ToolInvocation");
   cfg.add_message_type<ToolOutcome>("carapace::ToolOutcome");
   cfg.add_message_type<NodeHello>("carapace::NodeHello");
+  cfg.add_message_type<ProviderRequest>("carapace::ProviderRequest");
+  cfg.add_message_type<ProviderReply>("carapace::ProviderReply");
+  cfg.add_message_type<StreamDelta>("carapace::StreamDelta");
+  cfg.add_message_type<DeltaSinkActor>("carapace::DeltaSinkActor");
 }
 
 Status check_node_net_options(const NodeNetOptions& options) {
@@ -37,6 +43,7 @@ Status configure_node_system(caf::actor_system_config& cfg, const NodeNetOptions
   add_node_message_types(cfg);
   cfg.load<caf::io::middleman>();
   if (!options.insecure_loopback) {
+    keep_openssl_error_queue_clear();
     NodeTlsFiles files;
     CARAPACE_RETURN_IF_ERROR(check_node_tls(options.tls_dir, &files, common_name));
     cfg.load<caf::openssl::manager>();
@@ -60,6 +67,24 @@ caf::io::middleman_actor node_middleman(caf::actor_system& system, bool insecure
 
 std::set<std::string> tool_node_interface(caf::actor_system& system) {
   return system.message_types<ToolNodeActor>();
+}
+
+std::set<std::string> provider_node_interface(caf::actor_system& system) {
+  return system.message_types<ProviderNodeActor>();
+}
+
+std::string probe_render_digest(const std::function<std::string(const ProviderRequest&)>& render) {
+  ProviderRequest probe{.session_id = "probe",
+                        .turn = 1,
+                        .attempt = 1,
+                        .model = "probe-model",
+                        .system_prompt = "You are a probe.",
+                        .messages = {Message{.role = Role::kUser, .text = "Say hello."}},
+                        .tools = {ToolSpec{.name = "probe_tool",
+                                           .description = "A probe.",
+                                           .schema = JsonText{R"({"type":"object","properties":{}})"}}}};
+  std::string body = render(probe);
+  return body.empty() ? "" : digest128(body).hex();
 }
 
 }  // namespace carapace

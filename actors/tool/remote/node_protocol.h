@@ -9,6 +9,7 @@
 #include <caf/all.hpp>
 #include <caf/io/middleman_actor.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,16 +29,22 @@ inline constexpr const char* kNodeProtocol = "carapace-nodes/1";
 struct NodeHello {
   std::string node_id;  // its ledger's id: a node that lost its ledger is another node
   std::string name;     // the name in its certificate (or --name)
-  std::string role;     // "tools"
+  std::string role;     // "tools" or "provider"
   std::vector<std::string> tools;
   std::string version;
   uint64_t ledger_calls = 0;
+  // A provider node's: the provider it runs ("openai", "anthropic"), and the
+  // digest of a probe request as it renders it, so that a host whose own
+  // provider settings would render requests differently refuses it.
+  std::string provider;
+  std::string render_digest;
 
   static constexpr auto fields() {
     using H = NodeHello;
     return std::tuple{codec::Field{1, "node_id", &H::node_id}, codec::Field{2, "name", &H::name},
                       codec::Field{3, "role", &H::role},       codec::Field{4, "tools", &H::tools},
-                      codec::Field{5, "version", &H::version}, codec::Field{6, "ledger_calls", &H::ledger_calls}};
+                      codec::Field{5, "version", &H::version}, codec::Field{6, "ledger_calls", &H::ledger_calls},
+                      codec::Field{7, "provider", &H::provider}, codec::Field{8, "render_digest", &H::render_digest}};
   }
   friend bool operator==(const NodeHello&, const NodeHello&) = default;
 };
@@ -47,6 +54,12 @@ struct NodeHello {
 using ToolNodeActor = caf::typed_actor<caf::replies_to<ToolInvocation>::with<ToolOutcome>,
                                        caf::reacts_to<cancel_atom, std::string>,
                                        caf::replies_to<hello_atom>::with<NodeHello>>;
+
+// A provider node: answers model calls with the provider and the API key it
+// holds, streaming the pieces to the sink the host gives; says what it is
+// on hello.
+using ProviderNodeActor = caf::typed_actor<caf::replies_to<ProviderRequest, DeltaSinkActor>::with<ProviderReply>,
+                                           caf::replies_to<hello_atom>::with<NodeHello>>;
 
 // Registers the types that travel, loads the middleman (and the TLS module
 // unless insecure), sets the heartbeat, the connection time-out and the
@@ -65,6 +78,11 @@ caf::io::middleman_actor node_middleman(caf::actor_system& system, bool insecure
 
 // The interface a tools node must offer, to check a connection against.
 std::set<std::string> tool_node_interface(caf::actor_system& system);
+std::set<std::string> provider_node_interface(caf::actor_system& system);
+
+// The digest of a fixed probe request as `render` renders it (hex), or ""
+// when it renders nothing.
+std::string probe_render_digest(const std::function<std::string(const ProviderRequest&)>& render);
 
 // Validates the defaults: heartbeat 50 ms..60 s, time-out > 2 heartbeats.
 Status check_node_net_options(const NodeNetOptions& options);

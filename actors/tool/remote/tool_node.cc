@@ -122,7 +122,8 @@ ToolNodeActor::behavior_type tool_node(NodeSelf self, ToolSupervisorActor local,
           it->second.push_back(rp);  // asked again while it runs: the same outcome, once
           return rp;
         }
-        const CallLedger::Entry e = st.options.ledger->find(inv.session_id, inv.call.id);
+        const CallLedger::Entry e =
+            st.options.forget_calls ? CallLedger::Entry{} : st.options.ledger->find(inv.session_id, inv.call.id);
         if (e.state == CallLedger::State::kDone) {
           ToolOutcome o = e.outcome_kept ? e.outcome
                                          : refused(inv, st.options.name,
@@ -148,6 +149,7 @@ ToolNodeActor::behavior_type tool_node(NodeSelf self, ToolSupervisorActor local,
           return rp;
         }
         st.running[key].push_back(rp);
+        if (st.options.forget_calls) inv.recovering.clear();  // the mutation: a call asked again is a new one
         run_call(self, std::move(inv), key, tool->spec.idempotent);
         return rp;
       },

@@ -24,6 +24,10 @@ struct ToolNodeOptions {
   std::string workspace_root;  // canonical; each session gets root/<session id>
   std::shared_ptr<ToolRegistry> tools;
   std::shared_ptr<CallLedger> ledger;
+  // A deliberate defect for the torture runner's mutation check
+  // (forgetful_ledger): calls are never looked up, and one asked for again
+  // after a host crash runs as a new one. Never set outside that check.
+  bool forget_calls = false;
 };
 
 ToolNodeActor spawn_tool_node(caf::actor_system& system, ToolSupervisorActor local, ToolNodeOptions options);

@@ -6,7 +6,9 @@
 #include <chrono>
 #include <map>
 
+#include "actors/node/node_link.h"
 #include "actors/tool/remote/node_protocol.h"
+#include "base/fault_injection.h"
 #include "base/lib_log.h"
 
 namespace carapace {
@@ -14,6 +16,7 @@ namespace carapace {
 namespace {
 
 using reconnect_atom = caf::atom_constant<caf::atom("reconnect")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
 using Clock = std::chrono::steady_clock;
 
 struct Link {
@@ -32,7 +35,17 @@ struct Link {
 struct InFlight {
   std::string node;
   std::string call_id;
+  std::string session;
+  std::string tool;
   Clock::time_point sent;
+  caf::response_promise rp;
+};
+
+// A routed call or an outcome an injected delay holds back.
+struct Held {
+  ToolInvocation invocation;  // a call to send
+  ToolOutcome outcome;        // or an outcome to deliver
+  bool is_outcome = false;
   caf::response_promise rp;
 };
 
@@ -43,6 +56,8 @@ struct RouterState {
   ToolRouterOptions options;
   std::map<std::string, Link> links;
   std::map<uint64_t, InFlight> in_flight;
+  std::map<uint64_t, Held> held;                 // injected delays
+  std::vector<caf::response_promise> hung;       // injected hangs: never answered
   uint64_t next_id = 0;
   std::vector<caf::response_promise> ready_waiters;
   static inline const char* name = "carapace.tool_router";
@@ -73,41 +88,18 @@ void link_failed(RouterSelf self, const std::string& name, uint64_t generation, 
                      name);
 }
 
-void link_up(RouterSelf self, const std::string& name, uint64_t generation, ToolNodeActor handle) {
-  auto& st = self->state;
-  const auto timeout = std::chrono::milliseconds(st.options.connect_timeout_ms);
-  self->request(handle, timeout, hello_atom::value)
-      .then(
-          [self, name, generation, handle](const NodeHello& hello) {
-            auto& link = self->state.links[name];
-            if (generation != link.generation) return;
-            if (hello.role != "tools") {
-              return link_failed(self, name, generation,
-                                 "the node at " + link.route.address + " is a " + hello.role + " node, not a tools node");
-            }
-            std::string missing;
-            for (const auto& t : link.route.tools) {
-              if (t.empty() || t.back() == '*') continue;
-              if (std::find(hello.tools.begin(), hello.tools.end(), t) == hello.tools.end()) {
-                missing += (missing.empty() ? "" : ", ") + t;
-              }
-            }
-            if (!missing.empty()) {
-              return link_failed(self, name, generation,
-                                 "the node does not run " + missing + " (it runs what its own config enables)");
-            }
-            link.connecting = false;
-            link.handle = handle;
-            link.last_failure.clear();
-            self->monitor(handle);
-            self->state.options.directory->set_up(name, hello.node_id);
-            lib_log().info("tools node {} ({}) is up: {} tools, ledger {} with {} calls", name, link.route.address,
-                           hello.tools.size(), hello.node_id, hello.ledger_calls);
-            first_attempt_ended(self, link);
-          },
-          [self, name, generation](caf::error& e) {
-            link_failed(self, name, generation, "no hello: " + caf::to_string(e));
-          });
+void link_up(RouterSelf self, const std::string& name, uint64_t generation, ToolNodeActor handle,
+             const NodeHello& hello) {
+  auto& link = self->state.links[name];
+  if (generation != link.generation) return;
+  link.connecting = false;
+  link.handle = handle;
+  link.last_failure.clear();
+  self->monitor(handle);
+  self->state.options.directory->set_up(name, hello.node_id);
+  lib_log().info("tools node {} ({}) is up: {} tools, ledger {} with {} calls", name, link.route.address,
+                 hello.tools.size(), hello.node_id, hello.ledger_calls);
+  first_attempt_ended(self, link);
 }
 
 void connect(RouterSelf self, const std::string& name) {
@@ -116,24 +108,31 @@ void connect(RouterSelf self, const std::string& name) {
   if (link.connecting || link.handle) return;
   link.connecting = true;
   const uint64_t generation = ++link.generation;
-  auto mm = node_middleman(self->system(), st.options.insecure);
-  // Asynchronous, with a deadline: a hung peer cannot hold the router.
-  self->request(mm, std::chrono::milliseconds(st.options.connect_timeout_ms), caf::connect_atom::value, link.host,
-                link.port)
-      .then(
-          [self, name, generation](const caf::node_id&, caf::strong_actor_ptr& ptr,
-                                   const std::set<std::string>& interface) {
-            if (!ptr) return link_failed(self, name, generation, "nothing is published at that port");
-            auto& sys = self->system();
-            if (!sys.assignable(interface, tool_node_interface(sys))) {
-              return link_failed(self, name, generation,
-                                 "the actor there is not a tools node of this version (another interface)");
-            }
-            link_up(self, name, generation, caf::actor_cast<ToolNodeActor>(ptr));
-          },
-          [self, name, generation](caf::error& e) {
-            link_failed(self, name, generation, "cannot connect: " + caf::to_string(e));
-          });
+  NodeConnect spec{.address = link.route.address,
+                   .host = link.host,
+                   .port = link.port,
+                   .insecure = st.options.insecure,
+                   .timeout_ms = st.options.connect_timeout_ms,
+                   .role = "tools",
+                   .interface = tool_node_interface(self->system()),
+                   .check = [wanted = link.route.tools](const NodeHello& hello) {
+                     std::string missing;
+                     for (const auto& t : wanted) {
+                       if (t.empty() || t.back() == '*') continue;
+                       if (std::find(hello.tools.begin(), hello.tools.end(), t) == hello.tools.end()) {
+                         missing += (missing.empty() ? "" : ", ") + t;
+                       }
+                     }
+                     return missing.empty() ? std::string()
+                                            : "the node does not run " + missing +
+                                                  " (it runs what its own config enables)";
+                   }};
+  connect_to_node(
+      self, spec,
+      [self, name, generation](caf::strong_actor_ptr ptr, const NodeHello& hello) {
+        link_up(self, name, generation, caf::actor_cast<ToolNodeActor>(ptr), hello);
+      },
+      [self, name, generation](const std::string& why) { link_failed(self, name, generation, why); });
 }
 
 // Answers the call `id` (once): the node's outcome, or why none came. A
@@ -151,8 +150,32 @@ void finish(RouterSelf self, uint64_t id, ToolOutcome outcome) {
   outcome.faults.clear();  // fault notes are the host's own; a node has no plan
   self->state.options.directory->answered(it->second.node, outcome.node_lost);
   outcome.node = it->second.node;
-  it->second.rp.deliver(std::move(outcome));
+  InFlight f = std::move(it->second);
   self->state.in_flight.erase(it);
+  if (!outcome.node_lost && !outcome.timed_out) {
+    // The node ran the call; the host has its outcome and has not recorded it.
+    Fault after = check_fault(self->state.options.faults.get(),
+                              FaultSite{.point = FaultPoint::kToolAfterExec, .session = f.session, .name = f.tool});
+    if (after) {
+      outcome.faults.push_back(fault_note(FaultPoint::kToolAfterExec, after));
+      if (after.action == FaultAction::kError) {
+        outcome.output = "tool " + f.tool + " failed after running: " +
+                         (after.message.empty() ? "injected fault" : after.message);
+        outcome.is_error = true;
+      }
+      if (after.action == FaultAction::kHang) {
+        self->state.hung.push_back(std::move(f.rp));
+        return;
+      }
+      if (after.action == FaultAction::kDelay) {
+        const uint64_t token = ++self->state.next_id;
+        self->state.held[token] = Held{.outcome = std::move(outcome), .is_outcome = true, .rp = std::move(f.rp)};
+        self->delayed_send(self, std::chrono::milliseconds(after.delay_ms), release_atom::value, token);
+        return;
+      }
+    }
+  }
+  f.rp.deliver(std::move(outcome));
 }
 
 void node_lost(RouterSelf self, const std::string& name, const std::string& why) {
@@ -225,7 +248,12 @@ void send_call(RouterSelf self, ToolInvocation inv, caf::response_promise rp) {
   const uint64_t id = ++rs.next_id;
   const uint64_t deadline_ms =
       inv.timeout_ms > 0 ? inv.timeout_ms + kToolGraceMs + rs.options.deadline_margin_ms : kMaxRemoteCallMs;
-  rs.in_flight[id] = InFlight{.node = inv.node, .call_id = inv.call.id, .sent = Clock::now(), .rp = std::move(rp)};
+  rs.in_flight[id] = InFlight{.node = inv.node,
+                              .call_id = inv.call.id,
+                              .session = inv.session_id,
+                              .tool = inv.call.name,
+                              .sent = Clock::now(),
+                              .rp = std::move(rp)};
   rs.options.directory->sent(inv.node);
   const std::string node = inv.node;
   const std::string call_id = inv.call.id;
@@ -274,8 +302,43 @@ caf::behavior tool_router(RouterSelf self, ToolSupervisorActor local, ToolRouter
   return {
       [self](ToolInvocation& inv) -> caf::response_promise {
         auto rp = self->make_response_promise();
-        send_call(self, std::move(inv), rp);
+        if (inv.node.empty()) {
+          send_call(self, std::move(inv), rp);  // the local supervisor checks the faults
+          return rp;
+        }
+        Fault before = check_fault(self->state.options.faults.get(),
+                                   FaultSite{.point = FaultPoint::kToolBeforeExec,
+                                             .session = inv.session_id,
+                                             .name = inv.call.name});
+        if (before.action == FaultAction::kError) {
+          ToolOutcome o{.call_id = inv.call.id,
+                        .output = "tool " + inv.call.name + " failed: " +
+                                  (before.message.empty() ? "injected fault" : before.message),
+                        .is_error = true,
+                        .node = inv.node};
+          o.faults.push_back(fault_note(FaultPoint::kToolBeforeExec, before));
+          rp.deliver(std::move(o));
+        } else if (before.action == FaultAction::kHang) {
+          self->state.hung.push_back(rp);
+        } else if (before.action == FaultAction::kDelay) {
+          const uint64_t token = ++self->state.next_id;
+          self->state.held[token] = Held{.invocation = std::move(inv), .rp = rp};
+          self->delayed_send(self, std::chrono::milliseconds(before.delay_ms), release_atom::value, token);
+        } else {
+          send_call(self, std::move(inv), rp);
+        }
         return rp;
+      },
+      [self](release_atom, uint64_t token) {
+        auto it = self->state.held.find(token);
+        if (it == self->state.held.end()) return;
+        Held h = std::move(it->second);
+        self->state.held.erase(it);
+        if (h.is_outcome) {
+          h.rp.deliver(std::move(h.outcome));
+        } else {
+          send_call(self, std::move(h.invocation), std::move(h.rp));
+        }
       },
       [self](cancel_atom, const std::string& session) {
         self->send(self->state.local, cancel_atom::value, session);

@@ -13,7 +13,9 @@
 // When a node is lost (its connection closed, reset, or silent past the
 // middleman's connection time-out) each call it had in flight is answered
 // at once with node_lost set: no result came and none will. A node up but
-// slow past a call's deadline gives a timed-out result instead.
+// slow past a call's deadline gives a timed-out result instead. The host's
+// fault plan reaches routed calls at tool.before_exec and tool.after_exec,
+// as it reaches local ones.
 #pragma once
 
 #include <caf/fwd.hpp>
@@ -33,6 +35,10 @@ struct ToolRouterOptions {
   // A call's deadline: its time-out, the tool grace, and this margin for
   // the trip (a call without a time-out: kMaxRemoteCallMs).
   uint64_t deadline_margin_ms = 5000;
+  // The host's fault plan (may be null): tool.before_exec fires before a
+  // routed call is sent, tool.after_exec when its node's outcome arrives
+  // (a crash there: the node ran the call, the host never recorded it).
+  std::shared_ptr<FaultInjector> faults;
 };
 
 inline constexpr uint64_t kMaxRemoteCallMs = 24ull * 3600 * 1000;

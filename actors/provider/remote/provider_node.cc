@@ -1,0 +1,56 @@
+#include "actors/provider/remote/provider_node.h"
+
+#include <random>
+
+#include "base/digest.h"
+#include "base/lib_log.h"
+#include "base/version.h"
+#include <unistd.h>
+
+namespace carapace {
+namespace {
+
+std::string random_node_id() {
+  std::random_device rd;
+  return digest128(std::to_string(rd()) + ":" + std::to_string(rd()) + ":" + std::to_string(::getpid()))
+      .hex()
+      .substr(0, 16);
+}
+
+ProviderNodeActor::behavior_type provider_node(ProviderNodeActor::pointer self, ProviderSupervisorActor local,
+                                               NodeHello hello) {
+  return {
+      [self, local](ProviderRequest& request, DeltaSinkActor& sink) {
+        // The supervisor answers every attempt, a transport failure if its
+        // worker died; a failed request to it becomes one too.
+        auto rp = self->make_response_promise<ProviderReply>();
+        self->request(local, caf::infinite, std::move(request), std::move(sink))
+            .then([rp](ProviderReply& r) mutable { rp.deliver(std::move(r)); },
+                  [rp](caf::error& e) mutable {
+                    ProviderReply failed;
+                    failed.failure = ProviderFailure{.error = "the provider node failed the attempt: " +
+                                                              caf::to_string(e),
+                                                     .transport = true};
+                    rp.deliver(std::move(failed));
+                  });
+        return rp;
+      },
+      [hello](hello_atom) { return hello; },
+  };
+}
+
+}  // namespace
+
+ProviderNodeActor spawn_provider_node(caf::actor_system& system, ProviderSupervisorActor local,
+                                      ProviderNodeOptions options) {
+  NodeHello hello{.node_id = random_node_id(),
+                  .name = options.name,
+                  .role = "provider",
+                  .version = version(),
+                  .provider = options.provider->name(),
+                  .render_digest = probe_render_digest(
+                      [p = options.provider](const ProviderRequest& r) { return p->render_request(r); })};
+  return system.spawn(provider_node, std::move(local), std::move(hello));
+}
+
+}  // namespace carapace

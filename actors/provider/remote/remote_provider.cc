@@ -1,0 +1,384 @@
+#include "actors/provider/remote/remote_provider.h"
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <future>
+#include <map>
+#include <mutex>
+
+#include "actors/node/node_link.h"
+#include "actors/tool/remote/node_protocol.h"
+#include "base/lib_log.h"
+
+namespace carapace {
+
+// The attempts under way: each one's sinks, shared between the caller's
+// start() and the router, which answers them. Also the nodes' states.
+struct RemoteProvider::Calls {
+  struct Entry {
+    DeltaSink on_delta;
+    ReplySink done;
+  };
+  std::mutex mu;
+  uint64_t next_id = 0;
+  std::map<uint64_t, Entry> entries;
+  std::vector<NodeState> nodes;
+
+  void delta(uint64_t id, const StreamDelta& d) {
+    DeltaSink sink;
+    {
+      std::lock_guard lock(mu);
+      auto it = entries.find(id);
+      if (it == entries.end()) return;  // answered already: a late piece
+      sink = it->second.on_delta;
+    }
+    if (sink) sink(d);
+  }
+
+  void finish(uint64_t id, ProviderReply reply) {
+    ReplySink done;
+    {
+      std::lock_guard lock(mu);
+      auto it = entries.find(id);
+      if (it == entries.end()) return;
+      done = std::move(it->second.done);
+      entries.erase(it);
+    }
+    if (done) done(std::move(reply));
+  }
+
+  void set_node(const std::string& name, bool up, const std::string& why, int delta_in_flight) {
+    std::lock_guard lock(mu);
+    for (auto& n : nodes) {
+      if (n.route.name != name) continue;
+      if (delta_in_flight != 0) {
+        n.in_flight = static_cast<uint64_t>(static_cast<int64_t>(n.in_flight) + delta_in_flight);
+        return;
+      }
+      n.up = up;
+      n.why_down = up ? "" : why;
+      n.changed_at_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    }
+  }
+};
+
+namespace {
+
+using reconnect_atom = caf::atom_constant<caf::atom("reconnect")>;
+using ready_atom = caf::atom_constant<caf::atom("ready")>;
+using Clock = std::chrono::steady_clock;
+
+struct Link {
+  NodeRoute route;
+  std::string host;
+  uint16_t port = 0;
+  ProviderNodeActor handle;
+  bool connecting = false;
+  bool tried = false;
+  uint64_t generation = 0;
+  std::string last_failure;
+  uint64_t in_flight = 0;
+};
+
+struct Attempt {
+  std::string node;
+  Clock::time_point sent;
+  caf::actor sink;
+};
+
+struct RouterState {
+  RouterState() = default;
+  RemoteProviderOptions options;
+  std::shared_ptr<RemoteProvider::Calls> calls;
+  std::string render_digest;
+  std::map<std::string, Link> links;
+  std::map<uint64_t, Attempt> attempts;
+  std::vector<std::pair<uint64_t, ProviderRequest>> waiting;  // came before every node was tried
+  std::vector<caf::response_promise> ready_waiters;
+  static inline const char* name = "carapace.provider_router";
+};
+
+using RouterSelf = caf::stateful_actor<RouterState>*;
+
+void dispatch(RouterSelf self, uint64_t id, ProviderRequest request);
+
+uint64_t ms_since(Clock::time_point t) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
+}
+
+ProviderReply transport_failure(std::string why) {
+  ProviderReply r;
+  r.failure = ProviderFailure{.error = std::move(why), .transport = true};
+  return r;
+}
+
+bool all_tried(RouterSelf self) {
+  for (const auto& [name, link] : self->state.links) {
+    if (!link.tried) return false;
+  }
+  return true;
+}
+
+void tried(RouterSelf self, Link& link) {
+  if (link.tried) return;
+  link.tried = true;
+  if (!all_tried(self)) return;
+  for (auto& w : self->state.ready_waiters) w.deliver(true);
+  self->state.ready_waiters.clear();
+  auto waiting = std::move(self->state.waiting);
+  self->state.waiting.clear();
+  for (auto& [id, request] : waiting) dispatch(self, id, std::move(request));
+}
+
+void link_failed(RouterSelf self, const std::string& name, uint64_t generation, const std::string& why) {
+  auto& link = self->state.links[name];
+  if (generation != link.generation) return;
+  link.connecting = false;
+  link.handle = nullptr;
+  self->state.calls->set_node(name, false, why, 0);
+  if (why != link.last_failure) lib_log().warn("provider node {} ({}) is down: {}", name, link.route.address, why);
+  link.last_failure = why;
+  tried(self, link);
+  self->delayed_send(self, std::chrono::milliseconds(self->state.options.reconnect_ms), reconnect_atom::value,
+                     name);
+}
+
+void connect(RouterSelf self, const std::string& name) {
+  auto& st = self->state;
+  auto& link = st.links[name];
+  if (link.connecting || link.handle) return;
+  link.connecting = true;
+  const uint64_t generation = ++link.generation;
+  NodeConnect spec{
+      .address = link.route.address,
+      .host = link.host,
+      .port = link.port,
+      .insecure = st.options.insecure,
+      .timeout_ms = st.options.connect_timeout_ms,
+      .role = "provider",
+      .interface = provider_node_interface(self->system()),
+      .check = [provider = st.options.renderer->name(), digest = st.render_digest](const NodeHello& hello) {
+        if (hello.provider != provider) {
+          return "the node runs the " + hello.provider + " provider; this host's config names " + provider;
+        }
+        if (hello.render_digest != digest) {
+          return std::string(
+              "the node renders requests differently from this host's provider settings (max_tokens, "
+              "temperature, stream, cache, or another version): make both configs' provider sections the same, "
+              "keys apart");
+        }
+        return std::string();
+      }};
+  connect_to_node(
+      self, spec,
+      [self, name, generation](caf::strong_actor_ptr ptr, const NodeHello& hello) {
+        auto& l = self->state.links[name];
+        if (generation != l.generation) return;
+        l.connecting = false;
+        l.handle = caf::actor_cast<ProviderNodeActor>(ptr);
+        l.last_failure.clear();
+        self->monitor(l.handle);
+        self->state.calls->set_node(name, true, "", 0);
+        lib_log().info("provider node {} ({}) is up: {}", name, l.route.address, hello.provider);
+        tried(self, l);
+      },
+      [self, name, generation](const std::string& why) { link_failed(self, name, generation, why); });
+}
+
+void finish(RouterSelf self, uint64_t id, ProviderReply reply) {
+  auto it = self->state.attempts.find(id);
+  if (it == self->state.attempts.end()) return;  // answered already (the node was lost first)
+  if (auto l = self->state.links.find(it->second.node); l != self->state.links.end() && l->second.in_flight > 0) {
+    --l->second.in_flight;
+    self->state.calls->set_node(it->second.node, false, "", -1);
+  }
+  // The node's body store and fault notes are its own; the host has neither.
+  reply.body_ref.clear();
+  reply.faults.clear();
+  self->send_exit(it->second.sink, caf::exit_reason::user_shutdown);  // "normal" would be ignored
+  self->state.attempts.erase(it);
+  self->state.calls->finish(id, std::move(reply));
+}
+
+void node_lost(RouterSelf self, const std::string& name, const std::string& why) {
+  auto& st = self->state;
+  auto& link = st.links[name];
+  link.handle = nullptr;
+  link.connecting = false;
+  ++link.generation;
+  st.calls->set_node(name, false, "lost: " + why, 0);
+  std::vector<std::pair<uint64_t, uint64_t>> lost;  // id, ms in
+  for (const auto& [id, a] : st.attempts) {
+    if (a.node == name) lost.emplace_back(id, ms_since(a.sent));
+  }
+  lib_log().warn("provider node {} ({}) was lost ({}); {} attempt(s) in flight", name, link.route.address, why,
+                 lost.size());
+  for (const auto& [id, ms] : lost) {
+    finish(self, id,
+           transport_failure("the provider node " + name + " (" + link.route.address + ") was lost " +
+                             std::to_string(ms) + " ms into the attempt: " + why));
+  }
+  self->delayed_send(self, std::chrono::milliseconds(st.options.reconnect_ms), reconnect_atom::value, name);
+}
+
+void dispatch(RouterSelf self, uint64_t id, ProviderRequest request) {
+  auto& st = self->state;
+  Link* best = nullptr;
+  std::string down;
+  for (auto& [name, link] : st.links) {
+    if (link.handle) {
+      if (best == nullptr || link.in_flight < best->in_flight) best = &link;
+      continue;
+    }
+    down += (down.empty() ? "" : "; ") + name + " (" + link.route.address + "): " +
+            (link.last_failure.empty() ? "connecting" : link.last_failure);
+  }
+  if (best == nullptr) {
+    if (!all_tried(self)) {
+      st.waiting.emplace_back(id, std::move(request));
+      return;
+    }
+    st.calls->finish(id, transport_failure("no provider node is up: " + down));
+    return;
+  }
+  auto calls = st.calls;
+  auto sink = self->spawn([calls, id]() -> DeltaSinkActor::behavior_type {
+    return {[calls, id](const StreamDelta& d) { calls->delta(id, d); }};
+  });
+  const std::string node = best->route.name;
+  ++best->in_flight;
+  st.calls->set_node(node, false, "", +1);
+  st.attempts[id] = Attempt{.node = node, .sent = Clock::now(), .sink = caf::actor_cast<caf::actor>(sink)};
+  const uint64_t deadline_ms = st.options.attempt_deadline_ms;
+  self->request(best->handle, std::chrono::milliseconds(deadline_ms), std::move(request), sink)
+      .then([self, id](ProviderReply& r) { finish(self, id, std::move(r)); },
+            [self, id, node, deadline_ms](caf::error& e) {
+              finish(self, id,
+                     transport_failure(e == caf::sec::request_timeout
+                                           ? "the provider node " + node + " gave no answer within " +
+                                                 std::to_string(deadline_ms) + " ms"
+                                           : "the provider node " + node + " failed the attempt: " +
+                                                 caf::to_string(e)));
+            });
+}
+
+caf::behavior provider_router(RouterSelf self, RemoteProviderOptions options,
+                              std::shared_ptr<RemoteProvider::Calls> calls) {
+  auto& st = self->state;
+  st.options = std::move(options);
+  st.calls = std::move(calls);
+  st.render_digest = probe_render_digest(
+      [renderer = st.options.renderer](const ProviderRequest& r) { return renderer->render_request(r); });
+  for (const auto& route : st.options.nodes) {
+    Link link{.route = route};
+    if (Status s = parse_node_address(route.address, &link.host, &link.port); !s.ok()) {
+      link.last_failure = s.message();
+      link.tried = true;
+      st.calls->set_node(route.name, false, s.message(), 0);
+      st.links[route.name] = std::move(link);
+      continue;
+    }
+    st.links[route.name] = std::move(link);
+    connect(self, route.name);
+  }
+  self->set_down_handler([self](caf::down_msg& dm) {
+    for (auto& [name, link] : self->state.links) {
+      if (link.handle && link.handle.address() == dm.source) return node_lost(self, name, caf::to_string(dm.reason));
+    }
+  });
+  return {
+      [self](start_atom, uint64_t id, ProviderRequest& request) { dispatch(self, id, std::move(request)); },
+      [self](cancel_atom, uint64_t id) {
+        auto it = self->state.attempts.find(id);
+        if (it == self->state.attempts.end()) {
+          self->state.calls->finish(id, transport_failure("cancelled"));
+          return;
+        }
+        finish(self, id, transport_failure("cancelled"));
+      },
+      [self](reconnect_atom, const std::string& name) { connect(self, name); },
+      [self](ready_atom) -> caf::response_promise {
+        auto rp = self->make_response_promise();
+        if (all_tried(self)) {
+          rp.deliver(true);
+        } else {
+          self->state.ready_waiters.push_back(rp);
+        }
+        return rp;
+      },
+  };
+}
+
+}  // namespace
+
+RemoteProvider::RemoteProvider(caf::actor_system& system, RemoteProviderOptions options)
+    : system_(system), options_(std::move(options)), calls_(std::make_shared<Calls>()) {
+  for (const auto& route : options_.nodes) calls_->nodes.push_back(NodeState{.route = route});
+  router_ = system_.spawn(provider_router, options_, calls_);
+}
+
+RemoteProvider::~RemoteProvider() { shutdown(); }
+
+void RemoteProvider::shutdown() {
+  if (router_) {
+    caf::anon_send_exit(router_, caf::exit_reason::user_shutdown);
+    router_ = nullptr;
+  }
+  // Whoever still waits is answered.
+  std::map<uint64_t, Calls::Entry> left;
+  {
+    std::lock_guard lock(calls_->mu);
+    left.swap(calls_->entries);
+  }
+  for (auto& [id, e] : left) {
+    if (e.done) e.done(transport_failure("cancelled: the runtime is shutting down"));
+  }
+}
+
+std::string RemoteProvider::name() const { return options_.renderer->name(); }
+
+std::string RemoteProvider::render_request(const ProviderRequest& request) const {
+  return options_.renderer->render_request(request);
+}
+
+uint64_t RemoteProvider::start(const ProviderRequest& request, DeltaSink on_delta, ReplySink done) {
+  uint64_t id;
+  {
+    std::lock_guard lock(calls_->mu);
+    id = ++calls_->next_id;
+    calls_->entries[id] = Calls::Entry{.on_delta = std::move(on_delta), .done = std::move(done)};
+  }
+  if (!router_) {
+    calls_->finish(id, transport_failure("cancelled: the runtime is shutting down"));
+    return id;
+  }
+  caf::anon_send(router_, start_atom::value, id, request);
+  return id;
+}
+
+void RemoteProvider::cancel(uint64_t id) {
+  if (router_) caf::anon_send(router_, cancel_atom::value, id);
+}
+
+ProviderReply RemoteProvider::call(const ProviderRequest& request, const DeltaSink& on_delta) {
+  auto promise = std::make_shared<std::promise<ProviderReply>>();
+  auto answer = promise->get_future();
+  start(request, on_delta, [promise](ProviderReply r) { promise->set_value(std::move(r)); });
+  return answer.get();
+}
+
+void RemoteProvider::wait_ready(uint64_t ms) {
+  if (!router_) return;
+  caf::scoped_actor self{system_};
+  self->request(router_, std::chrono::milliseconds(ms), ready_atom::value).receive([](bool) {}, [](caf::error&) {});
+}
+
+std::vector<NodeState> RemoteProvider::states() const {
+  std::lock_guard lock(calls_->mu);
+  return calls_->nodes;
+}
+
+}  // namespace carapace
