@@ -368,7 +368,7 @@ class Runner {
         violation("setup_failed", s.to_string());
         return finish(it, home);
       }
-      nodes_->start_chaos();
+      if (o_.node_chaos) nodes_->start_chaos();
     }
     std::map<uint64_t, Digest128> prefixes;  // acknowledged checkpoint seq -> digest of the records up to it
     bool crash_next = true;

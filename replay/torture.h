@@ -94,6 +94,9 @@ struct TortureOptions {
   // idempotent ran twice on any node or the host (step mode), and every
   // call has exactly one outcome. Needs the runner's own config.
   uint32_t nodes = 0;
+  // With nodes: false keeps them up (no kills or freezes), so that only the
+  // host's crashes test them (the node mutation check).
+  bool node_chaos = true;
   bool keep_passing_homes = false;
 };
 

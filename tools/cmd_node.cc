@@ -43,7 +43,7 @@ struct NodeArgs {
   uint64_t heartbeat_ms = 1000;
   uint64_t connection_timeout_ms = 5000;
   std::string exec_log;  // hidden: the torture runner's record of executions
-  std::string mutation;  // hidden: forgetful_ledger, for the torture runner's mutation check
+  std::string mutation;  // hidden: forgetful_ledger (the torture runner's mutation check) or silent
 };
 
 int run_node(Context& ctx, const NodeArgs& args) {
@@ -52,7 +52,7 @@ int run_node(Context& ctx, const NodeArgs& args) {
                                          "(collector nodes are not yet; docs/scale-out.md)"));
   }
   const bool provider_role = args.role == "provider";
-  if (!args.mutation.empty() && args.mutation != "forgetful_ledger") {
+  if (!args.mutation.empty() && args.mutation != "forgetful_ledger" && args.mutation != "silent") {
     return ctx.usage(Status::invalid_argument("--test-mutation: no node mutation named " + args.mutation));
   }
   if (args.listen.empty()) return ctx.usage(Status::invalid_argument("--listen host:port is required"));
@@ -143,7 +143,9 @@ int run_node(Context& ctx, const NodeArgs& args) {
                         .workspace_root = canonical_root,
                         .tools = tools,
                         .ledger = ledger,
-                        .forget_calls = args.mutation == "forgetful_ledger"});
+                        .mutation = args.mutation == "forgetful_ledger" ? ToolNodeOptions::Mutation::kForgetfulLedger
+                                    : args.mutation == "silent"         ? ToolNodeOptions::Mutation::kSilent
+                                                                        : ToolNodeOptions::Mutation::kNone});
     supervisor = caf::actor_cast<caf::actor>(local);
     node = caf::actor_cast<caf::actor>(published);
     bound = publish(published);

@@ -27,6 +27,7 @@ struct TortureArgs {
   bool power_loss = false;
   bool approvals = false;
   uint32_t nodes = 0;
+  bool calm_nodes = false;
   std::string mutation;
   bool keep = false;
   std::string config;
@@ -60,6 +61,7 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                          .mutation = args.mutation,
                          .approvals = args.approvals,
                          .nodes = args.nodes,
+                         .node_chaos = !args.calm_nodes,
                          .keep_passing_homes = args.keep};
   bool own_dir = args.dir.empty();
   if (own_dir) {
@@ -145,7 +147,9 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
     std::printf("torture: %s, seed %llu, mode %s%s%s, %.1f s\n", args.scenario.c_str(),
                 static_cast<unsigned long long>(args.seed), args.mode.c_str(),
                 args.power_loss ? ", power loss after every crash" : "",
-                args.nodes > 0 ? (", " + std::to_string(args.nodes) + " tools nodes killed and frozen at random").c_str()
+                args.nodes > 0 ? (", " + std::to_string(args.nodes) + " tools nodes" +
+                                  (args.calm_nodes ? "" : " killed and frozen at random"))
+                                     .c_str()
                                : "",
                 report.seconds);
     std::printf("  %-34s %8llu  (step %llu, turn %llu)\n", "iterations",
@@ -274,6 +278,8 @@ void register_torture_command(CLI::App& app, Context& ctx) {
                   "Route every tool to N tools nodes the runner starts (mutual TLS), and kill (then restart) or "
                   "freeze one at random moments while the host crashes (docs/scale-out.md); not with --config")
       ->check(CLI::Range(0, 4));
+  cmd->add_flag("--calm-nodes", args->calm_nodes,
+                "With --nodes: never kill or freeze the nodes; only the host crashes");
   cmd->add_option("--test-mutation", args->mutation, "A deliberate defect in the children, for tests")->group("");
   cmd->add_option("--dir", args->dir, "Where the iterations' homes go (default: a temporary directory)");
   cmd->add_flag("--keep", args->keep,

@@ -8,6 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -42,6 +46,19 @@ inline size_t count_lines(const std::string& text, const std::string& part) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) n += contains(line, part) ? 1 : 0;
   return n;
+}
+
+// A port free on 127.0.0.1 now.
+inline uint16_t free_loopback_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
 }
 
 struct NodeProcess {
@@ -85,7 +102,9 @@ class NodeCluster {
   // free port, with a 200 ms heartbeat and a 1 s connection time-out, and
   // waits until it listens. `env`: "NAME=value" words before the command
   // (the environment is otherwise the test's, without provider keys).
-  NodeProcess& start_node(const std::string& name, const std::string& extra = "", const std::string& env = "") {
+  // `port`: where it listens (0: a free port, found from what it says).
+  NodeProcess& start_node(const std::string& name, const std::string& extra = "", const std::string& env = "",
+                          uint16_t port = 0) {
     NodeProcess n{.name = name, .home = dir.sub("home-" + name), .log = dir.sub(name + ".log"),
                   .exec_log = dir.sub(name + ".exec")};
     std::filesystem::create_directories(n.home);
@@ -94,7 +113,7 @@ class NodeCluster {
     const std::string pidfile = dir.sub(name + ".pid");
     const std::string cmd =
         "env -u OPENAI_API_KEY -u OPENAI_BASE_URL -u ANTHROPIC_API_KEY -u ANTHROPIC_BASE_URL " + env + " '" +
-        std::string(CARAPACE_BIN) + "' --home '" + n.home + "' node --listen 127.0.0.1:0 --tls '" +
+        std::string(CARAPACE_BIN) + "' --home '" + n.home + "' node --listen 127.0.0.1:" + std::to_string(port) + " --tls '" +
         dir.sub("tls-" + name) + "' --heartbeat-ms 200 --connection-timeout-ms 1000 --exec-log '" + n.exec_log +
         "' " + extra + " >'" + n.log + "' 2>&1 </dev/null & echo $! >'" + pidfile + "'";
     BOOST_REQUIRE(std::system(cmd.c_str()) == 0);

@@ -341,6 +341,58 @@ BOOST_AUTO_TEST_CASE(a_client_without_a_valid_certificate_cannot_complete_a_hand
   BOOST_TEST(testing::CliRunner::slurp(n1.exec_log).empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_node_that_comes_up_later_is_connected_to_within_about_a_second) {
+  const uint16_t port = testing::free_loopback_port();
+  open(config(shell_then_done("echo reached"), {route("n1", port)}, "tls-host"));  // nothing listens yet
+  const auto started = Clock::now();
+  start_node("n1", "", "", port);
+  // Each try is a session whose call is refused until the router has the node.
+  int tries = 0;
+  std::string ran_in;
+  while (Clock::now() - started < 15s && ran_in.empty()) {
+    const std::string id = "try" + std::to_string(++tries);
+    CHECK_OK(rt->start_session(SessionOptions{.id = id, .task = "go"}, nullptr));
+    SessionOutcome o;
+    CHECK_OK(rt->wait(id, 60s, &o));
+    auto completed = of_type<ToolCompleted>(id);
+    BOOST_REQUIRE(completed.size() == 1u);
+    if (!completed[0].is_error) {
+      ran_in = id;
+      BOOST_TEST(completed[0].node == "n1");
+      BOOST_TEST(contains(completed[0].output, "reached"), completed[0].output);
+    } else {
+      BOOST_TEST(contains(completed[0].output, "not run"), completed[0].output);
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
+  BOOST_TEST_MESSAGE("a node started after its host was reached after " << ms << " ms, " << tries << " tries");
+  BOOST_REQUIRE(!ran_in.empty());
+  BOOST_TEST(ms < 4000);  // started, then one reconnection a second
+}
+
+BOOST_AUTO_TEST_CASE(a_call_a_node_that_is_up_never_answers_times_out_at_its_deadline) {
+  NodeProcess& n1 = start_node("n1", "--test-mutation silent");  // heartbeats on, calls never answered
+  Config c = config(shell_then_done("echo hi"), {route("n1", n1.port)}, "tls-host");
+  c.tool_timeout_ms = 1000;  // the call's deadline: 1 s + the 2 s grace + 5 s for the trip
+  open(c);
+  const auto start = Clock::now();
+  CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, nullptr));
+  SessionOutcome o;
+  CHECK_OK(rt->wait("s1", 60s, &o));
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  auto completed = of_type<ToolCompleted>("s1");
+  BOOST_REQUIRE(completed.size() == 1u);
+  BOOST_TEST(completed[0].timed_out);
+  BOOST_TEST(!completed[0].interrupted);
+  BOOST_TEST(completed[0].node == "n1");
+  BOOST_TEST(contains(completed[0].output, "gave no answer within 8000 ms; the call may still be running there"),
+             completed[0].output);
+  BOOST_TEST(ms >= 8000);
+  BOOST_TEST(ms < 12'000);  // the router's deadline, not the session's backstop (13 s)
+  BOOST_TEST(o.final_answer == "done");
+}
+
 BOOST_AUTO_TEST_CASE(without_a_node_up_a_routed_call_is_refused_not_run_here) {
   // A port nothing listens on.
   open(config(shell_then_done("echo here > ran-on-host"), {route("n1", 1)}, "tls-host"));

@@ -32,6 +32,7 @@ struct ToolNodeState {
   ToolNodeOptions options;
   // Calls running here, by ledger key: whoever asks while one runs waits for it.
   std::map<std::string, std::vector<caf::typed_response_promise<ToolOutcome>>> running;
+  std::vector<caf::typed_response_promise<ToolOutcome>> silenced;  // Mutation::kSilent: never answered
   static inline const char* name = "carapace.tool_node";
 };
 
@@ -123,7 +124,9 @@ ToolNodeActor::behavior_type tool_node(NodeSelf self, ToolSupervisorActor local,
           return rp;
         }
         const CallLedger::Entry e =
-            st.options.forget_calls ? CallLedger::Entry{} : st.options.ledger->find(inv.session_id, inv.call.id);
+            st.options.mutation == ToolNodeOptions::Mutation::kForgetfulLedger
+                ? CallLedger::Entry{}
+                : st.options.ledger->find(inv.session_id, inv.call.id);
         if (e.state == CallLedger::State::kDone) {
           ToolOutcome o = e.outcome_kept ? e.outcome
                                          : refused(inv, st.options.name,
@@ -149,7 +152,14 @@ ToolNodeActor::behavior_type tool_node(NodeSelf self, ToolSupervisorActor local,
           return rp;
         }
         st.running[key].push_back(rp);
-        if (st.options.forget_calls) inv.recovering.clear();  // the mutation: a call asked again is a new one
+        if (st.options.mutation == ToolNodeOptions::Mutation::kForgetfulLedger) {
+          inv.recovering.clear();  // a call asked for again is a new one
+        }
+        if (st.options.mutation == ToolNodeOptions::Mutation::kSilent) {
+          st.running.erase(key);
+          st.silenced.push_back(rp);  // never answered
+          return rp;
+        }
         run_call(self, std::move(inv), key, tool->spec.idempotent);
         return rp;
       },

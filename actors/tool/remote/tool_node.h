@@ -24,10 +24,12 @@ struct ToolNodeOptions {
   std::string workspace_root;  // canonical; each session gets root/<session id>
   std::shared_ptr<ToolRegistry> tools;
   std::shared_ptr<CallLedger> ledger;
-  // A deliberate defect for the torture runner's mutation check
-  // (forgetful_ledger): calls are never looked up, and one asked for again
-  // after a host crash runs as a new one. Never set outside that check.
-  bool forget_calls = false;
+  // Deliberate defects for tests (carapace node --test-mutation), never set
+  // otherwise: kForgetfulLedger (the torture runner's mutation check) never
+  // looks calls up, and runs one asked for again after a host crash as a
+  // new one; kSilent never answers a call, though the node stays up.
+  enum class Mutation : uint8_t { kNone, kForgetfulLedger, kSilent };
+  Mutation mutation = Mutation::kNone;
 };
 
 ToolNodeActor spawn_tool_node(caf::actor_system& system, ToolSupervisorActor local, ToolNodeOptions options);
