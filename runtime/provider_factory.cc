@@ -49,7 +49,7 @@ Status resolve_http_options(const ProviderConfig& c, HttpProviderOptions* out, b
 }
 
 uint64_t provider_attempt_deadline_ms(const ProviderConfig& c) {
-  return std::max(c.max_stream_ms, c.first_byte_timeout_ms) + c.connect_timeout_ms + 30'000;
+  return std::max(c.max_stream_ms, c.first_byte_timeout_ms) + c.connect_timeout_ms + 10'000;
 }
 
 std::shared_ptr<Provider> make_http_provider(const std::string& name, HttpProviderOptions options,

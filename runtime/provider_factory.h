@@ -28,7 +28,7 @@ Status resolve_http_options(const ProviderConfig& config, HttpProviderOptions* o
 
 // How long a host waits for a provider node's answer to one attempt: the
 // provider's own bound on an attempt (which the node enforces), its
-// connection time-out, and 30 s for the trip.
+// connection time-out, and 10 s for the trip.
 uint64_t provider_attempt_deadline_ms(const ProviderConfig& config);
 
 std::shared_ptr<Provider> make_http_provider(const std::string& name, HttpProviderOptions options,

@@ -131,7 +131,8 @@ int run_node(Context& ctx, const NodeArgs& args) {
   caf::expected<uint16_t> bound{caf::sec::cannot_publish_invalid_actor};
   if (provider_role) {
     auto local = spawn_provider_supervisor(system, provider);
-    auto published = spawn_provider_node(system, local, ProviderNodeOptions{.name = name, .provider = provider});
+    auto published = spawn_provider_node(
+        system, local, ProviderNodeOptions{.name = name, .provider = provider, .silent = args.mutation == "silent"});
     supervisor = caf::actor_cast<caf::actor>(local);
     node = caf::actor_cast<caf::actor>(published);
     bound = publish(published);

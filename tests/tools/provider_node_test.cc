@@ -161,6 +161,26 @@ BOOST_AUTO_TEST_CASE(a_node_killed_mid_stream_is_retried_on_the_other_node) {
   BOOST_TEST(!contains(said + testing::CliRunner::slurp(p2.log), kKey));
 }
 
+BOOST_AUTO_TEST_CASE(an_attempt_a_node_that_is_up_never_answers_fails_at_its_deadline) {
+  server.set_handler([](const testing::MockRequest& r, size_t) { return testing::FakeModel{.format = "openai"}.reply(r); });
+  NodeProcess& p1 = start_node("p1", "--role provider --test-mutation silent --config '" +
+                                         file("p1.json", json{{"provider", provider_section()}}.dump()) + "'");
+  json cfg = json::parse(testing::CliRunner::slurp(host_config({&p1})));
+  // The deadline: the provider's bound on an attempt (1 s), its connection time-out (1 s), 10 s for the trip.
+  cfg["provider"]["max_stream_ms"] = 1000;
+  cfg["provider"]["first_byte_timeout_ms"] = 1000;
+  cfg["provider"]["connect_timeout_ms"] = 1000;
+  cfg["retry"]["max_retries"] = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto run = cli(host_home, "run 'Note the plan' --session s1 --config '" + file("host3.json", cfg.dump()) + "'");
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  BOOST_TEST(run.code != 0);
+  BOOST_TEST(contains(run.out + run.err, "the provider node p1 gave no answer within 12000 ms"), run.out << run.err);
+  BOOST_TEST(ms >= 12s, ms.count() << " ms");
+  BOOST_TEST(ms < 25s, ms.count() << " ms");
+  BOOST_TEST(server.request_count() == 0u);  // the silent node never called the model
+}
+
 BOOST_AUTO_TEST_CASE(a_node_that_renders_requests_otherwise_is_refused_and_nothing_is_sent) {
   server.set_handler([](const testing::MockRequest& r, size_t) { return testing::FakeModel{.format = "openai"}.reply(r); });
   json other = provider_section();

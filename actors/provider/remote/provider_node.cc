@@ -18,12 +18,17 @@ std::string random_node_id() {
 }
 
 ProviderNodeActor::behavior_type provider_node(ProviderNodeActor::pointer self, ProviderSupervisorActor local,
-                                               NodeHello hello) {
+                                               NodeHello hello, bool silent) {
+  auto unanswered = std::make_shared<std::vector<caf::typed_response_promise<ProviderReply>>>();
   return {
-      [self, local](ProviderRequest& request, DeltaSinkActor& sink) {
+      [self, local, silent, unanswered](ProviderRequest& request, DeltaSinkActor& sink) {
         // The supervisor answers every attempt, a transport failure if its
         // worker died; a failed request to it becomes one too.
         auto rp = self->make_response_promise<ProviderReply>();
+        if (silent) {
+          unanswered->push_back(rp);
+          return rp;
+        }
         self->request(local, caf::infinite, std::move(request), std::move(sink))
             .then([rp](ProviderReply& r) mutable { rp.deliver(std::move(r)); },
                   [rp](caf::error& e) mutable {
@@ -50,7 +55,7 @@ ProviderNodeActor spawn_provider_node(caf::actor_system& system, ProviderSupervi
                   .provider = options.provider->name(),
                   .render_digest = probe_render_digest(
                       [p = options.provider](const ProviderRequest& r) { return p->render_request(r); })};
-  return system.spawn(provider_node, std::move(local), std::move(hello));
+  return system.spawn(provider_node, std::move(local), std::move(hello), options.silent);
 }
 
 }  // namespace carapace

@@ -15,6 +15,9 @@ namespace carapace {
 struct ProviderNodeOptions {
   std::string name;
   std::shared_ptr<Provider> provider;  // for hello: its name and how it renders
+  // A deliberate defect for tests (carapace node --test-mutation silent),
+  // never set otherwise: the node stays up and never answers an attempt.
+  bool silent = false;
 };
 
 ProviderNodeActor spawn_provider_node(caf::actor_system& system, ProviderSupervisorActor local,
