@@ -634,6 +634,8 @@ Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_p
                                              .insecure = config.node_net.insecure_loopback,
                                              .connect_timeout_ms = node_connect_ms,
                                              .attempt_deadline_ms = provider_attempt_deadline_ms(config.provider),
+                                             .max_reply_bytes = config.provider.max_response_bytes,
+                                             .max_tool_calls = config.provider.max_tool_calls,
                                              .renderer = impl->provider});
     impl->provider = impl->remote_provider;
   }

@@ -211,6 +211,11 @@ ToolSupervisorActor::behavior_type tool_supervisor(SupervisorPtr self, std::shar
 
 }  // namespace
 
+std::string injected_tool_failure(const std::string& tool, const Fault& fault, bool after_running) {
+  return "tool " + tool + (after_running ? " failed after running: " : " failed: ") +
+         (fault.message.empty() ? "injected fault" : fault.message);
+}
+
 ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocation, FaultInjector* faults,
                      CallTracker* tracker) {
   auto start = std::chrono::steady_clock::now();
@@ -225,8 +230,7 @@ ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocatio
       return outcome;
     }
     if (before.action == FaultAction::kError) {
-      outcome.output = "tool " + tool.spec.name +
-                       " failed: " + (before.message.empty() ? "injected fault" : before.message);
+      outcome.output = injected_tool_failure(tool.spec.name, before, false);
       outcome.is_error = true;
       return outcome;
     }
@@ -283,8 +287,7 @@ ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocatio
   if (after) {
     outcome.faults.push_back(fault_note(FaultPoint::kToolAfterExec, after));
     if (after.action == FaultAction::kError) {
-      outcome.output = "tool " + tool.spec.name +
-                       " failed after running: " + (after.message.empty() ? "injected fault" : after.message);
+      outcome.output = injected_tool_failure(tool.spec.name, after, true);
       outcome.is_error = true;
     }
     if (after.action == FaultAction::kDelay)

@@ -36,4 +36,8 @@ ToolSupervisorActor spawn_tool_supervisor(caf::actor_system& system, std::shared
 ToolOutcome run_tool(const ToolDefinition& tool, const ToolInvocation& invocation,
                      FaultInjector* faults = nullptr, CallTracker* tracker = nullptr);
 
+// The result text of a call an injected error fault failed, before it ran
+// or after (the tool router says the same for calls sent to nodes).
+std::string injected_tool_failure(const std::string& tool, const Fault& fault, bool after_running);
+
 }  // namespace carapace

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <thread>
 
+#include "replay/fault_plan.h"
 #include "replay/replay_report.h"
 #include "runtime/config.h"
 #include "runtime/runtime.h"
@@ -58,12 +59,21 @@ struct Fixture : testing::NodeCluster {
     return c;
   }
 
-  void open(Config c) {
+  void open(Config c, std::shared_ptr<FaultPlan> faults = nullptr) {
     Runtime::Options o;
     o.home = dir.sub("host-home");
     o.config = std::move(c);
     o.builtin_tools = true;
+    o.faults = std::move(faults);
     CHECK_OK(Runtime::open(std::move(o), &rt));
+  }
+
+  // Runs the session `id` to its end.
+  SessionOutcome run(const std::string& id) {
+    CHECK_OK(rt->start_session(SessionOptions{.id = id, .task = "go"}, nullptr));
+    SessionOutcome o;
+    CHECK_OK(rt->wait(id, 60s, &o));
+    return o;
   }
 
   std::vector<Event> events(const std::string& id) {
@@ -113,9 +123,7 @@ BOOST_FIXTURE_TEST_SUITE(nodes, Fixture)
 BOOST_AUTO_TEST_CASE(a_call_runs_on_its_node_in_the_nodes_workspace) {
   NodeProcess& n1 = start_node("n1");
   open(config(shell_then_done("echo made > here.txt && pwd"), {route("n1", n1.port)}, "tls-host"));
-  CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, nullptr));
-  SessionOutcome o;
-  CHECK_OK(rt->wait("s1", 60s, &o));
+  SessionOutcome o = run("s1");
   BOOST_TEST(o.final_answer == "done");
   auto requested = of_type<ToolRequested>("s1");
   auto completed = of_type<ToolCompleted>("s1");
@@ -132,14 +140,39 @@ BOOST_AUTO_TEST_CASE(a_call_runs_on_its_node_in_the_nodes_workspace) {
   replays_identically("s1");
 }
 
+BOOST_AUTO_TEST_CASE(the_hosts_fault_plan_reaches_calls_sent_to_nodes) {
+  NodeProcess& n1 = start_node("n1");
+  const std::string scenario =
+      json{{"replies",
+            {{{"tool_calls", {{{"name", "shell"}, {"args", {{"command", "echo first"}}}}}}},
+             {{"tool_calls", {{{"name", "shell"}, {"args", {{"command", "echo second"}}}}}}},
+             {{"text", "done"}}}}}
+          .dump();
+  std::shared_ptr<FaultPlan> plan;
+  CHECK_OK(FaultPlan::parse(R"({"faults": [
+      {"point": "tool.before_exec", "action": "error", "nth": 1},
+      {"point": "tool.after_exec", "action": "error", "nth": 1, "message": "lost on the way back"}]})",
+                            "plan.json", &plan));
+  open(config(scenario, {route("n1", n1.port)}, "tls-host"), plan);
+  run("s1");
+  auto completed = of_type<ToolCompleted>("s1");
+  BOOST_REQUIRE(completed.size() == 2u);
+  // Failed before it was sent: the node never ran it.
+  BOOST_TEST(completed[0].output == "tool shell failed: injected fault");
+  // Ran on the node; the host made its result an error on the way back.
+  BOOST_TEST(completed[1].output == "tool shell failed after running: lost on the way back");
+  BOOST_TEST(completed[1].node == "n1");
+  BOOST_TEST(of_type<FaultInjected>("s1").size() == 2u);
+  const std::string ran = testing::CliRunner::slurp(n1.exec_log);
+  BOOST_TEST(count_lines(ran, "s1 ") == 1u, ran);
+}
+
 BOOST_AUTO_TEST_CASE(a_session_workspace_that_is_a_link_is_refused) {
   NodeProcess& n1 = start_node("n1");
   std::filesystem::create_directories(n1.home + "/node-workspaces");
   std::filesystem::create_directory_symlink("/", n1.home + "/node-workspaces/s1");  // left by someone
   open(config(shell_then_done("pwd"), {route("n1", n1.port)}, "tls-host"));
-  CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, nullptr));
-  SessionOutcome o;
-  CHECK_OK(rt->wait("s1", 60s, &o));
+  run("s1");
   auto completed = of_type<ToolCompleted>("s1");
   BOOST_REQUIRE(completed.size() == 1u);
   BOOST_TEST(completed[0].is_error);
@@ -215,9 +248,7 @@ BOOST_AUTO_TEST_CASE(a_partitioned_nodes_idempotent_call_runs_again_on_another_n
   open(config(scenario, {route("n1", proxy.port()), route("n2", n2.port)}, "tls-host"));
   proxy.set_mode(testing::TcpFaultProxy::Mode::kBlackhole);
   const auto cut = Clock::now();
-  CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, nullptr));
-  SessionOutcome o;
-  CHECK_OK(rt->wait("s1", 60s, &o));
+  SessionOutcome o = run("s1");
   const auto took_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - cut).count();
   BOOST_TEST_MESSAGE("a partitioned node's idempotent call completed elsewhere after " << took_ms << " ms");
   auto requested = of_type<ToolRequested>("s1");
@@ -308,9 +339,7 @@ BOOST_AUTO_TEST_CASE(a_host_with_a_certificate_from_another_ca_is_refused) {
   NodeProcess& n1 = start_node("n1");
   certs("stranger", dir.sub("other-ca"));
   open(config(shell_then_done("echo should-not-run"), {route("n1", n1.port)}, "tls-stranger"));
-  CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, nullptr));
-  SessionOutcome o;
-  CHECK_OK(rt->wait("s1", 60s, &o));
+  run("s1");
   auto completed = of_type<ToolCompleted>("s1");
   BOOST_REQUIRE(completed.size() == 1u);
   BOOST_TEST(completed[0].is_error);
@@ -351,9 +380,7 @@ BOOST_AUTO_TEST_CASE(a_node_that_comes_up_later_is_connected_to_within_about_a_s
   std::string ran_in;
   while (Clock::now() - started < 15s && ran_in.empty()) {
     const std::string id = "try" + std::to_string(++tries);
-    CHECK_OK(rt->start_session(SessionOptions{.id = id, .task = "go"}, nullptr));
-    SessionOutcome o;
-    CHECK_OK(rt->wait(id, 60s, &o));
+    run(id);
     auto completed = of_type<ToolCompleted>(id);
     BOOST_REQUIRE(completed.size() == 1u);
     if (!completed[0].is_error) {
@@ -377,9 +404,7 @@ BOOST_AUTO_TEST_CASE(a_call_a_node_that_is_up_never_answers_times_out_at_its_dea
   c.tool_timeout_ms = 1000;  // the call's deadline: 1 s + the 2 s grace + 5 s for the trip
   open(c);
   const auto start = Clock::now();
-  CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, nullptr));
-  SessionOutcome o;
-  CHECK_OK(rt->wait("s1", 60s, &o));
+  SessionOutcome o = run("s1");
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   auto completed = of_type<ToolCompleted>("s1");
   BOOST_REQUIRE(completed.size() == 1u);
@@ -396,9 +421,7 @@ BOOST_AUTO_TEST_CASE(a_call_a_node_that_is_up_never_answers_times_out_at_its_dea
 BOOST_AUTO_TEST_CASE(without_a_node_up_a_routed_call_is_refused_not_run_here) {
   // A port nothing listens on.
   open(config(shell_then_done("echo here > ran-on-host"), {route("n1", 1)}, "tls-host"));
-  CHECK_OK(rt->start_session(SessionOptions{.id = "s1", .task = "go"}, nullptr));
-  SessionOutcome o;
-  CHECK_OK(rt->wait("s1", 60s, &o));
+  run("s1");
   auto completed = of_type<ToolCompleted>("s1");
   BOOST_REQUIRE(completed.size() == 1u);
   BOOST_TEST(contains(completed[0].output, "The call was not run: no tools node that runs shell is up: n1"),

@@ -11,6 +11,7 @@
 
 #include "storage/body_store.h"
 #include "tests/support/fake_model.h"
+#include "tests/support/llm_wire.h"
 #include "tests/support/mock_llm_server.h"
 #include "tests/support/node_cluster.h"
 
@@ -179,6 +180,21 @@ BOOST_AUTO_TEST_CASE(an_attempt_a_node_that_is_up_never_answers_fails_at_its_dea
   BOOST_TEST(ms >= 12s, ms.count() << " ms");
   BOOST_TEST(ms < 25s, ms.count() << " ms");
   BOOST_TEST(server.request_count() == 0u);  // the silent node never called the model
+}
+
+BOOST_AUTO_TEST_CASE(a_reply_over_the_hosts_bounds_is_refused) {
+  server.set_handler([](const testing::MockRequest&, size_t) {
+    testing::WireAnswer a{.input = 10, .output = 10};
+    a.text_pieces = {std::string(3000, 'x'), "y"};  // within the node's bounds, not the host's
+    return testing::MockReply{.headers = {"Content-Type: text/event-stream"}, .body = testing::openai_stream(a)};
+  });
+  NodeProcess& p1 = start_provider("p1", provider_section());
+  json cfg = json::parse(testing::CliRunner::slurp(host_config({&p1})));
+  cfg["provider"]["max_response_bytes"] = 1024;
+  cfg["retry"]["max_retries"] = 0;
+  auto run = cli(host_home, "run 'Say a lot' --session s1 --config '" + file("host4.json", cfg.dump()) + "'");
+  BOOST_TEST(run.code != 0);
+  BOOST_TEST(contains(run.out + run.err, "the provider node p1 sent a reply of 3001 bytes"), run.out << run.err);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_that_renders_requests_otherwise_is_refused_and_nothing_is_sent) {

@@ -14,16 +14,17 @@
 namespace carapace {
 
 // The attempts under way: each one's sinks, shared between the caller's
-// start() and the router, which answers them. Also the nodes' states.
+// start() and the router, which answers them.
 struct RemoteProvider::Calls {
   struct Entry {
+    uint64_t delta_bytes = 0;  // streamed so far: pieces past max_reply_bytes are dropped
     DeltaSink on_delta;
     ReplySink done;
   };
   std::mutex mu;
+  uint64_t max_reply_bytes = 0;
   uint64_t next_id = 0;
   std::map<uint64_t, Entry> entries;
-  std::vector<NodeState> nodes;
 
   void delta(uint64_t id, const StreamDelta& d) {
     DeltaSink sink;
@@ -31,6 +32,8 @@ struct RemoteProvider::Calls {
       std::lock_guard lock(mu);
       auto it = entries.find(id);
       if (it == entries.end()) return;  // answered already: a late piece
+      it->second.delta_bytes += d.text.size() + d.args_fragment.size() + d.tool_name.size() + d.tool_id.size();
+      if (it->second.delta_bytes > max_reply_bytes) return;  // the reply will be refused too
       sink = it->second.on_delta;
     }
     if (sink) sink(d);
@@ -46,22 +49,6 @@ struct RemoteProvider::Calls {
       entries.erase(it);
     }
     if (done) done(std::move(reply));
-  }
-
-  void set_node(const std::string& name, bool up, const std::string& why, int delta_in_flight) {
-    std::lock_guard lock(mu);
-    for (auto& n : nodes) {
-      if (n.route.name != name) continue;
-      if (delta_in_flight != 0) {
-        n.in_flight = static_cast<uint64_t>(static_cast<int64_t>(n.in_flight) + delta_in_flight);
-        return;
-      }
-      n.up = up;
-      n.why_down = up ? "" : why;
-      n.changed_at_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-    }
   }
 };
 
@@ -80,7 +67,6 @@ struct Link {
   bool tried = false;
   uint64_t generation = 0;
   std::string last_failure;
-  uint64_t in_flight = 0;
 };
 
 struct Attempt {
@@ -93,6 +79,7 @@ struct RouterState {
   RouterState() = default;
   RemoteProviderOptions options;
   std::shared_ptr<RemoteProvider::Calls> calls;
+  std::shared_ptr<NodeDirectory> directory;  // up or down, attempts in flight (states() reads it)
   std::string render_digest;
   std::map<std::string, Link> links;
   std::map<uint64_t, Attempt> attempts;
@@ -138,7 +125,7 @@ void link_failed(RouterSelf self, const std::string& name, uint64_t generation, 
   if (generation != link.generation) return;
   link.connecting = false;
   link.handle = nullptr;
-  self->state.calls->set_node(name, false, why, 0);
+  self->state.directory->set_down(name, why);
   if (why != link.last_failure) lib_log().warn("provider node {} ({}) is down: {}", name, link.route.address, why);
   link.last_failure = why;
   tried(self, link);
@@ -181,7 +168,7 @@ void connect(RouterSelf self, const std::string& name) {
         l.handle = caf::actor_cast<ProviderNodeActor>(ptr);
         l.last_failure.clear();
         self->monitor(l.handle);
-        self->state.calls->set_node(name, true, "", 0);
+        self->state.directory->set_up(name, hello.node_id);
         lib_log().info("provider node {} ({}) is up: {}", name, l.route.address, hello.provider);
         tried(self, l);
       },
@@ -191,13 +178,21 @@ void connect(RouterSelf self, const std::string& name) {
 void finish(RouterSelf self, uint64_t id, ProviderReply reply) {
   auto it = self->state.attempts.find(id);
   if (it == self->state.attempts.end()) return;  // answered already (the node was lost first)
-  if (auto l = self->state.links.find(it->second.node); l != self->state.links.end() && l->second.in_flight > 0) {
-    --l->second.in_flight;
-    self->state.calls->set_node(it->second.node, false, "", -1);
-  }
+  self->state.directory->answered(it->second.node, false);
   // The node's body store and fault notes are its own; the host has neither.
   reply.body_ref.clear();
   reply.faults.clear();
+  // What a node may make this host keep: its own provider settings' bounds.
+  const RemoteProviderOptions& o = self->state.options;
+  uint64_t bytes = reply.response.text.size() + reply.failure.error.size();
+  for (const auto& c : reply.response.tool_calls) bytes += c.id.size() + c.name.size() + c.args.text.size();
+  if (bytes > o.max_reply_bytes || reply.response.tool_calls.size() > o.max_tool_calls) {
+    reply = transport_failure("the provider node " + it->second.node + " sent a reply of " + std::to_string(bytes) +
+                              " bytes and " + std::to_string(reply.response.tool_calls.size()) +
+                              " tool calls, over this host's provider.max_response_bytes (" +
+                              std::to_string(o.max_reply_bytes) + ") or max_tool_calls (" +
+                              std::to_string(o.max_tool_calls) + ")");
+  }
   self->send_exit(it->second.sink, caf::exit_reason::user_shutdown);  // "normal" would be ignored
   self->state.attempts.erase(it);
   self->state.calls->finish(id, std::move(reply));
@@ -209,7 +204,7 @@ void node_lost(RouterSelf self, const std::string& name, const std::string& why)
   link.handle = nullptr;
   link.connecting = false;
   ++link.generation;
-  st.calls->set_node(name, false, "lost: " + why, 0);
+  st.directory->set_down(name, "lost: " + why);
   std::vector<std::pair<uint64_t, uint64_t>> lost;  // id, ms in
   for (const auto& [id, a] : st.attempts) {
     if (a.node == name) lost.emplace_back(id, ms_since(a.sent));
@@ -227,13 +222,18 @@ void node_lost(RouterSelf self, const std::string& name, const std::string& why)
 void dispatch(RouterSelf self, uint64_t id, ProviderRequest request) {
   auto& st = self->state;
   Link* best = nullptr;
+  uint64_t best_in_flight = 0;
   std::string down;
-  for (auto& [name, link] : st.links) {
+  for (const auto& n : st.directory->states()) {
+    Link& link = st.links[n.route.name];
     if (link.handle) {
-      if (best == nullptr || link.in_flight < best->in_flight) best = &link;
+      if (best == nullptr || n.in_flight < best_in_flight) {
+        best = &link;
+        best_in_flight = n.in_flight;
+      }
       continue;
     }
-    down += (down.empty() ? "" : "; ") + name + " (" + link.route.address + "): " +
+    down += (down.empty() ? "" : "; ") + n.route.name + " (" + n.route.address + "): " +
             (link.last_failure.empty() ? "connecting" : link.last_failure);
   }
   if (best == nullptr) {
@@ -249,8 +249,7 @@ void dispatch(RouterSelf self, uint64_t id, ProviderRequest request) {
     return {[calls, id](const StreamDelta& d) { calls->delta(id, d); }};
   });
   const std::string node = best->route.name;
-  ++best->in_flight;
-  st.calls->set_node(node, false, "", +1);
+  st.directory->sent(node);
   st.attempts[id] = Attempt{.node = node, .sent = Clock::now(), .sink = caf::actor_cast<caf::actor>(sink)};
   const uint64_t deadline_ms = st.options.attempt_deadline_ms;
   self->request(best->handle, std::chrono::milliseconds(deadline_ms), std::move(request), sink)
@@ -266,8 +265,9 @@ void dispatch(RouterSelf self, uint64_t id, ProviderRequest request) {
 }
 
 caf::behavior provider_router(RouterSelf self, RemoteProviderOptions options,
-                              std::shared_ptr<RemoteProvider::Calls> calls) {
+                              std::shared_ptr<RemoteProvider::Calls> calls, std::shared_ptr<NodeDirectory> directory) {
   auto& st = self->state;
+  st.directory = std::move(directory);
   st.options = std::move(options);
   st.calls = std::move(calls);
   st.render_digest = probe_render_digest(
@@ -277,7 +277,7 @@ caf::behavior provider_router(RouterSelf self, RemoteProviderOptions options,
     if (Status s = parse_node_address(route.address, &link.host, &link.port); !s.ok()) {
       link.last_failure = s.message();
       link.tried = true;
-      st.calls->set_node(route.name, false, s.message(), 0);
+      st.directory->set_down(route.name, s.message());
       st.links[route.name] = std::move(link);
       continue;
     }
@@ -315,9 +315,12 @@ caf::behavior provider_router(RouterSelf self, RemoteProviderOptions options,
 }  // namespace
 
 RemoteProvider::RemoteProvider(caf::actor_system& system, RemoteProviderOptions options)
-    : system_(system), options_(std::move(options)), calls_(std::make_shared<Calls>()) {
-  for (const auto& route : options_.nodes) calls_->nodes.push_back(NodeState{.route = route});
-  router_ = system_.spawn(provider_router, options_, calls_);
+    : system_(system),
+      options_(std::move(options)),
+      calls_(std::make_shared<Calls>()),
+      directory_(std::make_shared<NodeDirectory>(options_.nodes, NodeFallback::kRefuse)) {
+  calls_->max_reply_bytes = options_.max_reply_bytes;
+  router_ = system_.spawn(provider_router, options_, calls_, directory_);
 }
 
 RemoteProvider::~RemoteProvider() { shutdown(); }
@@ -376,9 +379,6 @@ void RemoteProvider::wait_ready(uint64_t ms) {
   self->request(router_, std::chrono::milliseconds(ms), ready_atom::value).receive([](bool) {}, [](caf::error&) {});
 }
 
-std::vector<NodeState> RemoteProvider::states() const {
-  std::lock_guard lock(calls_->mu);
-  return calls_->nodes;
-}
+std::vector<NodeState> RemoteProvider::states() const { return directory_->states(); }
 
 }  // namespace carapace

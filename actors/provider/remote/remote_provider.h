@@ -33,6 +33,10 @@ struct RemoteProviderOptions {
   // An attempt's deadline on the host, past the provider's own time-outs
   // (the node enforces those): a node up but silent this long is given up.
   uint64_t attempt_deadline_ms = 15 * 60 * 1000;
+  // The most a node's reply may hold (its text, tool calls and error, and
+  // the pieces streamed): past it, the attempt is a transport failure.
+  uint64_t max_reply_bytes = 64ull << 20;
+  uint64_t max_tool_calls = 256;
   // Renders request bodies and names the provider; never asked to call.
   std::shared_ptr<Provider> renderer;
 };
@@ -66,6 +70,7 @@ class RemoteProvider : public Provider {
   caf::actor_system& system_;
   RemoteProviderOptions options_;
   std::shared_ptr<Calls> calls_;
+  std::shared_ptr<NodeDirectory> directory_;
   caf::actor router_;
 };
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "actors/node/node_link.h"
+#include "actors/tool/tool_actor.h"
 #include "actors/tool/remote/node_protocol.h"
 #include "base/fault_injection.h"
 #include "base/lib_log.h"
@@ -159,8 +160,7 @@ void finish(RouterSelf self, uint64_t id, ToolOutcome outcome) {
     if (after) {
       outcome.faults.push_back(fault_note(FaultPoint::kToolAfterExec, after));
       if (after.action == FaultAction::kError) {
-        outcome.output = "tool " + f.tool + " failed after running: " +
-                         (after.message.empty() ? "injected fault" : after.message);
+        outcome.output = injected_tool_failure(f.tool, after, true);
         outcome.is_error = true;
       }
       if (after.action == FaultAction::kHang) {
@@ -312,8 +312,7 @@ caf::behavior tool_router(RouterSelf self, ToolSupervisorActor local, ToolRouter
                                              .name = inv.call.name});
         if (before.action == FaultAction::kError) {
           ToolOutcome o{.call_id = inv.call.id,
-                        .output = "tool " + inv.call.name + " failed: " +
-                                  (before.message.empty() ? "injected fault" : before.message),
+                        .output = injected_tool_failure(inv.call.name, before, false),
                         .is_error = true,
                         .node = inv.node};
           o.faults.push_back(fault_note(FaultPoint::kToolBeforeExec, before));
