@@ -12,6 +12,11 @@
 //     server on 127.0.0.1 (OpenAI's streamed format), with the provider in
 //     the host's process (the baseline, same run) and through a provider
 //     node: the difference per model call.
+// (k) Collector nodes: the same S sessions with every event also sent to a
+//     collector node (baseline: none, same run), and the time the close
+//     waits for the node to hold them; then a collector that was down
+//     catching up: the sessions' events read back from the host's log and
+//     written (synced) into the node's copy, with spans, in events/s.
 // (d) Detection: a call in flight (shell `sleep 30`) when its node is
 //     killed (SIGKILL), frozen (SIGSTOP) or cut off (a proxy black-holes
 //     the link); the time until the session has the call's outcome, with
@@ -33,8 +38,13 @@
 #include <thread>
 #include <vector>
 
+#include <caf/all.hpp>
+
+#include "actors/collector/remote/collector_shipper.h"
+#include "actors/tool/remote/node_protocol.h"
 #include "runtime/logging.h"
 #include "runtime/runtime.h"
+#include "storage/event_log.h"
 #include "tests/support/fake_model.h"
 #include "tests/support/llm_wire.h"
 #include "tests/support/mock_llm_server.h"
@@ -87,14 +97,14 @@ struct Bench {
   }
 
   // `exec_log`: the node records each execution there (the detection runs wait for it).
-  Node start_node(int i, const std::string& exec_log = "", const std::string& extra = "") {
+  Node start_node(int i, const std::string& exec_log = "", const std::string& extra = "", uint16_t port = 0) {
     const std::string name = "n" + std::to_string(i);
     const fs::path home = dir / ("home-" + name);
     fs::create_directories(home);
     ::chmod(home.c_str(), 0700);
     const std::string log = (dir / (name + ".log")).string(), pidfile = (dir / (name + ".pid")).string();
     fs::remove(log);  // a node started before under this name said where it listened
-    sh("'" CARAPACE_BIN "' --home '" + home.string() + "' node --listen 127.0.0.1:0 --tls '" +
+    sh("'" CARAPACE_BIN "' --home '" + home.string() + "' node --listen 127.0.0.1:" + std::to_string(port) + " --tls '" +
        (dir / ("tls-" + name)).string() + "' " + (exec_log.empty() ? "" : "--exec-log '" + exec_log + "' ") + extra + " >'" + log + "' 2>&1 </dev/null & echo $! >'" + pidfile + "'");
     Node n{.pid = static_cast<pid_t>(std::stol(slurp(pidfile)))};
     for (int k = 0; k < 3000 && slurp(log).find("listening on") == std::string::npos; ++k) {
@@ -122,7 +132,7 @@ struct Bench {
   // null for the scripted one; `provider_port`: a provider node's, or 0.
   std::unique_ptr<Runtime> open(const std::string& scenario_json, const std::vector<uint16_t>& ports,
                                 const std::string& tool, const std::string& label, const json& provider = nullptr,
-                                uint16_t provider_port = 0) {
+                                uint16_t provider_port = 0, uint16_t collector_port = 0) {
     const fs::path run = dir / label;
     fs::create_directories(run / "ws");
     std::ofstream(run / "scenario.json") << scenario_json;
@@ -144,6 +154,10 @@ struct Bench {
     if (provider_port != 0) {
       config.provider_nodes.push_back(
           NodeRoute{.name = "gw", .address = "127.0.0.1:" + std::to_string(provider_port)});
+    }
+    if (collector_port != 0) {
+      config.collector_nodes.push_back(
+          NodeRoute{.name = "c1", .address = "127.0.0.1:" + std::to_string(collector_port)});
     }
     config.node_net.tls_dir = (dir / "tls-host").string();
     std::unique_ptr<Runtime> rt;
@@ -281,6 +295,86 @@ int main(int argc, char** argv) {
                 calls, host_ms, remote_ms, per_call_us);
     out["provider_cost_per_call_us"] = per_call_us;
     out["provider_one_session"] = {{"host_ms", host_ms}, {"remote_ms", remote_ms}, {"calls", calls}};
+  }
+
+  // (k) collector nodes.
+  {
+    double wall_none = 0, wall_shipped = 0, close_ms = 0;
+    {
+      auto rt = b.open(scenario, {}, "list_dir", "collector-none");
+      wall_none = run_sessions(*rt, sessions);
+    }
+    {
+      Node c = b.start_node(1, "", "--role collector");
+      auto rt = b.open(scenario, {}, "list_dir", "collector-up", nullptr, 0, c.port);
+      wall_shipped = run_sessions(*rt, sessions);
+      const auto at = Clock::now();
+      rt.reset();  // waits until the node holds every event
+      close_ms = ms_since(at);
+      b.stop_all();
+    }
+    // Down while the sessions run: everything waits in the log.
+    const uint16_t down_port = [&] {
+      Node c = b.start_node(1, "", "--role collector");
+      b.stop_all();
+      return c.port;
+    }();
+    {
+      auto rt = b.open(scenario, {}, "list_dir", "collector-down", nullptr, 0, down_port);
+      (void)run_sessions(*rt, sessions);
+    }
+    // Back: a shipper on the home's log sends what the node lacks.
+    const fs::path home = b.dir / "collector-down" / "home";
+    std::unique_ptr<EventLog> log;
+    check(EventLog::open(EventLog::Options{.path = (home / "log").string(), .mode = EventLog::Mode::kReader}, &log),
+          "log");
+    std::vector<SessionMeta> metas;
+    check(log->list_sessions(&metas), "sessions");
+    uint64_t events = 0;
+    for (const auto& m : metas) {
+      uint64_t last = 0;
+      check(log->last_seq(m.id, &last), "last_seq");
+      events += last;
+    }
+    Node c = b.start_node(1, "", "--role collector", down_port);
+    caf::actor_system_config cfg;
+    check(configure_node_system(cfg, NodeNetOptions{.tls_dir = (b.dir / "tls-host").string()}), "node system");
+    double catch_up_ms = 0;
+    bool caught_up = false;
+    {
+      caf::actor_system system{cfg};
+      const auto at = Clock::now();
+      CollectorShipper shipper(
+          system, CollectorShipperOptions{.nodes = {NodeRoute{.name = "c1",
+                                                              .address = "127.0.0.1:" + std::to_string(c.port)}},
+                                          .log = log.get(),
+                                          .pending_path = (home / "collector-pending").string()});
+      for (int k = 0; k < 6000 && !caught_up; ++k) {
+        caught_up = shipper.flush(1000);  // false at once while the node is not up yet
+        if (!caught_up) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      catch_up_ms = ms_since(at);
+      shipper.shutdown(0);
+    }
+    b.stop_all();
+    if (!caught_up) {
+      std::fprintf(stderr, "nodes_bench: the collector node did not catch up\n");
+      std::exit(1);
+    }
+    std::printf("\n%-28s %12s %12s %10s\n", "collector node", "wall ms", "turns/s", "vs none");
+    std::printf("%-28s %12.0f %12.0f %10s\n", "none", wall_none, total_turns / wall_none * 1000, "1.00x");
+    std::printf("%-28s %12.0f %12.0f %9.2fx\n", "every event sent", wall_shipped, total_turns / wall_shipped * 1000,
+                wall_none / wall_shipped);
+    std::printf("close, until the node holds all %12.0f ms\n", close_ms);
+    std::printf("catching up %llu events of %zu sessions from the log: %.0f ms, %.0f events/s\n",
+                static_cast<unsigned long long>(events), metas.size(), catch_up_ms, events / catch_up_ms * 1000);
+    out["collector"] = {{"none_turns_per_s", total_turns / wall_none * 1000},
+                        {"shipped_turns_per_s", total_turns / wall_shipped * 1000},
+                        {"vs_none", wall_none / wall_shipped},
+                        {"close_ms", close_ms},
+                        {"catch_up_events", events},
+                        {"catch_up_ms", catch_up_ms},
+                        {"catch_up_events_per_s", events / catch_up_ms * 1000}};
   }
 
   // (d) detection, with the defaults.

@@ -548,15 +548,17 @@ Status read_mcp_servers(const Reader& r, const json& v, std::vector<McpServerCon
 }
 
 Status read_nodes(const Reader& r, const json& v, std::vector<NodeRoute>* nodes,
-                  std::vector<NodeRoute>* provider_nodes) {
+                  std::vector<NodeRoute>* provider_nodes, std::vector<NodeRoute>* collector_nodes) {
   const std::string at = r.key("nodes");
   if (!v.is_array()) {
     return r.error(at, "must be an array of {\"name\", \"role\": \"tools\", \"address\": \"host:port\", "
-                       "\"tools\": [...]} or {\"name\", \"role\": \"provider\", \"address\": \"host:port\"}");
+                       "\"tools\": [...]} or {\"name\", \"role\": \"provider\" or \"collector\", \"address\": "
+                       "\"host:port\"}");
   }
   if (v.size() > 64) return r.error(at, "names " + std::to_string(v.size()) + " nodes; at most 64");
   nodes->clear();
   provider_nodes->clear();
+  collector_nodes->clear();
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string where = at + "[" + std::to_string(i) + "]";
     const json& n = v[i];
@@ -567,11 +569,8 @@ Status read_nodes(const Reader& r, const json& v, std::vector<NodeRoute>* nodes,
       }
     }
     const std::string role = n.contains("role") && n["role"].is_string() ? n["role"].get<std::string>() : "";
-    if (role != "tools" && role != "provider") {
-      return r.error(where + ".role", role == "collector"
-                                          ? "\"collector\" nodes are not in this version yet: \"tools\" or "
-                                            "\"provider\" (docs/scale-out.md)"
-                                          : "must be \"tools\" or \"provider\"");
+    if (role != "tools" && role != "provider" && role != "collector") {
+      return r.error(where + ".role", "must be \"tools\", \"provider\" or \"collector\"");
     }
     NodeRoute route;
     if (!n.contains("address") || !n["address"].is_string()) return r.error(where + ".address", "is required: \"host:port\"");
@@ -585,16 +584,18 @@ Status read_nodes(const Reader& r, const json& v, std::vector<NodeRoute>* nodes,
             std::string::npos) {
       return r.error(where + ".name", "must be 1 to 64 of letters, digits, . _ : -");
     }
-    for (const auto* list : {nodes, provider_nodes}) {
+    for (const auto* list : {nodes, provider_nodes, collector_nodes}) {
       for (const auto& other : *list) {
         if (other.name == route.name) return r.error(where + ".name", "\"" + route.name + "\" names two nodes");
       }
     }
-    if (role == "provider") {
+    if (role == "provider" || role == "collector") {
       if (n.contains("tools")) {
-        return r.error(where + ".tools", "is for tools nodes; a provider node answers every model call");
+        return r.error(where + ".tools", role == "provider"
+                                             ? "is for tools nodes; a provider node answers every model call"
+                                             : "is for tools nodes; a collector node gets every session's events");
       }
-      provider_nodes->push_back(std::move(route));
+      (role == "provider" ? provider_nodes : collector_nodes)->push_back(std::move(route));
       continue;
     }
     if (!n.contains("tools") || !n["tools"].is_array() || n["tools"].empty()) {
@@ -695,7 +696,7 @@ Status parse_config(std::string_view text, const std::string& source, Config* ou
   if (r.has("retention")) CARAPACE_RETURN_IF_ERROR(read_retention(r.child("retention"), &c));
   if (r.has("redaction")) CARAPACE_RETURN_IF_ERROR(read_redaction(r.child("redaction"), &c));
   if (r.has("mcp_servers")) CARAPACE_RETURN_IF_ERROR(read_mcp_servers(r, doc["mcp_servers"], &c.mcp_servers));
-  if (r.has("nodes")) CARAPACE_RETURN_IF_ERROR(read_nodes(r, doc["nodes"], &c.nodes, &c.provider_nodes));
+  if (r.has("nodes")) CARAPACE_RETURN_IF_ERROR(read_nodes(r, doc["nodes"], &c.nodes, &c.provider_nodes, &c.collector_nodes));
   if (r.has("node_options")) CARAPACE_RETURN_IF_ERROR(read_node_options(r.child("node_options"), &c.node_net));
   if (c.any_nodes() && !c.node_net.insecure_loopback && c.node_net.tls_dir.empty()) {
     return r.error(r.key("node_options") + ".tls",
@@ -703,7 +704,7 @@ Status parse_config(std::string_view text, const std::string& source, Config* ou
                    "one), or \"insecure_loopback\": true for plain TCP on 127.0.0.1");
   }
   if (c.node_net.insecure_loopback) {
-    for (const auto* list : {&c.nodes, &c.provider_nodes}) {
+    for (const auto* list : {&c.nodes, &c.provider_nodes, &c.collector_nodes}) {
       for (const auto& n : *list) {
         if (n.address.rfind("127.0.0.1:", 0) != 0) {
           return r.error(r.key("node_options") + ".insecure_loopback",

@@ -94,14 +94,17 @@ struct Config {
 
   // nodes: the tools nodes some tools' calls run on (role "tools"), the
   // provider nodes that answer model calls with the keys they hold (role
-  // "provider"), and node_options: how the host reaches them
+  // "provider"), the collector nodes that keep a copy of every session's
+  // events and build its spans (role "collector"), and node_options: how
+  // the host reaches them
   // (docs/scale-out.md). Where a session runs, not what it does: not in the
   // stored configuration (tool.requested names the node of each call).
   std::vector<NodeRoute> nodes;
   std::vector<NodeRoute> provider_nodes;
+  std::vector<NodeRoute> collector_nodes;
   NodeNetOptions node_net;
 
-  bool any_nodes() const { return !nodes.empty() || !provider_nodes.empty(); }
+  bool any_nodes() const { return !nodes.empty() || !provider_nodes.empty() || !collector_nodes.empty(); }
 
   std::vector<HookConfig> hooks;
   // approvals: which tool calls wait for a person (docs/approvals.md); the

@@ -41,6 +41,7 @@
 #include "actors/tool/process/scratch_dir.h"
 #include "actors/provider/remote/remote_provider.h"
 #include "actors/tool/remote/node_protocol.h"
+#include "actors/collector/remote/collector_shipper.h"
 #include "actors/tool/remote/tool_router.h"
 #include "actors/tool/shell_tool.h"
 #include "actors/tool/tool_actor.h"
@@ -162,6 +163,8 @@ struct Runtime::Impl {
   // With provider nodes configured: the provider that sends each attempt to
   // one (the same object as `provider`). Null otherwise.
   std::shared_ptr<RemoteProvider> remote_provider;
+  // With collector nodes configured: sends every session's events to them.
+  std::unique_ptr<CollectorShipper> shipper;
   HookActor hook_actor;
   SessionKeeperActor keeper;
   // The tool processes of this runtime's calls, stopped with it.
@@ -500,6 +503,8 @@ Runtime::~Runtime() {
   // MCP calls in flight end with an error; each server gets its stdin
   // closed, then SIGTERM, then SIGKILL.
   if (impl_->mcp) impl_->mcp->shutdown();
+  // The collector nodes get what the sessions wrote, for a bounded time.
+  if (impl_->shipper) impl_->shipper->shutdown(5000);
   // User code that ignores its stop token: waited for up to the bound, then
   // abandoned with the actor system that would wait for it forever.
   if (!impl_->tracker->wait_idle(impl_->options.shutdown_timeout)) {
@@ -520,7 +525,10 @@ Runtime::~Runtime() {
   if (impl_->log) {
     impl_->log->drain();  // the sessions' durable writes in flight land first
     impl_->record_stops(running, reason);
+    // What no collector node holds yet goes first in the next runtime.
+    if (impl_->shipper) impl_->shipper->write_pending();
   }
+  impl_->shipper.reset();
   impl_->log.reset();
 }
 
@@ -662,6 +670,21 @@ Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_p
     for (const auto& n : impl->remote_provider->states()) {
       if (!n.up) lib_log().warn("provider node {} ({}) is not up yet: {}", n.route.name, n.route.address, n.why_down);
     }
+  }
+  if (!config.collector_nodes.empty()) {
+    // The collector nodes get each event the observers hear; what they
+    // miss, they get from the log.
+    impl->shipper = std::make_unique<CollectorShipper>(
+        *impl->system, CollectorShipperOptions{.nodes = config.collector_nodes,
+                                               .insecure = config.node_net.insecure_loopback,
+                                               .connect_timeout_ms = node_connect_ms,
+                                               .log = impl->log.get(),
+                                               .pending_path = options.home + "/collector-pending"});
+    CollectorShipper* shipper = impl->shipper.get();
+    options.observe = [previous = std::move(options.observe), shipper](const std::string& id, const Event& e) {
+      if (previous) previous(id, e);
+      shipper->offer(id, e);
+    };
   }
   impl->hook_actor = spawn_hook_actor(*impl->system, impl->hooks, options.faults, impl->tracker);
   impl->options = std::move(options);

@@ -1,4 +1,4 @@
-// carapace node: a tools node (docs/scale-out.md), and its certificates.
+// carapace node: a tools, provider or collector node (docs/scale-out.md), and its certificates.
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
 #include <spdlog/spdlog.h>
@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/collector/collector.h"
+#include "actors/collector/remote/collector_node.h"
 #include "actors/node/node_tls.h"
 #include "actors/provider/http_client.h"
 #include "actors/provider/provider_actor.h"
@@ -25,6 +27,7 @@
 #include "runtime/config.h"
 #include "runtime/provider_factory.h"
 #include "runtime/session_setup.h"
+#include "storage/event_log.h"
 #include "tools/cli.h"
 #include "tools/cli_run.h"
 #include "tools/stop_signals.h"
@@ -47,11 +50,11 @@ struct NodeArgs {
 };
 
 int run_node(Context& ctx, const NodeArgs& args) {
-  if (args.role != "tools" && args.role != "provider") {
-    return ctx.usage(Status::unsupported("--role " + args.role + ": tools and provider nodes are in this version "
-                                         "(collector nodes are not yet; docs/scale-out.md)"));
+  if (args.role != "tools" && args.role != "provider" && args.role != "collector") {
+    return ctx.usage(Status::invalid_argument("--role " + args.role + ": a node is tools, provider or collector"));
   }
   const bool provider_role = args.role == "provider";
+  const bool collector_role = args.role == "collector";
   if (!args.mutation.empty() && args.mutation != "forgetful_ledger" && args.mutation != "silent") {
     return ctx.usage(Status::invalid_argument("--test-mutation: no node mutation named " + args.mutation));
   }
@@ -96,7 +99,7 @@ int run_node(Context& ctx, const NodeArgs& args) {
   auto processes = std::make_shared<ProcessSet>();
   std::shared_ptr<CallLedger> ledger;
   std::string canonical_root;
-  if (!provider_role) {
+  if (!provider_role && !collector_role) {
   std::string root = args.workspace.empty() ? home + "/node-workspaces" : args.workspace;
   std::error_code ec;
   std::filesystem::create_directories(root, ec);
@@ -122,14 +125,38 @@ int run_node(Context& ctx, const NodeArgs& args) {
   if (Status s = configure_node_system(cfg, net, &cn); !s.ok()) return ctx.fail(s);
   const std::string name = !args.name.empty() ? args.name : !cn.empty() ? cn : args.listen;
 
+  // A collector node: the copies of the hosts' logs, in its home's log.
+  std::unique_ptr<EventLog> copies;
+  if (collector_role) {
+    Status s = EventLog::open(EventLog::Options{.path = home + "/log"}, &copies);
+    if (!s.ok()) {
+      return ctx.fail(s, s.is_busy() ? "another carapace process writes this home: give the node a home of its own "
+                                       "(--home)"
+                                     : "");
+    }
+  }
+
   caf::actor_system system{cfg};
+  std::shared_ptr<Collector> collector;  // goes before the system
   auto publish = [&](const auto& handle) -> caf::expected<uint16_t> {
     return args.insecure_loopback ? caf::io::publish(handle, port, host.c_str(), true)
                                   : caf::openssl::publish(handle, port, host.c_str(), true);
   };
   caf::actor supervisor, node;
   caf::expected<uint16_t> bound{caf::sec::cannot_publish_invalid_actor};
-  if (provider_role) {
+  if (collector_role) {
+    // Spans are observability: without the trace store (another collector
+    // holds it), `carapace trace` here builds them from the copies.
+    if (Status c = Collector::start(system, CollectorOptions{.home = home}, &collector); !c.ok()) {
+      std::fprintf(stderr, "carapace node: no spans kept as events land (%s); `carapace trace` builds them from the "
+                           "log\n",
+                   c.to_string().c_str());
+    }
+    auto published =
+        spawn_collector_node(system, CollectorNodeOptions{.name = name, .log = copies.get(), .collector = collector});
+    node = caf::actor_cast<caf::actor>(published);
+    bound = publish(published);
+  } else if (provider_role) {
     auto local = spawn_provider_supervisor(system, provider);
     auto published = spawn_provider_node(
         system, local, ProviderNodeOptions{.name = name, .provider = provider, .silent = args.mutation == "silent"});
@@ -153,13 +180,29 @@ int run_node(Context& ctx, const NodeArgs& args) {
   }
   if (!bound) {
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+    if (supervisor) caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
     return ctx.fail(Status::io_error("cannot listen on " + args.listen + ": " + system.render(bound.error())),
                     "is another node on that port?");
   }
   const std::string where = host + ":" + std::to_string(*bound);
   const char* transport = args.insecure_loopback ? "plain TCP, loopback only" : "mutual TLS";
-  if (provider_role) {
+  if (collector_role) {
+    const std::string summary = "collector node " + name + " listening on " + where + " (" + transport +
+                                "): the sessions' logs in " + home + "/log, their spans in " + home + "/traces";
+    if (ctx.json) {
+      print_redacted(ctx, {{"success", true},
+                           {"data",
+                            {{"name", name},
+                             {"role", "collector"},
+                             {"listen", where},
+                             {"tls", !args.insecure_loopback},
+                             {"log", home + "/log"},
+                             {"traces", home + "/traces"}}},
+                           {"summary", summary}});
+    } else {
+      std::printf("%s\n", summary.c_str());
+    }
+  } else if (provider_role) {
     // The key's variable is named; its value never is.
     const std::string summary = "provider node " + name + " listening on " + where + " (" + transport + "), " +
                                 provider->name() + " provider, key from $" + (config.provider.api_key_env.empty() ? default_api_key_env(config.provider.name) : config.provider.api_key_env);
@@ -196,12 +239,18 @@ int run_node(Context& ctx, const NodeArgs& args) {
   std::fflush(stdout);
   arm_stop_signals();
   while (stop_signal() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  std::fprintf(stderr, provider_role ? "carapace node: stopping (its attempts in flight end; the hosts retry)\n"
-                                     : "carapace node: stopping (its calls' processes are killed; the ledger keeps "
-                                       "what ran)\n");
+  std::fprintf(stderr, collector_role ? "carapace node: stopping (the hosts send the rest once it is back)\n"
+                       : provider_role ? "carapace node: stopping (its attempts in flight end; the hosts retry)\n"
+                                       : "carapace node: stopping (its calls' processes are killed; the ledger keeps "
+                                         "what ran)\n");
   processes->terminate_all();
-  caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+  {
+    caf::scoped_actor self{system};
+    self->send_exit(node, caf::exit_reason::user_shutdown);
+    self->wait_for(node);  // a shipment being written lands first
+  }
+  if (supervisor) caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+  if (collector) (void)collector->flush(std::chrono::seconds(10));
   return kExitOk;
 }
 
@@ -239,11 +288,13 @@ int run_certs(Context& ctx, const CertArgs& args) {
 }  // namespace
 
 void register_node_command(CLI::App& app, Context& ctx) {
-  auto* node = app.add_subcommand("node", "Run a tools or provider node that session hosts send tool or model calls to (docs/scale-out.md)");
+  auto* node = app.add_subcommand(
+      "node", "Run a tools, provider or collector node that session hosts send tool calls, model calls or their "
+              "sessions' events to (docs/scale-out.md)");
   auto args = std::make_shared<NodeArgs>();
   node->add_option("--role", args->role,
-                   "What the node does: tools (runs tool calls) or provider (answers model calls with the API key "
-                   "it holds); collector: not yet");
+                   "What the node does: tools (runs tool calls), provider (answers model calls with the API key "
+                   "it holds) or collector (keeps the hosts' session logs and their spans in its home)");
   node->add_option("--listen", args->listen, "Where to listen, host:port (port 0: any free one, said on stdout)");
   node->add_option("--tls", args->tls, "Directory with node.crt, node.key and ca.crt (carapace node certs)");
   node->add_flag("--insecure-loopback", args->insecure_loopback,

@@ -439,10 +439,11 @@ BOOST_AUTO_TEST_CASE(bad_node_settings_are_refused_with_the_key_named) {
     const char* says;
   } cases[] = {
       {R"({"nodes": [{"role": "tools", "address": "127.0.0.1:7001", "tools": ["shell"]}]})", "node_options.tls: is required"},
-      {R"({"nodes": [{"role": "collector", "address": "127.0.0.1:7001"}], "node_options": {"tls": "x"}})",
-       "not in this version yet"},
+      {R"({"nodes": [{"role": "collector", "address": "127.0.0.1:7001", "tools": ["shell"]}],
+          "node_options": {"tls": "x"}})",
+       "a collector node gets every session's events"},
       {R"({"nodes": [{"role": 7, "address": "127.0.0.1:7001"}], "node_options": {"tls": "x"}})",
-       "must be \"tools\" or \"provider\""},
+       "must be \"tools\", \"provider\" or \"collector\""},
       {R"({"provider": {"name": "openai"}, "nodes": [{"role": "provider", "address": "127.0.0.1:7001",
           "tools": ["shell"]}], "node_options": {"tls": "x"}})",
        "nodes[0].tools: is for tools nodes"},

@@ -18,6 +18,8 @@ void add_node_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<ProviderReply>("carapace::ProviderReply");
   cfg.add_message_type<StreamDelta>("carapace::StreamDelta");
   cfg.add_message_type<DeltaSinkActor>("carapace::DeltaSinkActor");
+  cfg.add_message_type<EventShipment>("carapace::EventShipment");
+  cfg.add_message_type<ShipmentAck>("carapace::ShipmentAck");
 }
 
 Status check_node_net_options(const NodeNetOptions& options) {
@@ -71,6 +73,17 @@ std::set<std::string> tool_node_interface(caf::actor_system& system) {
 
 std::set<std::string> provider_node_interface(caf::actor_system& system) {
   return system.message_types<ProviderNodeActor>();
+}
+
+std::set<std::string> collector_node_interface(caf::actor_system& system) {
+  return system.message_types<CollectorNodeActor>();
+}
+
+std::string anchor_digest(const Event& first) {
+  std::string bytes = std::to_string(first.seq) + ":" + std::to_string(first.ts_us) + ":" +
+                      std::to_string(first.type_number()) + ":";
+  encode_payload(first.body, bytes);
+  return digest128(bytes).hex();
 }
 
 std::string probe_render_digest(const std::function<std::string(const ProviderRequest&)>& render) {

@@ -29,7 +29,7 @@ inline constexpr const char* kNodeProtocol = "carapace-nodes/1";
 struct NodeHello {
   std::string node_id;  // its ledger's id: a node that lost its ledger is another node
   std::string name;     // the name in its certificate (or --name)
-  std::string role;     // "tools" or "provider"
+  std::string role;     // "tools", "provider" or "collector"
   std::vector<std::string> tools;
   std::string version;
   uint64_t ledger_calls = 0;
@@ -61,6 +61,44 @@ using ToolNodeActor = caf::typed_actor<caf::replies_to<ToolInvocation>::with<Too
 using ProviderNodeActor = caf::typed_actor<caf::replies_to<ProviderRequest, DeltaSinkActor>::with<ProviderReply>,
                                            caf::replies_to<hello_atom>::with<NodeHello>>;
 
+// A piece of one session's log, for a collector node: events with
+// contiguous seqs (none: a question, answered with where the node stands).
+// `anchor` is the digest of the session's first event (anchor_digest), so
+// that a node holding another host's session under the same id refuses it.
+struct EventShipment {
+  std::string session_id;
+  std::string anchor;
+  std::vector<Event> events;
+
+  static constexpr auto fields() {
+    using S = EventShipment;
+    return std::tuple{codec::Field{1, "session_id", &S::session_id}, codec::Field{2, "anchor", &S::anchor},
+                      codec::Field{3, "events", &S::events}};
+  }
+};
+
+// A collector node's answer: its copy of the session's log ends at
+// `have_seq` (the host sends from the next one); `error` when it refuses
+// the session (the host stops sending it, and says why).
+struct ShipmentAck {
+  uint64_t have_seq = 0;
+  std::string error;
+
+  static constexpr auto fields() {
+    using A = ShipmentAck;
+    return std::tuple{codec::Field{1, "have_seq", &A::have_seq}, codec::Field{2, "error", &A::error}};
+  }
+};
+
+// A collector node: keeps a copy of the sessions' logs the hosts send it
+// and builds their spans into its trace store; says what it is on hello.
+using CollectorNodeActor = caf::typed_actor<caf::replies_to<EventShipment>::with<ShipmentAck>,
+                                            caf::replies_to<hello_atom>::with<NodeHello>>;
+
+// The digest (hex) that identifies a session's log: of its first event's
+// seq, time and payload.
+std::string anchor_digest(const Event& first);
+
 // Registers the types that travel, loads the middleman (and the TLS module
 // unless insecure), sets the heartbeat, the connection time-out and the
 // application identifier, and hands the certificate, key and CA to TLS
@@ -79,6 +117,7 @@ caf::io::middleman_actor node_middleman(caf::actor_system& system, bool insecure
 // The interface a tools node must offer, to check a connection against.
 std::set<std::string> tool_node_interface(caf::actor_system& system);
 std::set<std::string> provider_node_interface(caf::actor_system& system);
+std::set<std::string> collector_node_interface(caf::actor_system& system);
 
 // The digest of a fixed probe request as `render` renders it (hex), or ""
 // when it renders nothing.

@@ -1,0 +1,483 @@
+#include "actors/collector/remote/collector_shipper.h"
+
+#include <caf/all.hpp>
+
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "actors/node/node_link.h"
+#include "actors/tool/remote/node_protocol.h"
+#include "base/lib_log.h"
+#include "storage/event_log.h"
+#include "storage/keys.h"
+
+namespace carapace {
+
+// What the shipper's actor tells the rest: each node's state, and per
+// session the least any node (that has not refused it) holds.
+struct CollectorShipper::Shared {
+  mutable std::mutex mu;
+  std::map<std::string, ShipperNodeState> nodes;
+  std::map<std::string, uint64_t> low;  // session -> seq every node holds
+};
+
+namespace {
+
+using reconnect_atom = caf::atom_constant<caf::atom("reconnect")>;
+using pump_atom = caf::atom_constant<caf::atom("pump")>;
+
+// Sessions remembered once fully shipped, so that a close can tell whether
+// the log grew since; past this many, fully shipped ones are forgotten.
+constexpr size_t kMaxSessions = 100'000;
+
+struct Link {
+  NodeRoute route;
+  std::string host;
+  uint16_t port = 0;
+  CollectorNodeActor handle;
+  bool connecting = false;
+  bool tried = false;
+  uint64_t generation = 0;
+  std::string last_failure;
+  std::map<std::string, uint64_t> acked;  // session -> the node's copy ends here (absent: not asked yet)
+  std::set<std::string> in_flight;
+  std::set<std::string> refused;
+};
+
+struct Pending {
+  uint64_t offered = 0;       // the highest seq heard of
+  std::deque<Event> buffer;   // contiguous events not yet held by every node
+  std::string anchor;         // anchor_digest of the session's first event, once read
+};
+
+struct ShipState {
+  ShipState() = default;
+  CollectorShipperOptions options;
+  std::shared_ptr<CollectorShipper::Shared> shared;
+  std::map<std::string, Link> links;
+  std::map<std::string, Pending> sessions;
+  size_t buffered = 0;
+  std::vector<caf::response_promise> flush_waiters;
+  std::vector<caf::response_promise> ready_waiters;
+  static inline const char* name = "carapace.collector_shipper";
+};
+
+using ShipSelf = caf::stateful_actor<ShipState>*;
+
+void pump(ShipSelf self, Link& link, const std::string& session);
+
+bool any_up(const ShipState& st) {
+  for (const auto& [name, link] : st.links) {
+    if (link.handle) return true;
+  }
+  return false;
+}
+
+bool all_tried(const ShipState& st) {
+  for (const auto& [name, link] : st.links) {
+    if (!link.tried) return false;
+  }
+  return true;
+}
+
+// Every node that is up holds everything offered (refused sessions aside).
+bool flushed(const ShipState& st) {
+  for (const auto& [name, link] : st.links) {
+    if (!link.handle) continue;
+    for (const auto& [session, p] : st.sessions) {
+      if (link.refused.count(session)) continue;
+      auto a = link.acked.find(session);
+      if (a == link.acked.end() || a->second < p.offered) return false;
+    }
+  }
+  return true;
+}
+
+void answer_flushes(ShipSelf self) {
+  auto& st = self->state;
+  if (st.flush_waiters.empty()) return;
+  const bool up = any_up(st);
+  if (up && !flushed(st)) return;
+  for (auto& w : st.flush_waiters) w.deliver(up);
+  st.flush_waiters.clear();
+}
+
+// The seq every node holds of `session`, for the buffer and write_pending.
+uint64_t low_water(const ShipState& st, const std::string& session) {
+  uint64_t low = UINT64_MAX;
+  for (const auto& [name, link] : st.links) {
+    if (link.refused.count(session)) continue;
+    auto a = link.acked.find(session);
+    low = std::min(low, a == link.acked.end() ? 0 : a->second);
+  }
+  return low;
+}
+
+void trim(ShipSelf self, const std::string& session) {
+  auto& st = self->state;
+  auto it = st.sessions.find(session);
+  if (it == st.sessions.end()) return;
+  const uint64_t low = low_water(st, session);
+  auto& buffer = it->second.buffer;
+  while (!buffer.empty() && buffer.front().seq <= low) {
+    buffer.pop_front();
+    --st.buffered;
+  }
+  {
+    std::lock_guard lock(st.shared->mu);
+    st.shared->low[session] = low;
+  }
+  if (st.sessions.size() > kMaxSessions && buffer.empty() && low >= it->second.offered) {
+    st.sessions.erase(it);
+    for (auto& [name, link] : st.links) link.acked.erase(session);
+    std::lock_guard lock(st.shared->mu);
+    st.shared->low.erase(session);
+  }
+}
+
+void note_state(ShipSelf self, const std::string& name) {
+  auto& st = self->state;
+  const Link& link = st.links[name];
+  std::lock_guard lock(st.shared->mu);
+  auto& n = st.shared->nodes[name];
+  n.node.route = link.route;
+  n.node.up = static_cast<bool>(link.handle);
+  n.node.why_down = link.handle ? "" : link.last_failure.empty() ? "connecting" : link.last_failure;
+}
+
+void tried(ShipSelf self, Link& link) {
+  if (link.tried) return;
+  link.tried = true;
+  if (!all_tried(self->state)) return;
+  for (auto& w : self->state.ready_waiters) w.deliver(true);
+  self->state.ready_waiters.clear();
+}
+
+void link_failed(ShipSelf self, const std::string& name, uint64_t generation, const std::string& why) {
+  auto& link = self->state.links[name];
+  if (generation != link.generation) return;
+  link.connecting = false;
+  link.handle = nullptr;
+  if (why != link.last_failure) {
+    lib_log().warn("collector node {} ({}) is down: {} (the sessions' events wait in the log)", name,
+                   link.route.address, why);
+  }
+  link.last_failure = why;
+  note_state(self, name);
+  tried(self, link);
+  answer_flushes(self);
+  self->delayed_send(self, std::chrono::milliseconds(self->state.options.reconnect_ms), reconnect_atom::value, name);
+}
+
+void connect(ShipSelf self, const std::string& name) {
+  auto& st = self->state;
+  auto& link = st.links[name];
+  if (link.connecting || link.handle) return;
+  link.connecting = true;
+  const uint64_t generation = ++link.generation;
+  NodeConnect spec{.address = link.route.address,
+                   .host = link.host,
+                   .port = link.port,
+                   .insecure = st.options.insecure,
+                   .timeout_ms = st.options.connect_timeout_ms,
+                   .role = "collector",
+                   .interface = collector_node_interface(self->system())};
+  connect_to_node(
+      self, spec,
+      [self, name, generation](caf::strong_actor_ptr ptr, const NodeHello&) {
+        auto& l = self->state.links[name];
+        if (generation != l.generation) return;
+        l.connecting = false;
+        l.handle = caf::actor_cast<CollectorNodeActor>(ptr);
+        l.last_failure.clear();
+        l.in_flight.clear();
+        self->monitor(l.handle);
+        lib_log().info("collector node {} ({}) is up", name, l.route.address);
+        note_state(self, name);
+        tried(self, l);
+        std::vector<std::string> sessions;
+        for (const auto& [session, p] : self->state.sessions) sessions.push_back(session);
+        for (const auto& session : sessions) pump(self, l, session);
+        answer_flushes(self);
+      },
+      [self, name, generation](const std::string& why) { link_failed(self, name, generation, why); });
+}
+
+void node_lost(ShipSelf self, const std::string& name, const std::string& why) {
+  auto& link = self->state.links[name];
+  link.handle = nullptr;
+  link.connecting = false;
+  link.in_flight.clear();
+  ++link.generation;
+  link.last_failure = "lost: " + why;
+  lib_log().warn("collector node {} ({}) was lost ({}); the sessions' events wait in the log", name,
+                 link.route.address, why);
+  note_state(self, name);
+  answer_flushes(self);
+  self->delayed_send(self, std::chrono::milliseconds(self->state.options.reconnect_ms), reconnect_atom::value, name);
+}
+
+// The anchor of `session` (read from the log once), or "" when it has none.
+const std::string& anchor_of(ShipState& st, const std::string& session, Pending& p) {
+  if (!p.anchor.empty()) return p.anchor;
+  if (!p.buffer.empty() && p.buffer.front().seq == 1) {
+    p.anchor = anchor_digest(p.buffer.front());
+  } else {
+    std::vector<Event> first;
+    if (st.options.log->read(session, 1, 1, &first).ok() && !first.empty()) p.anchor = anchor_digest(first.front());
+  }
+  return p.anchor;
+}
+
+void acknowledged(ShipSelf self, const std::string& name, uint64_t generation, const std::string& session,
+                  uint64_t sent, const ShipmentAck& ack) {
+  auto& st = self->state;
+  auto& link = st.links[name];
+  if (generation != link.generation) return;  // a late answer from a link since lost
+  link.in_flight.erase(session);
+  if (!ack.error.empty()) {
+    link.refused.insert(session);
+    lib_log().warn("collector node {} refused session {}: {}", name, session, ack.error);
+    std::lock_guard lock(st.shared->mu);
+    auto& refused = st.shared->nodes[name].refused;
+    if (refused.size() < 100) refused.push_back(session + ": " + ack.error);
+  } else {
+    uint64_t& acked = link.acked[session];
+    if (ack.have_seq > acked && sent > 0) {
+      std::lock_guard lock(st.shared->mu);
+      st.shared->nodes[name].events_acknowledged += std::min(ack.have_seq - acked, sent);
+    }
+    acked = ack.have_seq;
+    auto& p = st.sessions[session];
+    p.offered = std::max(p.offered, ack.have_seq);
+  }
+  trim(self, session);
+  pump(self, link, session);
+  answer_flushes(self);
+}
+
+void pump(ShipSelf self, Link& link, const std::string& session) {
+  auto& st = self->state;
+  if (!link.handle || link.in_flight.count(session) || link.refused.count(session)) return;
+  auto pit = st.sessions.find(session);
+  if (pit == st.sessions.end()) return;
+  Pending& p = pit->second;
+  auto a = link.acked.find(session);
+  if (a != link.acked.end() && a->second >= p.offered) return;
+  EventShipment shipment{.session_id = session, .anchor = anchor_of(st, session, p)};
+  if (a != link.acked.end() || !p.buffer.empty()) {
+    const uint64_t from = a != link.acked.end() ? a->second + 1 : p.buffer.front().seq;
+    const uint64_t to = std::min(p.offered, from + st.options.max_events_per_shipment - 1);
+    if (!p.buffer.empty() && p.buffer.front().seq <= from && p.buffer.back().seq >= from) {
+      for (size_t i = from - p.buffer.front().seq; i < p.buffer.size() && p.buffer[i].seq <= to; ++i) {
+        shipment.events.push_back(p.buffer[i]);
+      }
+    } else if (Status s = st.options.log->read(session, from, to, &shipment.events);
+               !s.ok() && shipment.events.empty()) {
+      // Damage is `carapace verify`'s to report; the node gets what reads.
+      link.refused.insert(session);
+      lib_log().warn("session {} cannot be sent to collector node {}: {}", session, link.route.name, s.to_string());
+      answer_flushes(self);
+      return;
+    }
+  }
+  // Empty: where does the node's copy end? (Nothing of it in memory here.)
+  const std::string name = link.route.name;
+  const uint64_t generation = link.generation;
+  const uint64_t sent = shipment.events.size();
+  link.in_flight.insert(session);
+  self->request(link.handle, std::chrono::milliseconds(st.options.request_deadline_ms), std::move(shipment))
+      .then([self, name, generation, session, sent](
+                ShipmentAck& ack) { acknowledged(self, name, generation, session, sent, ack); },
+            [self, name, generation, session](caf::error& e) {
+              auto& l = self->state.links[name];
+              if (generation != l.generation) return;
+              l.in_flight.erase(session);
+              lib_log().info("collector node {}: a shipment of session {} failed ({}); trying again", name, session,
+                             caf::to_string(e));
+              self->delayed_send(self, std::chrono::milliseconds(self->state.options.reconnect_ms), pump_atom::value,
+                                 session);
+            });
+}
+
+// A session this shipper now answers for (write_pending names it until
+// every node holds its log).
+Pending& remember(ShipState& st, const std::string& session) {
+  auto [it, added] = st.sessions.try_emplace(session);
+  if (added) {
+    std::lock_guard lock(st.shared->mu);
+    st.shared->low.try_emplace(session, 0);
+  }
+  return it->second;
+}
+
+void offered(ShipSelf self, const std::string& session, Event event) {
+  auto& st = self->state;
+  Pending& p = remember(st, session);
+  if (event.seq > p.offered) p.offered = event.seq;
+  const bool contiguous = p.buffer.empty() || p.buffer.back().seq + 1 == event.seq;
+  if (contiguous && st.buffered < st.options.max_buffered_events && event.seq > low_water(st, session)) {
+    if (event.seq == 1) p.anchor = anchor_digest(event);
+    p.buffer.push_back(std::move(event));
+    ++st.buffered;
+  }
+  for (auto& [name, link] : st.links) pump(self, link, session);
+}
+
+caf::behavior shipper(ShipSelf self, CollectorShipperOptions options, std::shared_ptr<CollectorShipper::Shared> shared) {
+  auto& st = self->state;
+  st.options = std::move(options);
+  st.shared = std::move(shared);
+  // What the last runtime of this home left unshipped goes first.
+  if (!st.options.pending_path.empty()) {
+    std::ifstream in(st.options.pending_path);
+    std::string id;
+    size_t n = 0;
+    while (n < kMaxSessions && std::getline(in, id)) {
+      if (!keys::validate_session_id(id).ok()) continue;
+      uint64_t last = 0;
+      if (!st.options.log->last_seq(id, &last).ok() || last == 0) continue;
+      remember(st, id).offered = last;
+      ++n;
+    }
+    if (n > 0) lib_log().info("{} session(s) left unshipped by the last run go to the collector nodes first", n);
+  }
+  for (const auto& route : st.options.nodes) {
+    Link link{.route = route};
+    if (Status s = parse_node_address(route.address, &link.host, &link.port); !s.ok()) {
+      link.last_failure = s.message();
+      link.tried = true;
+      st.links[route.name] = std::move(link);
+      note_state(self, route.name);
+      continue;
+    }
+    st.links[route.name] = std::move(link);
+    note_state(self, route.name);
+    connect(self, route.name);
+  }
+  self->set_down_handler([self](caf::down_msg& dm) {
+    for (auto& [name, link] : self->state.links) {
+      if (link.handle && link.handle.address() == dm.source) return node_lost(self, name, caf::to_string(dm.reason));
+    }
+  });
+  return {
+      [self](EventNotice& notice) { offered(self, notice.session_id, std::move(notice.event)); },
+      [self](pump_atom, const std::string& session) {
+        for (auto& [name, link] : self->state.links) pump(self, link, session);
+      },
+      [self](reconnect_atom, const std::string& name) { connect(self, name); },
+      [self](flush_atom) -> caf::response_promise {
+        auto rp = self->make_response_promise();
+        self->state.flush_waiters.push_back(rp);
+        answer_flushes(self);
+        return rp;
+      },
+      [self](start_atom) -> caf::response_promise {  // every node tried once
+        auto rp = self->make_response_promise();
+        if (all_tried(self->state)) {
+          rp.deliver(true);
+        } else {
+          self->state.ready_waiters.push_back(rp);
+        }
+        return rp;
+      },
+  };
+}
+
+}  // namespace
+
+CollectorShipper::CollectorShipper(caf::actor_system& system, CollectorShipperOptions options)
+    : system_(system), options_(std::move(options)), shared_(std::make_shared<Shared>()) {
+  actor_ = system_.spawn(shipper, options_, shared_);
+}
+
+CollectorShipper::~CollectorShipper() {
+  if (actor_) caf::anon_send_exit(actor_, caf::exit_reason::user_shutdown);
+}
+
+void CollectorShipper::offer(const std::string& session, const Event& event) {
+  if (actor_) caf::anon_send(actor_, EventNotice{session, event});
+}
+
+bool CollectorShipper::flush(uint64_t ms) {
+  if (!actor_) return false;
+  bool done = false;
+  caf::scoped_actor self{system_};
+  self->request(actor_, std::chrono::milliseconds(ms), flush_atom::value)
+      .receive([&](bool up) { done = up; }, [](caf::error&) {});
+  return done;
+}
+
+void CollectorShipper::shutdown(uint64_t flush_ms) {
+  if (!actor_) return;
+  {
+    // The first connections had their chance (a short run may end before).
+    caf::scoped_actor self{system_};
+    self->request(actor_, std::chrono::milliseconds(options_.connect_timeout_ms + 1000), start_atom::value)
+        .receive([](bool) {}, [](caf::error&) {});
+  }
+  bool up = false;
+  {
+    std::lock_guard lock(shared_->mu);
+    for (const auto& [name, n] : shared_->nodes) up = up || n.node.up;
+  }
+  if (up && !flush(flush_ms)) {
+    lib_log().warn("the collector nodes did not take every event within {} ms; the rest goes with the next run",
+                   flush_ms);
+  }
+  caf::scoped_actor self{system_};
+  self->send_exit(actor_, caf::exit_reason::user_shutdown);
+  self->wait_for(actor_);
+  actor_ = nullptr;
+}
+
+size_t CollectorShipper::write_pending() {
+  if (options_.pending_path.empty()) return 0;
+  std::map<std::string, uint64_t> low;
+  {
+    std::lock_guard lock(shared_->mu);
+    low = shared_->low;
+  }
+  std::string text;
+  size_t n = 0;
+  for (const auto& [session, held] : low) {
+    uint64_t last = 0;
+    if (!options_.log->last_seq(session, &last).ok() || last <= held) continue;
+    text += session + "\n";
+    ++n;
+  }
+  std::error_code ec;
+  if (n == 0) {
+    std::filesystem::remove(options_.pending_path, ec);
+    return 0;
+  }
+  const std::string tmp = options_.pending_path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (!out.flush()) {
+      lib_log().warn("cannot write {}: {} session(s) not sent to the collector nodes will wait for new events",
+                     tmp, n);
+      return n;
+    }
+  }
+  std::filesystem::rename(tmp, options_.pending_path, ec);
+  if (ec) lib_log().warn("cannot write {}: {}", options_.pending_path, ec.message());
+  return n;
+}
+
+std::vector<ShipperNodeState> CollectorShipper::states() const {
+  std::lock_guard lock(shared_->mu);
+  std::vector<ShipperNodeState> out;
+  for (const auto& route : options_.nodes) {
+    auto it = shared_->nodes.find(route.name);
+    if (it != shared_->nodes.end()) out.push_back(it->second);
+  }
+  return out;
+}
+
+}  // namespace carapace
