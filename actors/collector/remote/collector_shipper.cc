@@ -9,7 +9,7 @@
 #include <mutex>
 #include <set>
 
-#include "actors/node/node_link.h"
+#include "actors/node/node_links.h"
 #include "actors/tool/remote/node_protocol.h"
 #include "base/lib_log.h"
 #include "storage/event_log.h"
@@ -27,22 +27,14 @@ struct CollectorShipper::Shared {
 
 namespace {
 
-using reconnect_atom = caf::atom_constant<caf::atom("reconnect")>;
 using pump_atom = caf::atom_constant<caf::atom("pump")>;
 
 // Sessions remembered once fully shipped, so that a close can tell whether
 // the log grew since; past this many, fully shipped ones are forgotten.
 constexpr size_t kMaxSessions = 100'000;
 
-struct Link {
-  NodeRoute route;
-  std::string host;
-  uint16_t port = 0;
-  CollectorNodeActor handle;
-  bool connecting = false;
-  bool tried = false;
-  uint64_t generation = 0;
-  std::string last_failure;
+// What one node holds, as far as its answers said.
+struct Held {
   std::map<std::string, uint64_t> acked;  // session -> the node's copy ends here (absent: not asked yet)
   std::set<std::string> in_flight;
   std::set<std::string> refused;
@@ -58,40 +50,29 @@ struct ShipState {
   ShipState() = default;
   CollectorShipperOptions options;
   std::shared_ptr<CollectorShipper::Shared> shared;
-  std::map<std::string, Link> links;
+  NodeLinks<CollectorNodeActor> links;
+  std::map<std::string, Held> held;  // per node
   std::map<std::string, Pending> sessions;
   size_t buffered = 0;
   std::vector<caf::response_promise> flush_waiters;
   std::vector<caf::response_promise> ready_waiters;
+  bool ready = false;  // every node tried once
   static inline const char* name = "carapace.collector_shipper";
 };
 
 using ShipSelf = caf::stateful_actor<ShipState>*;
 
-void pump(ShipSelf self, Link& link, const std::string& session);
-
-bool any_up(const ShipState& st) {
-  for (const auto& [name, link] : st.links) {
-    if (link.handle) return true;
-  }
-  return false;
-}
-
-bool all_tried(const ShipState& st) {
-  for (const auto& [name, link] : st.links) {
-    if (!link.tried) return false;
-  }
-  return true;
-}
+void pump(ShipSelf self, const std::string& node, const std::string& session);
 
 // Every node that is up holds everything offered (refused sessions aside).
-bool flushed(const ShipState& st) {
-  for (const auto& [name, link] : st.links) {
+bool flushed(ShipState& st) {
+  for (auto& [name, link] : st.links.all()) {
     if (!link.handle) continue;
+    const Held& h = st.held[name];
     for (const auto& [session, p] : st.sessions) {
-      if (link.refused.count(session)) continue;
-      auto a = link.acked.find(session);
-      if (a == link.acked.end() || a->second < p.offered) return false;
+      if (h.refused.count(session)) continue;
+      auto a = h.acked.find(session);
+      if (a == h.acked.end() || a->second < p.offered) return false;
     }
   }
   return true;
@@ -100,19 +81,20 @@ bool flushed(const ShipState& st) {
 void answer_flushes(ShipSelf self) {
   auto& st = self->state;
   if (st.flush_waiters.empty()) return;
-  const bool up = any_up(st);
+  const bool up = st.links.any_up();
   if (up && !flushed(st)) return;
   for (auto& w : st.flush_waiters) w.deliver(up);
   st.flush_waiters.clear();
 }
 
 // The seq every node holds of `session`, for the buffer and write_pending.
-uint64_t low_water(const ShipState& st, const std::string& session) {
+uint64_t low_water(ShipState& st, const std::string& session) {
   uint64_t low = UINT64_MAX;
-  for (const auto& [name, link] : st.links) {
-    if (link.refused.count(session)) continue;
-    auto a = link.acked.find(session);
-    low = std::min(low, a == link.acked.end() ? 0 : a->second);
+  for (auto& [name, link] : st.links.all()) {
+    const Held& h = st.held[name];
+    if (h.refused.count(session)) continue;
+    auto a = h.acked.find(session);
+    low = std::min(low, a == h.acked.end() ? 0 : a->second);
   }
   return low;
 }
@@ -133,92 +115,19 @@ void trim(ShipSelf self, const std::string& session) {
   }
   if (st.sessions.size() > kMaxSessions && buffer.empty() && low >= it->second.offered) {
     st.sessions.erase(it);
-    for (auto& [name, link] : st.links) link.acked.erase(session);
+    for (auto& [name, h] : st.held) h.acked.erase(session);
     std::lock_guard lock(st.shared->mu);
     st.shared->low.erase(session);
   }
 }
 
-void note_state(ShipSelf self, const std::string& name) {
+void note_state(ShipSelf self, const NodeLinks<CollectorNodeActor>::Link& link) {
   auto& st = self->state;
-  const Link& link = st.links[name];
   std::lock_guard lock(st.shared->mu);
-  auto& n = st.shared->nodes[name];
+  auto& n = st.shared->nodes[link.route.name];
   n.node.route = link.route;
   n.node.up = static_cast<bool>(link.handle);
   n.node.why_down = link.handle ? "" : link.last_failure.empty() ? "connecting" : link.last_failure;
-}
-
-void tried(ShipSelf self, Link& link) {
-  if (link.tried) return;
-  link.tried = true;
-  if (!all_tried(self->state)) return;
-  for (auto& w : self->state.ready_waiters) w.deliver(true);
-  self->state.ready_waiters.clear();
-}
-
-void link_failed(ShipSelf self, const std::string& name, uint64_t generation, const std::string& why) {
-  auto& link = self->state.links[name];
-  if (generation != link.generation) return;
-  link.connecting = false;
-  link.handle = nullptr;
-  if (why != link.last_failure) {
-    lib_log().warn("collector node {} ({}) is down: {} (the sessions' events wait in the log)", name,
-                   link.route.address, why);
-  }
-  link.last_failure = why;
-  note_state(self, name);
-  tried(self, link);
-  answer_flushes(self);
-  self->delayed_send(self, std::chrono::milliseconds(self->state.options.reconnect_ms), reconnect_atom::value, name);
-}
-
-void connect(ShipSelf self, const std::string& name) {
-  auto& st = self->state;
-  auto& link = st.links[name];
-  if (link.connecting || link.handle) return;
-  link.connecting = true;
-  const uint64_t generation = ++link.generation;
-  NodeConnect spec{.address = link.route.address,
-                   .host = link.host,
-                   .port = link.port,
-                   .insecure = st.options.insecure,
-                   .timeout_ms = st.options.connect_timeout_ms,
-                   .role = "collector",
-                   .interface = collector_node_interface(self->system())};
-  connect_to_node(
-      self, spec,
-      [self, name, generation](caf::strong_actor_ptr ptr, const NodeHello&) {
-        auto& l = self->state.links[name];
-        if (generation != l.generation) return;
-        l.connecting = false;
-        l.handle = caf::actor_cast<CollectorNodeActor>(ptr);
-        l.last_failure.clear();
-        l.in_flight.clear();
-        self->monitor(l.handle);
-        lib_log().info("collector node {} ({}) is up", name, l.route.address);
-        note_state(self, name);
-        tried(self, l);
-        std::vector<std::string> sessions;
-        for (const auto& [session, p] : self->state.sessions) sessions.push_back(session);
-        for (const auto& session : sessions) pump(self, l, session);
-        answer_flushes(self);
-      },
-      [self, name, generation](const std::string& why) { link_failed(self, name, generation, why); });
-}
-
-void node_lost(ShipSelf self, const std::string& name, const std::string& why) {
-  auto& link = self->state.links[name];
-  link.handle = nullptr;
-  link.connecting = false;
-  link.in_flight.clear();
-  ++link.generation;
-  link.last_failure = "lost: " + why;
-  lib_log().warn("collector node {} ({}) was lost ({}); the sessions' events wait in the log", name,
-                 link.route.address, why);
-  note_state(self, name);
-  answer_flushes(self);
-  self->delayed_send(self, std::chrono::milliseconds(self->state.options.reconnect_ms), reconnect_atom::value, name);
 }
 
 // The anchor of `session` (read from the log once), or "" when it has none.
@@ -236,17 +145,18 @@ const std::string& anchor_of(ShipState& st, const std::string& session, Pending&
 void acknowledged(ShipSelf self, const std::string& name, uint64_t generation, const std::string& session,
                   uint64_t sent, const ShipmentAck& ack) {
   auto& st = self->state;
-  auto& link = st.links[name];
-  if (generation != link.generation) return;  // a late answer from a link since lost
-  link.in_flight.erase(session);
+  auto* link = st.links.find(name);
+  if (link == nullptr || generation != link->generation) return;  // a late answer from a link since lost
+  Held& h = st.held[name];
+  h.in_flight.erase(session);
   if (!ack.error.empty()) {
-    link.refused.insert(session);
+    h.refused.insert(session);
     lib_log().warn("collector node {} refused session {}: {}", name, session, ack.error);
     std::lock_guard lock(st.shared->mu);
     auto& refused = st.shared->nodes[name].refused;
     if (refused.size() < 100) refused.push_back(session + ": " + ack.error);
   } else {
-    uint64_t& acked = link.acked[session];
+    uint64_t& acked = h.acked[session];
     if (ack.have_seq > acked && sent > 0) {
       std::lock_guard lock(st.shared->mu);
       st.shared->nodes[name].events_acknowledged += std::min(ack.have_seq - acked, sent);
@@ -256,21 +166,25 @@ void acknowledged(ShipSelf self, const std::string& name, uint64_t generation, c
     p.offered = std::max(p.offered, ack.have_seq);
   }
   trim(self, session);
-  pump(self, link, session);
+  pump(self, name, session);
   answer_flushes(self);
 }
 
-void pump(ShipSelf self, Link& link, const std::string& session) {
+// Sends `node` the next piece of `session` it lacks, if it is up and has
+// nothing of that session on the way.
+void pump(ShipSelf self, const std::string& node, const std::string& session) {
   auto& st = self->state;
-  if (!link.handle || link.in_flight.count(session) || link.refused.count(session)) return;
+  auto* link = st.links.find(node);
+  Held& h = st.held[node];
+  if (link == nullptr || !link->handle || h.in_flight.count(session) || h.refused.count(session)) return;
   auto pit = st.sessions.find(session);
   if (pit == st.sessions.end()) return;
   Pending& p = pit->second;
-  auto a = link.acked.find(session);
-  if (a != link.acked.end() && a->second >= p.offered) return;
+  auto a = h.acked.find(session);
+  if (a != h.acked.end() && a->second >= p.offered) return;
   EventShipment shipment{.session_id = session, .anchor = anchor_of(st, session, p)};
-  if (a != link.acked.end() || !p.buffer.empty()) {
-    const uint64_t from = a != link.acked.end() ? a->second + 1 : p.buffer.front().seq;
+  if (a != h.acked.end() || !p.buffer.empty()) {
+    const uint64_t from = a != h.acked.end() ? a->second + 1 : p.buffer.front().seq;
     const uint64_t to = std::min(p.offered, from + st.options.max_events_per_shipment - 1);
     if (!p.buffer.empty() && p.buffer.front().seq <= from && p.buffer.back().seq >= from) {
       for (size_t i = from - p.buffer.front().seq; i < p.buffer.size() && p.buffer[i].seq <= to; ++i) {
@@ -279,29 +193,34 @@ void pump(ShipSelf self, Link& link, const std::string& session) {
     } else if (Status s = st.options.log->read(session, from, to, &shipment.events);
                !s.ok() && shipment.events.empty()) {
       // Damage is `carapace verify`'s to report; the node gets what reads.
-      link.refused.insert(session);
-      lib_log().warn("session {} cannot be sent to collector node {}: {}", session, link.route.name, s.to_string());
+      h.refused.insert(session);
+      lib_log().warn("session {} cannot be sent to collector node {}: {}", session, node, s.to_string());
       answer_flushes(self);
       return;
     }
   }
   // Empty: where does the node's copy end? (Nothing of it in memory here.)
-  const std::string name = link.route.name;
-  const uint64_t generation = link.generation;
+  const uint64_t generation = link->generation;
   const uint64_t sent = shipment.events.size();
-  link.in_flight.insert(session);
-  self->request(link.handle, std::chrono::milliseconds(st.options.request_deadline_ms), std::move(shipment))
-      .then([self, name, generation, session, sent](
-                ShipmentAck& ack) { acknowledged(self, name, generation, session, sent, ack); },
-            [self, name, generation, session](caf::error& e) {
-              auto& l = self->state.links[name];
-              if (generation != l.generation) return;
-              l.in_flight.erase(session);
-              lib_log().info("collector node {}: a shipment of session {} failed ({}); trying again", name, session,
+  h.in_flight.insert(session);
+  self->request(link->handle, std::chrono::milliseconds(st.options.request_deadline_ms), std::move(shipment))
+      .then([self, node, generation, session,
+             sent](ShipmentAck& ack) { acknowledged(self, node, generation, session, sent, ack); },
+            [self, node, generation, session](caf::error& e) {
+              auto* l = self->state.links.find(node);
+              if (l == nullptr || generation != l->generation) return;
+              self->state.held[node].in_flight.erase(session);
+              lib_log().info("collector node {}: a shipment of session {} failed ({}); trying again", node, session,
                              caf::to_string(e));
               self->delayed_send(self, std::chrono::milliseconds(self->state.options.reconnect_ms), pump_atom::value,
                                  session);
             });
+}
+
+void pump_all_nodes(ShipSelf self, const std::string& session) {
+  std::vector<std::string> nodes;
+  for (const auto& [name, link] : self->state.links.all()) nodes.push_back(name);
+  for (const auto& node : nodes) pump(self, node, session);
 }
 
 // A session this shipper now answers for (write_pending names it until
@@ -325,7 +244,7 @@ void offered(ShipSelf self, const std::string& session, Event event) {
     p.buffer.push_back(std::move(event));
     ++st.buffered;
   }
-  for (auto& [name, link] : st.links) pump(self, link, session);
+  pump_all_nodes(self, session);
 }
 
 caf::behavior shipper(ShipSelf self, CollectorShipperOptions options, std::shared_ptr<CollectorShipper::Shared> shared) {
@@ -346,30 +265,55 @@ caf::behavior shipper(ShipSelf self, CollectorShipperOptions options, std::share
     }
     if (n > 0) lib_log().info("{} session(s) left unshipped by the last run go to the collector nodes first", n);
   }
-  for (const auto& route : st.options.nodes) {
-    Link link{.route = route};
-    if (Status s = parse_node_address(route.address, &link.host, &link.port); !s.ok()) {
-      link.last_failure = s.message();
-      link.tried = true;
-      st.links[route.name] = std::move(link);
-      note_state(self, route.name);
-      continue;
-    }
-    st.links[route.name] = std::move(link);
-    note_state(self, route.name);
-    connect(self, route.name);
-  }
-  self->set_down_handler([self](caf::down_msg& dm) {
-    for (auto& [name, link] : self->state.links) {
-      if (link.handle && link.handle.address() == dm.source) return node_lost(self, name, caf::to_string(dm.reason));
-    }
-  });
+  using Link = NodeLinks<CollectorNodeActor>::Link;
+  st.links.start(
+      self, st.options.nodes, st.options.reconnect_ms,
+      {.spec =
+           [self](const Link&) {
+             return NodeConnect{.insecure = self->state.options.insecure,
+                                .timeout_ms = self->state.options.connect_timeout_ms,
+                                .role = "collector",
+                                .interface = collector_node_interface(self->system())};
+           },
+       .up =
+           [self](Link& link, const NodeHello&) {
+             const std::string name = link.route.name;
+             self->state.held[name].in_flight.clear();
+             lib_log().info("collector node {} ({}) is up", name, link.route.address);
+             note_state(self, link);
+             std::vector<std::string> sessions;
+             for (const auto& [session, p] : self->state.sessions) sessions.push_back(session);
+             for (const auto& session : sessions) pump(self, name, session);
+             answer_flushes(self);
+           },
+       .failed =
+           [self](Link& link, const std::string& why, bool changed) {
+             if (changed) {
+               lib_log().warn("collector node {} ({}) is down: {} (the sessions' events wait in the log)",
+                              link.route.name, link.route.address, why);
+             }
+             note_state(self, link);
+             answer_flushes(self);
+           },
+       .lost =
+           [self](Link& link, const std::string& why) {
+             self->state.held[link.route.name].in_flight.clear();
+             lib_log().warn("collector node {} ({}) was lost ({}); the sessions' events wait in the log",
+                            link.route.name, link.route.address, why);
+             note_state(self, link);
+             answer_flushes(self);
+           },
+       .all_tried =
+           [self] {
+             self->state.ready = true;
+             for (auto& w : self->state.ready_waiters) w.deliver(true);
+             self->state.ready_waiters.clear();
+           }});
+  self->set_down_handler([self](caf::down_msg& dm) { self->state.links.on_down(dm); });
   return {
       [self](EventNotice& notice) { offered(self, notice.session_id, std::move(notice.event)); },
-      [self](pump_atom, const std::string& session) {
-        for (auto& [name, link] : self->state.links) pump(self, link, session);
-      },
-      [self](reconnect_atom, const std::string& name) { connect(self, name); },
+      [self](pump_atom, const std::string& session) { pump_all_nodes(self, session); },
+      [self](reconnect_atom, const std::string& name) { self->state.links.connect(name); },
       [self](flush_atom) -> caf::response_promise {
         auto rp = self->make_response_promise();
         self->state.flush_waiters.push_back(rp);
@@ -378,7 +322,7 @@ caf::behavior shipper(ShipSelf self, CollectorShipperOptions options, std::share
       },
       [self](start_atom) -> caf::response_promise {  // every node tried once
         auto rp = self->make_response_promise();
-        if (all_tried(self->state)) {
+        if (self->state.ready) {
           rp.deliver(true);
         } else {
           self->state.ready_waiters.push_back(rp);

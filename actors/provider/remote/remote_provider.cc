@@ -7,7 +7,7 @@
 #include <map>
 #include <mutex>
 
-#include "actors/node/node_link.h"
+#include "actors/node/node_links.h"
 #include "actors/tool/remote/node_protocol.h"
 #include "base/lib_log.h"
 
@@ -54,20 +54,8 @@ struct RemoteProvider::Calls {
 
 namespace {
 
-using reconnect_atom = caf::atom_constant<caf::atom("reconnect")>;
 using ready_atom = caf::atom_constant<caf::atom("ready")>;
 using Clock = std::chrono::steady_clock;
-
-struct Link {
-  NodeRoute route;
-  std::string host;
-  uint16_t port = 0;
-  ProviderNodeActor handle;
-  bool connecting = false;
-  bool tried = false;
-  uint64_t generation = 0;
-  std::string last_failure;
-};
 
 struct Attempt {
   std::string node;
@@ -81,7 +69,7 @@ struct RouterState {
   std::shared_ptr<RemoteProvider::Calls> calls;
   std::shared_ptr<NodeDirectory> directory;  // up or down, attempts in flight (states() reads it)
   std::string render_digest;
-  std::map<std::string, Link> links;
+  NodeLinks<ProviderNodeActor> links;
   std::map<uint64_t, Attempt> attempts;
   std::vector<std::pair<uint64_t, ProviderRequest>> waiting;  // came before every node was tried
   std::vector<caf::response_promise> ready_waiters;
@@ -100,79 +88,6 @@ ProviderReply transport_failure(std::string why) {
   ProviderReply r;
   r.failure = ProviderFailure{.error = std::move(why), .transport = true};
   return r;
-}
-
-bool all_tried(RouterSelf self) {
-  for (const auto& [name, link] : self->state.links) {
-    if (!link.tried) return false;
-  }
-  return true;
-}
-
-void tried(RouterSelf self, Link& link) {
-  if (link.tried) return;
-  link.tried = true;
-  if (!all_tried(self)) return;
-  for (auto& w : self->state.ready_waiters) w.deliver(true);
-  self->state.ready_waiters.clear();
-  auto waiting = std::move(self->state.waiting);
-  self->state.waiting.clear();
-  for (auto& [id, request] : waiting) dispatch(self, id, std::move(request));
-}
-
-void link_failed(RouterSelf self, const std::string& name, uint64_t generation, const std::string& why) {
-  auto& link = self->state.links[name];
-  if (generation != link.generation) return;
-  link.connecting = false;
-  link.handle = nullptr;
-  self->state.directory->set_down(name, why);
-  if (why != link.last_failure) lib_log().warn("provider node {} ({}) is down: {}", name, link.route.address, why);
-  link.last_failure = why;
-  tried(self, link);
-  self->delayed_send(self, std::chrono::milliseconds(self->state.options.reconnect_ms), reconnect_atom::value,
-                     name);
-}
-
-void connect(RouterSelf self, const std::string& name) {
-  auto& st = self->state;
-  auto& link = st.links[name];
-  if (link.connecting || link.handle) return;
-  link.connecting = true;
-  const uint64_t generation = ++link.generation;
-  NodeConnect spec{
-      .address = link.route.address,
-      .host = link.host,
-      .port = link.port,
-      .insecure = st.options.insecure,
-      .timeout_ms = st.options.connect_timeout_ms,
-      .role = "provider",
-      .interface = provider_node_interface(self->system()),
-      .check = [provider = st.options.renderer->name(), digest = st.render_digest](const NodeHello& hello) {
-        if (hello.provider != provider) {
-          return "the node runs the " + hello.provider + " provider; this host's config names " + provider;
-        }
-        if (hello.render_digest != digest) {
-          return std::string(
-              "the node renders requests differently from this host's provider settings (max_tokens, "
-              "temperature, stream, cache, or another version): make both configs' provider sections the same, "
-              "keys apart");
-        }
-        return std::string();
-      }};
-  connect_to_node(
-      self, spec,
-      [self, name, generation](caf::strong_actor_ptr ptr, const NodeHello& hello) {
-        auto& l = self->state.links[name];
-        if (generation != l.generation) return;
-        l.connecting = false;
-        l.handle = caf::actor_cast<ProviderNodeActor>(ptr);
-        l.last_failure.clear();
-        self->monitor(l.handle);
-        self->state.directory->set_up(name, hello.node_id);
-        lib_log().info("provider node {} ({}) is up: {}", name, l.route.address, hello.provider);
-        tried(self, l);
-      },
-      [self, name, generation](const std::string& why) { link_failed(self, name, generation, why); });
 }
 
 void finish(RouterSelf self, uint64_t id, ProviderReply reply) {
@@ -198,34 +113,41 @@ void finish(RouterSelf self, uint64_t id, ProviderReply reply) {
   self->state.calls->finish(id, std::move(reply));
 }
 
-void node_lost(RouterSelf self, const std::string& name, const std::string& why) {
+// The attempts in flight on a node just lost fail as transport errors.
+void node_lost(RouterSelf self, const std::string& name, const std::string& address, const std::string& why) {
   auto& st = self->state;
-  auto& link = st.links[name];
-  link.handle = nullptr;
-  link.connecting = false;
-  ++link.generation;
   st.directory->set_down(name, "lost: " + why);
   std::vector<std::pair<uint64_t, uint64_t>> lost;  // id, ms in
   for (const auto& [id, a] : st.attempts) {
     if (a.node == name) lost.emplace_back(id, ms_since(a.sent));
   }
-  lib_log().warn("provider node {} ({}) was lost ({}); {} attempt(s) in flight", name, link.route.address, why,
-                 lost.size());
+  lib_log().warn("provider node {} ({}) was lost ({}); {} attempt(s) in flight", name, address, why, lost.size());
   for (const auto& [id, ms] : lost) {
     finish(self, id,
-           transport_failure("the provider node " + name + " (" + link.route.address + ") was lost " +
-                             std::to_string(ms) + " ms into the attempt: " + why));
+           transport_failure("the provider node " + name + " (" + address + ") was lost " + std::to_string(ms) +
+                             " ms into the attempt: " + why));
   }
-  self->delayed_send(self, std::chrono::milliseconds(st.options.reconnect_ms), reconnect_atom::value, name);
+}
+
+// Every node had its first try: the requests that waited for it go.
+void all_tried(RouterSelf self) {
+  auto& st = self->state;
+  for (auto& w : st.ready_waiters) w.deliver(true);
+  st.ready_waiters.clear();
+  auto waiting = std::move(st.waiting);
+  st.waiting.clear();
+  for (auto& [id, request] : waiting) dispatch(self, id, std::move(request));
 }
 
 void dispatch(RouterSelf self, uint64_t id, ProviderRequest request) {
   auto& st = self->state;
-  Link* best = nullptr;
+  NodeLinks<ProviderNodeActor>::Link* best = nullptr;
   uint64_t best_in_flight = 0;
   std::string down;
   for (const auto& n : st.directory->states()) {
-    Link& link = st.links[n.route.name];
+    auto* link_ptr = st.links.find(n.route.name);
+    if (link_ptr == nullptr) continue;
+    auto& link = *link_ptr;
     if (link.handle) {
       if (best == nullptr || n.in_flight < best_in_flight) {
         best = &link;
@@ -237,7 +159,7 @@ void dispatch(RouterSelf self, uint64_t id, ProviderRequest request) {
             (link.last_failure.empty() ? "connecting" : link.last_failure);
   }
   if (best == nullptr) {
-    if (!all_tried(self)) {
+    if (!st.links.all_tried()) {
       st.waiting.emplace_back(id, std::move(request));
       return;
     }
@@ -272,23 +194,44 @@ caf::behavior provider_router(RouterSelf self, RemoteProviderOptions options,
   st.calls = std::move(calls);
   st.render_digest = probe_render_digest(
       [renderer = st.options.renderer](const ProviderRequest& r) { return renderer->render_request(r); });
-  for (const auto& route : st.options.nodes) {
-    Link link{.route = route};
-    if (Status s = parse_node_address(route.address, &link.host, &link.port); !s.ok()) {
-      link.last_failure = s.message();
-      link.tried = true;
-      st.directory->set_down(route.name, s.message());
-      st.links[route.name] = std::move(link);
-      continue;
-    }
-    st.links[route.name] = std::move(link);
-    connect(self, route.name);
-  }
-  self->set_down_handler([self](caf::down_msg& dm) {
-    for (auto& [name, link] : self->state.links) {
-      if (link.handle && link.handle.address() == dm.source) return node_lost(self, name, caf::to_string(dm.reason));
-    }
-  });
+  using Link = NodeLinks<ProviderNodeActor>::Link;
+  st.links.start(
+      self, st.options.nodes, st.options.reconnect_ms,
+      {.spec =
+           [self](const Link&) {
+             auto& o = self->state.options;
+             return NodeConnect{
+                 .insecure = o.insecure,
+                 .timeout_ms = o.connect_timeout_ms,
+                 .role = "provider",
+                 .interface = provider_node_interface(self->system()),
+                 .check = [provider = o.renderer->name(), digest = self->state.render_digest](const NodeHello& hello) {
+                   if (hello.provider != provider) {
+                     return "the node runs the " + hello.provider + " provider; this host's config names " + provider;
+                   }
+                   if (hello.render_digest != digest) {
+                     return std::string(
+                         "the node renders requests differently from this host's provider settings (max_tokens, "
+                         "temperature, stream, cache, or another version): make both configs' provider sections the "
+                         "same, keys apart");
+                   }
+                   return std::string();
+                 }};
+           },
+       .up =
+           [self](Link& link, const NodeHello& hello) {
+             self->state.directory->set_up(link.route.name, hello.node_id);
+             lib_log().info("provider node {} ({}) is up: {}", link.route.name, link.route.address, hello.provider);
+           },
+       .failed =
+           [self](Link& link, const std::string& why, bool changed) {
+             self->state.directory->set_down(link.route.name, why);
+             if (changed) lib_log().warn("provider node {} ({}) is down: {}", link.route.name, link.route.address, why);
+           },
+       .lost = [self](Link& link,
+                      const std::string& why) { node_lost(self, link.route.name, link.route.address, why); },
+       .all_tried = [self] { all_tried(self); }});
+  self->set_down_handler([self](caf::down_msg& dm) { self->state.links.on_down(dm); });
   return {
       [self](start_atom, uint64_t id, ProviderRequest& request) { dispatch(self, id, std::move(request)); },
       [self](cancel_atom, uint64_t id) {
@@ -299,10 +242,10 @@ caf::behavior provider_router(RouterSelf self, RemoteProviderOptions options,
         }
         finish(self, id, transport_failure("cancelled"));
       },
-      [self](reconnect_atom, const std::string& name) { connect(self, name); },
+      [self](reconnect_atom, const std::string& name) { self->state.links.connect(name); },
       [self](ready_atom) -> caf::response_promise {
         auto rp = self->make_response_promise();
-        if (all_tried(self)) {
+        if (self->state.links.all_tried()) {
           rp.deliver(true);
         } else {
           self->state.ready_waiters.push_back(rp);

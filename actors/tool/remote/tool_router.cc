@@ -6,7 +6,7 @@
 #include <chrono>
 #include <map>
 
-#include "actors/node/node_link.h"
+#include "actors/node/node_links.h"
 #include "actors/tool/tool_actor.h"
 #include "actors/tool/remote/node_protocol.h"
 #include "base/fault_injection.h"
@@ -16,22 +16,11 @@ namespace carapace {
 
 namespace {
 
-using reconnect_atom = caf::atom_constant<caf::atom("reconnect")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using Clock = std::chrono::steady_clock;
 
-struct Link {
-  NodeRoute route;
-  std::string host;
-  uint16_t port = 0;
-  ToolNodeActor handle;  // set while up
-  bool connecting = false;
-  uint64_t generation = 0;  // of the connection attempt; a stale answer is ignored
-  std::string last_failure;
-  bool tried = false;  // the first attempt ended (up or not)
-  // Calls that came while the first connection was being made.
-  std::vector<std::pair<ToolInvocation, caf::response_promise>> waiting;
-};
+// Calls that came while a node's first connection was being made.
+using Waiting = std::vector<std::pair<ToolInvocation, caf::response_promise>>;
 
 struct InFlight {
   std::string node;
@@ -55,7 +44,8 @@ struct RouterState {
   RouterState() = default;
   ToolSupervisorActor local;
   ToolRouterOptions options;
-  std::map<std::string, Link> links;
+  NodeLinks<ToolNodeActor> links;
+  std::map<std::string, Waiting> waiting;  // per node
   std::map<uint64_t, InFlight> in_flight;
   std::map<uint64_t, Held> held;                 // injected delays
   std::vector<caf::response_promise> hung;       // injected hangs: never answered
@@ -67,73 +57,18 @@ struct RouterState {
 using RouterSelf = caf::stateful_actor<RouterState>*;
 
 void send_call(RouterSelf self, ToolInvocation inv, caf::response_promise rp);
-void first_attempt_ended(RouterSelf self, Link& link);
 
 uint64_t ms_since(Clock::time_point t) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
 }
 
-void connect(RouterSelf self, const std::string& name);
-
-void link_failed(RouterSelf self, const std::string& name, uint64_t generation, const std::string& why) {
-  auto& link = self->state.links[name];
-  if (generation != link.generation) return;
-  link.connecting = false;
-  link.handle = nullptr;
-  self->state.options.directory->set_down(name, why);
-  // Said once, not at every attempt while it stays down.
-  if (why != link.last_failure) lib_log().warn("tools node {} ({}) is down: {}", name, link.route.address, why);
-  link.last_failure = why;
-  first_attempt_ended(self, link);
-  self->delayed_send(self, std::chrono::milliseconds(self->state.options.reconnect_ms), reconnect_atom::value,
-                     name);
-}
-
-void link_up(RouterSelf self, const std::string& name, uint64_t generation, ToolNodeActor handle,
-             const NodeHello& hello) {
-  auto& link = self->state.links[name];
-  if (generation != link.generation) return;
-  link.connecting = false;
-  link.handle = handle;
-  link.last_failure.clear();
-  self->monitor(handle);
-  self->state.options.directory->set_up(name, hello.node_id);
-  lib_log().info("tools node {} ({}) is up: {} tools, ledger {} with {} calls", name, link.route.address,
-                 hello.tools.size(), hello.node_id, hello.ledger_calls);
-  first_attempt_ended(self, link);
-}
-
-void connect(RouterSelf self, const std::string& name) {
-  auto& st = self->state;
-  auto& link = st.links[name];
-  if (link.connecting || link.handle) return;
-  link.connecting = true;
-  const uint64_t generation = ++link.generation;
-  NodeConnect spec{.address = link.route.address,
-                   .host = link.host,
-                   .port = link.port,
-                   .insecure = st.options.insecure,
-                   .timeout_ms = st.options.connect_timeout_ms,
-                   .role = "tools",
-                   .interface = tool_node_interface(self->system()),
-                   .check = [wanted = link.route.tools](const NodeHello& hello) {
-                     std::string missing;
-                     for (const auto& t : wanted) {
-                       if (t.empty() || t.back() == '*') continue;
-                       if (std::find(hello.tools.begin(), hello.tools.end(), t) == hello.tools.end()) {
-                         missing += (missing.empty() ? "" : ", ") + t;
-                       }
-                     }
-                     return missing.empty() ? std::string()
-                                            : "the node does not run " + missing +
-                                                  " (it runs what its own config enables)";
-                   }};
-  connect_to_node(
-      self, spec,
-      [self, name, generation](caf::strong_actor_ptr ptr, const NodeHello& hello) {
-        link_up(self, name, generation, caf::actor_cast<ToolNodeActor>(ptr), hello);
-      },
-      [self, name, generation](const std::string& why) { link_failed(self, name, generation, why); });
+// The calls that waited for a node's first connection go (or fail).
+void release_waiting(RouterSelf self, const std::string& name) {
+  auto it = self->state.waiting.find(name);
+  if (it == self->state.waiting.end()) return;
+  Waiting waiting = std::move(it->second);
+  self->state.waiting.erase(it);
+  for (auto& [inv, rp] : waiting) send_call(self, std::move(inv), std::move(rp));
 }
 
 // Answers the call `id` (once): the node's outcome, or why none came. A
@@ -178,43 +113,24 @@ void finish(RouterSelf self, uint64_t id, ToolOutcome outcome) {
   f.rp.deliver(std::move(outcome));
 }
 
-void node_lost(RouterSelf self, const std::string& name, const std::string& why) {
+// The calls in flight on a node just lost get their outcome: lost.
+void node_lost(RouterSelf self, const std::string& name, const std::string& address, const std::string& why) {
   auto& st = self->state;
-  auto& link = st.links[name];
-  link.handle = nullptr;
-  link.connecting = false;
-  ++link.generation;
   st.options.directory->set_down(name, "lost: " + why);
   std::vector<uint64_t> lost;
   for (const auto& [id, f] : st.in_flight) {
     if (f.node == name) lost.push_back(id);
   }
-  lib_log().warn("tools node {} ({}) was lost ({}); {} call(s) in flight", name, link.route.address, why, lost.size());
+  lib_log().warn("tools node {} ({}) was lost ({}); {} call(s) in flight", name, address, why, lost.size());
   for (uint64_t id : lost) {
     const InFlight& f = st.in_flight[id];
     finish(self, id,
            ToolOutcome{.call_id = f.call_id,
-                       .output = "the tools node " + name + " (" + link.route.address + ") was lost " +
+                       .output = "the tools node " + name + " (" + address + ") was lost " +
                                  std::to_string(ms_since(f.sent)) + " ms after the call was sent: " + why,
                        .is_error = true,
                        .node_lost = true});
   }
-  self->delayed_send(self, std::chrono::milliseconds(st.options.reconnect_ms), reconnect_atom::value, name);
-}
-
-void first_attempt_ended(RouterSelf self, Link& link) {
-  if (!link.tried) {
-    link.tried = true;
-    bool all = true;
-    for (const auto& [name, l] : self->state.links) all = all && l.tried;
-    if (all) {
-      for (auto& w : self->state.ready_waiters) w.deliver(true);
-      self->state.ready_waiters.clear();
-    }
-  }
-  auto waiting = std::move(link.waiting);
-  link.waiting.clear();
-  for (auto& [inv, rp] : waiting) send_call(self, std::move(inv), std::move(rp));
 }
 
 void send_call(RouterSelf self, ToolInvocation inv, caf::response_promise rp) {
@@ -225,14 +141,14 @@ void send_call(RouterSelf self, ToolInvocation inv, caf::response_promise rp) {
               [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
     return;
   }
-  auto it = rs.links.find(inv.node);
-  if (it != rs.links.end() && !it->second.handle && it->second.connecting && !it->second.tried) {
-    it->second.waiting.emplace_back(std::move(inv), std::move(rp));  // the first connection is being made
+  auto* link = rs.links.find(inv.node);
+  if (link != nullptr && !link->handle && link->connecting && !link->tried) {
+    const std::string node = inv.node;
+    rs.waiting[node].emplace_back(std::move(inv), std::move(rp));  // the first connection is being made
     return;
   }
-  if (it == rs.links.end() || !it->second.handle) {
-    const std::string why = it == rs.links.end() ? "no node has that name in the configuration"
-                                                 : it->second.last_failure;
+  if (link == nullptr || !link->handle) {
+    const std::string why = link == nullptr ? "no node has that name in the configuration" : link->last_failure;
     // Never sent. A call interrupted earlier (a resume) may have run before,
     // though: its outcome stays unknown; any other did not run.
     ToolOutcome o{.call_id = inv.call.id, .is_error = true, .node = inv.node};
@@ -260,7 +176,7 @@ void send_call(RouterSelf self, ToolInvocation inv, caf::response_promise rp) {
   // A reply that comes after the call was answered (its node was declared
   // lost first) finds no entry and is dropped; over CAF a lost link never
   // delivers one, since a reconnection is a new link.
-  self->request(it->second.handle, std::chrono::milliseconds(deadline_ms), std::move(inv))
+  self->request(link->handle, std::chrono::milliseconds(deadline_ms), std::move(inv))
       .then([self, id](ToolOutcome& o) { finish(self, id, std::move(o)); },
             [self, id, node, call_id, deadline_ms](caf::error& e) {
               if (e == caf::sec::request_timeout) {
@@ -285,20 +201,50 @@ caf::behavior tool_router(RouterSelf self, ToolSupervisorActor local, ToolRouter
   auto& st = self->state;
   st.local = std::move(local);
   st.options = std::move(options);
-  for (auto& route : st.options.directory->routes()) {
-    Link link{.route = route};
-    if (Status s = parse_node_address(route.address, &link.host, &link.port); !s.ok()) {
-      st.options.directory->set_down(route.name, s.message());
-      continue;
-    }
-    st.links[route.name] = std::move(link);
-    connect(self, route.name);
-  }
-  self->set_down_handler([self](caf::down_msg& dm) {
-    for (auto& [name, link] : self->state.links) {
-      if (link.handle && link.handle.address() == dm.source) return node_lost(self, name, caf::to_string(dm.reason));
-    }
-  });
+  using Link = NodeLinks<ToolNodeActor>::Link;
+  st.links.start(
+      self, st.options.directory->routes(), st.options.reconnect_ms,
+      {.spec =
+           [self](const Link& link) {
+             return NodeConnect{.insecure = self->state.options.insecure,
+                                .timeout_ms = self->state.options.connect_timeout_ms,
+                                .role = "tools",
+                                .interface = tool_node_interface(self->system()),
+                                .check = [wanted = link.route.tools](const NodeHello& hello) {
+                                  std::string missing;
+                                  for (const auto& t : wanted) {
+                                    if (t.empty() || t.back() == '*') continue;
+                                    if (std::find(hello.tools.begin(), hello.tools.end(), t) == hello.tools.end()) {
+                                      missing += (missing.empty() ? "" : ", ") + t;
+                                    }
+                                  }
+                                  return missing.empty() ? std::string()
+                                                         : "the node does not run " + missing +
+                                                               " (it runs what its own config enables)";
+                                }};
+           },
+       .up =
+           [self](Link& link, const NodeHello& hello) {
+             self->state.options.directory->set_up(link.route.name, hello.node_id);
+             lib_log().info("tools node {} ({}) is up: {} tools, ledger {} with {} calls", link.route.name,
+                            link.route.address, hello.tools.size(), hello.node_id, hello.ledger_calls);
+             release_waiting(self, link.route.name);
+           },
+       .failed =
+           [self](Link& link, const std::string& why, bool changed) {
+             self->state.options.directory->set_down(link.route.name, why);
+             // Said once, not at every attempt while it stays down.
+             if (changed) lib_log().warn("tools node {} ({}) is down: {}", link.route.name, link.route.address, why);
+             release_waiting(self, link.route.name);
+           },
+       .lost = [self](Link& link,
+                      const std::string& why) { node_lost(self, link.route.name, link.route.address, why); },
+       .all_tried =
+           [self] {
+             for (auto& w : self->state.ready_waiters) w.deliver(true);
+             self->state.ready_waiters.clear();
+           }});
+  self->set_down_handler([self](caf::down_msg& dm) { self->state.links.on_down(dm); });
   return {
       [self](ToolInvocation& inv) -> caf::response_promise {
         auto rp = self->make_response_promise();
@@ -341,18 +287,16 @@ caf::behavior tool_router(RouterSelf self, ToolSupervisorActor local, ToolRouter
       },
       [self](cancel_atom, const std::string& session) {
         self->send(self->state.local, cancel_atom::value, session);
-        for (auto& [name, link] : self->state.links) {
+        for (auto& [name, link] : self->state.links.all()) {
           if (link.handle) self->send(link.handle, cancel_atom::value, session);
         }
       },
-      [self](reconnect_atom, const std::string& name) { connect(self, name); },
+      [self](reconnect_atom, const std::string& name) { self->state.links.connect(name); },
       // Answered once every node has been tried once (up or not).
       [self](ready_atom) -> caf::response_promise {
         auto rp = self->make_response_promise();
         self->state.ready_waiters.push_back(rp);
-        bool all = true;
-        for (const auto& [name, link] : self->state.links) all = all && link.tried;
-        if (all) {
+        if (self->state.links.all_tried()) {
           for (auto& w : self->state.ready_waiters) w.deliver(true);
           self->state.ready_waiters.clear();
         }
