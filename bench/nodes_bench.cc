@@ -48,7 +48,7 @@
 #include "tests/support/fake_model.h"
 #include "tests/support/llm_wire.h"
 #include "tests/support/mock_llm_server.h"
-#include "tests/support/tcp_fault_proxy.h"
+#include "replay/tcp_fault_proxy.h"
 
 using namespace carapace;
 namespace fs = std::filesystem;
@@ -386,10 +386,10 @@ int main(int argc, char** argv) {
     for (const std::string how : {"killed (SIGKILL)", "frozen (SIGSTOP)", "cut off (black-holed)"}) {
       const std::string exec_log = (b.dir / ("exec-" + std::to_string(how.size()))).string();
       Node n = b.start_node(1, exec_log);
-      std::unique_ptr<carapace::testing::TcpFaultProxy> proxy;
+      std::unique_ptr<carapace::TcpFaultProxy> proxy;
       uint16_t port = n.port;
       if (how.rfind("cut", 0) == 0) {
-        proxy = std::make_unique<carapace::testing::TcpFaultProxy>(n.port);
+        proxy = std::make_unique<carapace::TcpFaultProxy>(n.port);
         port = proxy->port();
       }
       auto rt = b.open(sleeper, {port}, "shell", "detect-" + std::to_string(how.size()));
@@ -401,7 +401,7 @@ int main(int argc, char** argv) {
       const auto at = Clock::now();
       if (how.rfind("killed", 0) == 0) ::kill(n.pid, SIGKILL);
       if (how.rfind("frozen", 0) == 0) ::kill(n.pid, SIGSTOP);
-      if (proxy) proxy->set_mode(carapace::testing::TcpFaultProxy::Mode::kBlackhole);
+      if (proxy) proxy->set_mode(carapace::TcpFaultProxy::Mode::kBlackhole);
       SessionOutcome o;
       check(rt->wait(id, std::chrono::minutes(2), &o), "wait");
       const double took = ms_since(at);

@@ -1,6 +1,7 @@
 // TcpFaultProxy: a TCP proxy on 127.0.0.1 that puts network faults between
-// two processes of a test (a host and a node, whose TLS it forwards without
-// looking at a byte). Each accepted connection goes to 127.0.0.1:target_port;
+// two processes (a session host and a node, whose TLS it forwards without
+// looking at a byte): the torture runner's partitions (`torture --nodes`)
+// and the node tests'. Each accepted connection goes to 127.0.0.1:target_port;
 // the mode says what happens to open and new connections alike:
 //
 //   kPass       bytes flow both ways unchanged.
@@ -56,7 +57,7 @@
 #include <thread>
 #include <vector>
 
-namespace carapace::testing {
+namespace carapace {
 
 class TcpFaultProxy {
  public:
@@ -404,4 +405,4 @@ class TcpFaultProxy {
   std::thread thread_;
 };
 
-}  // namespace carapace::testing
+}  // namespace carapace

@@ -798,6 +798,7 @@ class Runner {
       nodes_->stop_chaos();
       report_->node_kills += nodes_->kills();
       report_->node_freezes += nodes_->freezes();
+      report_->node_partitions += nodes_->partitions();
       nodes_.reset();
     }
     ++report_->iterations;

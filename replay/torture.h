@@ -89,12 +89,13 @@ struct TortureOptions {
   // crash-free run) starts N `carapace node` processes with mutual TLS and
   // a shared workspace root, and the runner's own config routes every
   // built-in tool to them; during an iteration one node at a time is
-  // killed (and restarted) or frozen at random moments while the host is
+  // killed (and restarted), frozen or cut off (its proxy black-holes the
+  // links) at random moments while the host is
   // crashed as always. Checked besides: no call of a tool that is not
   // idempotent ran twice on any node or the host (step mode), and every
   // call has exactly one outcome. Needs the runner's own config.
   uint32_t nodes = 0;
-  // With nodes: false keeps them up (no kills or freezes), so that only the
+  // With nodes: false keeps them up (no kills, freezes or partitions), so that only the
   // host's crashes test them (the node mutation check).
   bool node_chaos = true;
   bool keep_passing_homes = false;
@@ -142,6 +143,7 @@ struct TortureReport {
   uint64_t approvals_answered = 0;   // children the runner ran to answer one
   uint64_t node_kills = 0;           // --nodes: tools nodes killed (and restarted)
   uint64_t node_freezes = 0;         // and frozen for a while
+  uint64_t node_partitions = 0;      // and cut off for a while (their links black-holed)
   uint64_t calls_on_nodes = 0;       // tool.completed from a node, in the final logs
   uint64_t calls_lost_with_a_node = 0;  // of them: interrupted, refused or run again because a node was lost
   uint64_t compared_with_reference = 0;

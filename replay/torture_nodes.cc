@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "base/child_process.h"
+#include "replay/tcp_fault_proxy.h"
 
 namespace carapace {
 namespace {
@@ -124,6 +125,11 @@ Status TortureNodes::start() {
     n.port = free_port();
     if (n.port == 0) return Status::io_error("no free port on 127.0.0.1 for tools node " + n.name);
     CARAPACE_RETURN_IF_ERROR(launch(n));
+    try {
+      n.proxy = std::make_shared<TcpFaultProxy>(n.port);
+    } catch (const std::exception& e) {
+      return Status::io_error("cannot put a proxy before tools node " + n.name + ": " + e.what());
+    }
   }
   return Status();
 }
@@ -133,7 +139,7 @@ void TortureNodes::add_to_config(nlohmann::json* config) const {
   for (const auto& n : nodes_) {
     list.push_back({{"name", n.name},
                     {"role", "tools"},
-                    {"address", "127.0.0.1:" + std::to_string(n.port)},
+                    {"address", "127.0.0.1:" + std::to_string(n.proxy ? n.proxy->port() : n.port)},
                     {"tools", {"shell", "read_file", "write_file", "list_dir"}}});
   }
   (*config)["nodes"] = list;
@@ -155,10 +161,11 @@ void TortureNodes::start_chaos() {
 void TortureNodes::stop_chaos() {
   stop_ = true;
   if (chaos_.joinable()) chaos_.join();
-  // Every node up again, for the checks that read their logs.
+  // Every node up and reachable again, for the checks that read their logs.
   std::lock_guard lock(mu_);
   for (auto& n : nodes_) {
     if (n.pid > 0) ::kill(n.pid, SIGCONT);
+    if (n.proxy) n.proxy->set_mode(TcpFaultProxy::Mode::kPass);
   }
 }
 
@@ -172,7 +179,15 @@ void TortureNodes::chaos() {
     if (stop_) break;
     std::unique_lock lock(mu_);
     Node& n = nodes_[rng() % nodes_.size()];
-    if (rng() % 3 != 0) {
+    const uint64_t what = rng() % 6;  // kill 3 in 6, freeze 2, cut off 1
+    if (what == 5 && n.proxy) {
+      n.proxy->set_mode(TcpFaultProxy::Mode::kBlackhole);
+      ++partitions_;
+      auto proxy = n.proxy;
+      lock.unlock();
+      pause(200 + rng() % 1000);
+      proxy->set_mode(TcpFaultProxy::Mode::kPass);
+    } else if (what < 3) {
       reap(n.pid);
       n.pid = -1;
       ++kills_;

@@ -1,10 +1,13 @@
 // Tools nodes for the torture runner (`carapace torture --nodes N`,
 // docs/scale-out.md): N real `carapace node` processes per iteration, with
 // mutual TLS, a shared workspace root and an execution log each, which the
-// session host's children route every built-in tool to; and the chaos: at
-// random moments one node is killed (SIGKILL, restarted on its port with
-// its home and ledger a moment later) or frozen (SIGSTOP, then SIGCONT),
-// while the runner crashes the host as it always does.
+// session host's children route every built-in tool to, each behind a
+// loopback proxy (replay/tcp_fault_proxy.h); and the chaos: at random
+// moments one node is killed (SIGKILL, restarted on its port with its home
+// and ledger a moment later), frozen (SIGSTOP, then SIGCONT), or cut off
+// (its proxy black-holes every connection for a while: the node runs on,
+// the host hears nothing), while the runner crashes the host as it always
+// does.
 //
 // Thread safety: the chaos runs on a thread of its own; the other members
 // are called from the runner's thread.
@@ -14,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -24,6 +28,8 @@
 #include "base/status.h"
 
 namespace carapace {
+
+class TcpFaultProxy;
 
 class TortureNodes {
  public:
@@ -40,7 +46,8 @@ class TortureNodes {
   // Starts every node on a port of its own and waits until each listens.
   Status start();
   // What the host's config gains: "nodes" (every built-in tool on every
-  // node) and "node_options" (200 ms heartbeats, a 1 s time-out).
+  // node, reached through its proxy) and "node_options" (200 ms
+  // heartbeats, a 1 s time-out).
   void add_to_config(nlohmann::json* config) const;
   // Where the session's routed calls run: the shared workspace root's
   // directory for the session `session`.
@@ -51,12 +58,14 @@ class TortureNodes {
   void stop_chaos();
   uint64_t kills() const { return kills_; }
   uint64_t freezes() const { return freezes_; }
+  uint64_t partitions() const { return partitions_; }
 
  private:
   struct Node {
     std::string name;
     uint16_t port = 0;
     pid_t pid = -1;
+    std::shared_ptr<TcpFaultProxy> proxy;  // what the host connects to
   };
   Status launch(Node& n);
   void chaos();
@@ -67,7 +76,7 @@ class TortureNodes {
   std::atomic<bool> stop_{false};
   std::thread chaos_;
   uint64_t seed_;
-  std::atomic<uint64_t> kills_{0}, freezes_{0};
+  std::atomic<uint64_t> kills_{0}, freezes_{0}, partitions_{0};
 };
 
 }  // namespace carapace

@@ -135,6 +135,7 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                          {"nodes", args.nodes},
                          {"node_kills", report.node_kills},
                          {"node_freezes", report.node_freezes},
+                         {"node_partitions", report.node_partitions},
                          {"calls_on_nodes", report.calls_on_nodes},
                          {"calls_lost_with_a_node", report.calls_lost_with_a_node},
                          {"violations_by_kind", report.violations_by_kind},
@@ -148,7 +149,7 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                 static_cast<unsigned long long>(args.seed), args.mode.c_str(),
                 args.power_loss ? ", power loss after every crash" : "",
                 args.nodes > 0 ? (", " + std::to_string(args.nodes) + " tools nodes" +
-                                  (args.calm_nodes ? "" : " killed and frozen at random"))
+                                  (args.calm_nodes ? "" : " killed, frozen and cut off at random"))
                                      .c_str()
                                : "",
                 report.seconds);
@@ -179,10 +180,11 @@ int run_torture_command(Context& ctx, const TortureArgs& args) {
                   static_cast<unsigned long long>(report.approvals_answered));
     }
     if (args.nodes > 0) {
-      std::printf("  %-34s %8llu  (%llu killed and restarted, %llu frozen)\n", "tools node failures",
-                  static_cast<unsigned long long>(report.node_kills + report.node_freezes),
+      std::printf("  %-34s %8llu  (%llu killed and restarted, %llu frozen, %llu cut off)\n", "tools node failures",
+                  static_cast<unsigned long long>(report.node_kills + report.node_freezes + report.node_partitions),
                   static_cast<unsigned long long>(report.node_kills),
-                  static_cast<unsigned long long>(report.node_freezes));
+                  static_cast<unsigned long long>(report.node_freezes),
+                  static_cast<unsigned long long>(report.node_partitions));
       std::printf("  %-34s %8llu  (%llu touched by a lost node)\n", "calls run on tools nodes",
                   static_cast<unsigned long long>(report.calls_on_nodes),
                   static_cast<unsigned long long>(report.calls_lost_with_a_node));
@@ -275,8 +277,9 @@ void register_torture_command(CLI::App& app, Context& ctx) {
                 "request after a random delay (denying every third), crashing those children too "
                 "(docs/approvals.md)");
   cmd->add_option("--nodes", args->nodes,
-                  "Route every tool to N tools nodes the runner starts (mutual TLS), and kill (then restart) or "
-                  "freeze one at random moments while the host crashes (docs/scale-out.md); not with --config")
+                  "Route every tool to N tools nodes the runner starts (mutual TLS, each behind a loopback proxy), "
+                  "and kill (then restart), freeze or cut off one at random moments while the host crashes "
+                  "(docs/scale-out.md); not with --config")
       ->check(CLI::Range(0, 4));
   cmd->add_flag("--calm-nodes", args->calm_nodes,
                 "With --nodes: never kill or freeze the nodes; only the host crashes");

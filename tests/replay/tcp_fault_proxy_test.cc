@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
-#include "tests/support/tcp_fault_proxy.h"
+#include "replay/tcp_fault_proxy.h"
 
-using carapace::testing::TcpFaultProxy;
+using carapace::TcpFaultProxy;
 using Mode = TcpFaultProxy::Mode;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;

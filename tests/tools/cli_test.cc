@@ -302,7 +302,8 @@ BOOST_AUTO_TEST_CASE(every_subcommand_answers_json_in_one_envelope) {
       {"node --listen 127.0.0.1:0", 1},  // no certificates, and not --insecure-loopback
       {"node --listen 127.0.0.1:0 --tls " + dir.sub("missing"), 1},
       {"node --listen 10.1.2.3:0 --insecure-loopback", 2},
-      {"node --role collector --listen 127.0.0.1:0", 2},
+      {"node --role gateway --listen 127.0.0.1:0", 2},
+      {"node --role collector --listen 127.0.0.1:0", 1},  // no certificates
       {"node --role provider --listen 127.0.0.1:0 --insecure-loopback", 1},  // the scripted provider has no key to hold
       {"mcp list", 0},
       {"mcp list --config " + dir.sub("missing.json"), 1},

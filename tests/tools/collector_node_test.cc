@@ -90,7 +90,11 @@ BOOST_AUTO_TEST_CASE(a_hosts_sessions_land_on_the_collector_whole_and_the_trace_
     BOOST_TEST(there == here, id << " differs on the collector");
     // Spans built there as the events landed, the same as the host's.
     std::string source;
-    json remote = spans(c1.home, id, &source);
+    json remote;
+    testing::wait_for([&] {  // the node's collector writes its spans within its flush interval
+      remote = spans(c1.home, id, &source);
+      return source == "store";
+    }, 10s);
     BOOST_TEST(source == "store", id << ": the collector's spans were built from " << source);
     BOOST_TEST(remote == spans(host_home, id));
   }

@@ -26,7 +26,7 @@
 #include "tests/support/cli_runner.h"
 #include "tests/support/node_cluster.h"
 #include "tests/support/printing.h"
-#include "tests/support/tcp_fault_proxy.h"
+#include "replay/tcp_fault_proxy.h"
 #include "tests/support/temp_dir.h"
 
 using namespace carapace;
@@ -241,12 +241,12 @@ BOOST_AUTO_TEST_CASE(a_frozen_node_is_lost_within_the_connection_timeout) {
 BOOST_AUTO_TEST_CASE(a_partitioned_nodes_idempotent_call_runs_again_on_another_node) {
   NodeProcess& n1 = start_node("n1");
   NodeProcess& n2 = start_node("n2");
-  testing::TcpFaultProxy proxy(n1.port);
+  TcpFaultProxy proxy(n1.port);
   const std::string scenario =
       json{{"replies", {{{"tool_calls", {{{"name", "list_dir"}, {"args", {{"path", "."}}}}}}}, {{"text", "done"}}}}}
           .dump();
   open(config(scenario, {route("n1", proxy.port()), route("n2", n2.port)}, "tls-host"));
-  proxy.set_mode(testing::TcpFaultProxy::Mode::kBlackhole);
+  proxy.set_mode(TcpFaultProxy::Mode::kBlackhole);
   const auto cut = Clock::now();
   SessionOutcome o = run("s1");
   const auto took_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - cut).count();
