@@ -238,6 +238,9 @@ BOOST_AUTO_TEST_CASE(a_running_session_streams_stops_and_resumes) {
   // Resumed: it runs again, and its answer streams to a watcher.
   WsClient ws(port, token);
   ws.send(R"({"type": "watch", "session": "slow"})");
+  json watching;  // the watch is in place (its spans answer it) before the session runs again
+  BOOST_REQUIRE(ws.wait([](const json& m) { return m.value("type", "") == "spans" && m["session"] == "slow"; },
+                        &watching));
   Reply resumed = post("/api/sessions/slow/resume", json::object());
   BOOST_REQUIRE_MESSAGE(resumed.status == 200, resumed.body);
   json delta;
