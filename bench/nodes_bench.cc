@@ -23,6 +23,7 @@
 //     the default heartbeat (1 s) and connection time-out (5 s).
 // Prints a table, then one JSON object as the last line.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,6 +70,13 @@ std::string slurp(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// CPU time (user + system) of this process: the session host's, without the nodes'.
+double cpu_ms() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000.0 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000.0;
 }
 
 double ms_since(Clock::time_point t) {
@@ -299,19 +307,37 @@ int main(int argc, char** argv) {
 
   // (k) collector nodes.
   {
-    double wall_none = 0, wall_shipped = 0, close_ms = 0;
+    double wall_none = 0, wall_shipped = 0, close_ms = 0, cpu_none = 0, cpu_shipped = 0;
+    uint64_t shipped_events = 0;
     {
       auto rt = b.open(scenario, {}, "list_dir", "collector-none");
+      const double cpu = cpu_ms();
       wall_none = run_sessions(*rt, sessions);
+      rt.reset();
+      cpu_none = cpu_ms() - cpu;
     }
     {
       Node c = b.start_node(1, "", "--role collector");
       auto rt = b.open(scenario, {}, "list_dir", "collector-up", nullptr, 0, c.port);
+      const double cpu = cpu_ms();
       wall_shipped = run_sessions(*rt, sessions);
       const auto at = Clock::now();
       rt.reset();  // waits until the node holds every event
       close_ms = ms_since(at);
+      cpu_shipped = cpu_ms() - cpu;
       b.stop_all();
+      std::unique_ptr<EventLog> log;
+      check(EventLog::open(EventLog::Options{.path = (b.dir / "collector-up" / "home" / "log").string(),
+                                             .mode = EventLog::Mode::kReader},
+                           &log),
+            "log");
+      std::vector<SessionMeta> metas;
+      check(log->list_sessions(&metas), "sessions");
+      for (const auto& m : metas) {
+        uint64_t last = 0;
+        check(log->last_seq(m.id, &last), "last_seq");
+        shipped_events += last;
+      }
     }
     // Down while the sessions run: everything waits in the log.
     const uint16_t down_port = [&] {
@@ -366,12 +392,18 @@ int main(int argc, char** argv) {
     std::printf("%-28s %12.0f %12.0f %9.2fx\n", "every event sent", wall_shipped, total_turns / wall_shipped * 1000,
                 wall_none / wall_shipped);
     std::printf("close, until the node holds all %12.0f ms\n", close_ms);
+    const double host_cpu_us = (cpu_shipped - cpu_none) / static_cast<double>(shipped_events) * 1000;
+    std::printf("the host's CPU: %.0f ms without, %.0f ms sending %llu events: %.1f us more per event\n", cpu_none,
+                cpu_shipped, static_cast<unsigned long long>(shipped_events), host_cpu_us);
     std::printf("catching up %llu events of %zu sessions from the log: %.0f ms, %.0f events/s\n",
                 static_cast<unsigned long long>(events), metas.size(), catch_up_ms, events / catch_up_ms * 1000);
     out["collector"] = {{"none_turns_per_s", total_turns / wall_none * 1000},
                         {"shipped_turns_per_s", total_turns / wall_shipped * 1000},
                         {"vs_none", wall_none / wall_shipped},
                         {"close_ms", close_ms},
+                        {"host_cpu_ms_none", cpu_none},
+                        {"host_cpu_ms_shipped", cpu_shipped},
+                        {"host_cpu_us_per_event", host_cpu_us},
                         {"catch_up_events", events},
                         {"catch_up_ms", catch_up_ms},
                         {"catch_up_events_per_s", events / catch_up_ms * 1000}};

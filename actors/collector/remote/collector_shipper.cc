@@ -44,6 +44,7 @@ struct Pending {
   uint64_t offered = 0;       // the highest seq heard of
   std::deque<Event> buffer;   // contiguous events not yet held by every node
   std::string anchor;         // anchor_digest of the session's first event, once read
+  bool lingering = false;     // a pump is due in linger_ms
 };
 
 struct ShipState {
@@ -244,7 +245,10 @@ void offered(ShipSelf self, const std::string& session, Event event) {
     p.buffer.push_back(std::move(event));
     ++st.buffered;
   }
-  pump_all_nodes(self, session);
+  // A moment's wait gathers the events that follow into the same shipment.
+  if (p.lingering) return;
+  p.lingering = true;
+  self->delayed_send(self, std::chrono::milliseconds(st.options.linger_ms), pump_atom::value, session);
 }
 
 caf::behavior shipper(ShipSelf self, CollectorShipperOptions options, std::shared_ptr<CollectorShipper::Shared> shared) {
@@ -312,7 +316,12 @@ caf::behavior shipper(ShipSelf self, CollectorShipperOptions options, std::share
   self->set_down_handler([self](caf::down_msg& dm) { self->state.links.on_down(dm); });
   return {
       [self](EventNotice& notice) { offered(self, notice.session_id, std::move(notice.event)); },
-      [self](pump_atom, const std::string& session) { pump_all_nodes(self, session); },
+      [self](pump_atom, const std::string& session) {
+        if (auto it = self->state.sessions.find(session); it != self->state.sessions.end()) {
+          it->second.lingering = false;
+        }
+        pump_all_nodes(self, session);
+      },
       [self](reconnect_atom, const std::string& name) { self->state.links.connect(name); },
       [self](flush_atom) -> caf::response_promise {
         auto rp = self->make_response_promise();

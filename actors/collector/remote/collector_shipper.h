@@ -44,6 +44,9 @@ struct CollectorShipperOptions {
   uint64_t request_deadline_ms = 30'000;  // one shipment's answer
   EventLog* log = nullptr;                // the host's; outlives the shipper
   size_t max_events_per_shipment = 512;
+  // How long a new event waits for the ones that follow, so that they go
+  // in one shipment (a turn's events come within a few milliseconds).
+  uint64_t linger_ms = 5;
   size_t max_buffered_events = 16'384;  // in memory, all sessions together
   std::string pending_path;             // "": none kept
 };
