@@ -664,6 +664,21 @@ Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_p
     for (const auto& n : impl->nodes->states()) {
       if (!n.up) lib_log().warn("tools node {} ({}) is not up yet: {}", n.route.name, n.route.address, n.why_down);
     }
+    // A node's MCP tools that this host has no server for are declared to
+    // the model as the node describes them; their calls go to the node.
+    std::vector<ToolSpec> node_tools;
+    self->request(impl->tool_router, std::chrono::milliseconds(connect_ms), node_tools_atom::value)
+        .receive([&](std::vector<ToolSpec>& specs) { node_tools = std::move(specs); }, [](caf::error&) {});
+    for (auto& spec : node_tools) {
+      if (!impl->nodes->routed(spec.name) || impl->tools->find(spec.name)) continue;
+      const std::string name = spec.name;
+      Status added = impl->tools->add(ToolDefinition{
+          .spec = std::move(spec), .blocking = false, .run = [name](const nlohmann::json&, const ToolContext&) {
+            return ToolResult::error("The call was not run: " + name +
+                                     " runs on a tools node only, and none that offers it is up.");
+          }});
+      if (!added.ok()) lib_log().warn("the tools node tool {} is not declared: {}", name, added.to_string());
+    }
   }
   if (impl->remote_provider) {
     impl->remote_provider->wait_ready(node_connect_ms + 1000);

@@ -21,6 +21,8 @@
 #include "actors/provider/remote/provider_node.h"
 #include "actors/tool/remote/call_ledger.h"
 #include "actors/tool/remote/node_protocol.h"
+#include "actors/tool/mcp/mcp_hub.h"
+#include "actors/tool/process/sandbox.h"
 #include "actors/tool/remote/tool_node.h"
 #include "actors/tool/tool_actor.h"
 #include "actors/tool/workspace.h"
@@ -98,6 +100,7 @@ int run_node(Context& ctx, const NodeArgs& args) {
   std::shared_ptr<ToolRegistry> tools = std::make_shared<ToolRegistry>();
   auto processes = std::make_shared<ProcessSet>();
   std::shared_ptr<CallLedger> ledger;
+  std::shared_ptr<McpHub> mcp;  // the node's MCP servers, if its config has any
   std::string canonical_root;
   if (!provider_role && !collector_role) {
   std::string root = args.workspace.empty() ? home + "/node-workspaces" : args.workspace;
@@ -113,6 +116,26 @@ int run_node(Context& ctx, const NodeArgs& args) {
     decorate = [path = args.exec_log](ToolDefinition t) { return record_executions(std::move(t), path); };
   }
   if (Status s = add_builtin_tools(config, decorate, tools.get(), processes); !s.ok()) return ctx.fail(s);
+  if (!config.mcp_servers.empty()) {
+    // Its MCP servers run under the shell's sandbox, one per session's
+    // workspace, as at home; started once here for their tool lists, which
+    // the hosts learn from the node's hello.
+    SandboxPlan plan;
+    if (Status s = plan_sandbox(config.sandbox, sandbox_support(), &plan, nullptr); !s.ok()) return ctx.fail(s);
+    ToolEnvOptions env = config.tool_env;
+    env.secret_names = provider_key_env_names(config.provider);
+    mcp = McpHub::make(McpHubOptions{.servers = config.mcp_servers,
+                                     .env_policy = env,
+                                     .sandbox = config.sandbox,
+                                     .max_output_bytes = config.shell.max_output_bytes},
+                       tools);
+    std::string listing;
+    std::filesystem::create_directories(home + "/node-mcp-list", ec);
+    if (Status s = canonical_workspace(home + "/node-mcp-list", &listing); !s.ok()) return ctx.fail(s);
+    for (const Status& failed : mcp->ensure(listing)) {
+      std::fprintf(stderr, "carapace node: an MCP server did not start: %s\n", ctx.shown(failed.to_string()).c_str());
+    }
+  }
   }
 
   caf::actor_system_config cfg;
@@ -244,6 +267,7 @@ int run_node(Context& ctx, const NodeArgs& args) {
                                        : "carapace node: stopping (its calls' processes are killed; the ledger keeps "
                                          "what ran)\n");
   processes->terminate_all();
+  if (mcp) mcp->shutdown();
   {
     caf::scoped_actor self{system};
     self->send_exit(node, caf::exit_reason::user_shutdown);

@@ -429,6 +429,33 @@ BOOST_AUTO_TEST_CASE(without_a_node_up_a_routed_call_is_refused_not_run_here) {
   BOOST_TEST(!std::filesystem::exists(dir.sub("host-workspace/ran-on-host")));
 }
 
+BOOST_AUTO_TEST_CASE(a_nodes_mcp_tools_are_declared_to_the_model_and_run_on_the_node) {
+  // The node has an MCP server; the host has none and routes mcp__t__* there.
+  const std::string node_config = file(
+      "n1-mcp.json",
+      json{{"mcp_servers", {{"t", {{"command", MCP_TEST_SERVER}, {"timeout_ms", 20000}}}}}}.dump());
+  NodeProcess& n1 = start_node("n1", "--config '" + node_config + "'");
+  const std::string scenario =
+      json{{"replies",
+            {{{"tool_calls", {{{"name", "mcp__t__note"}, {"args", {{"text", "from the model"}}}}}}}, {{"text", "done"}}}}}
+          .dump();
+  open(config(scenario, {route("n1", n1.port, {"mcp__t__*"})}, "tls-host"));
+  SessionOutcome o = run("s1");
+  BOOST_TEST(o.final_answer == "done", o.error);
+  // Declared to the model as the node describes it.
+  auto configured = of_type<SessionConfigured>("s1");
+  BOOST_REQUIRE(!configured.empty());
+  BOOST_TEST(contains(configured[0].tools.text, "mcp__t__note"), configured[0].tools.text);
+  // Run on the node, in the session's workspace there; not here.
+  auto completed = of_type<ToolCompleted>("s1");
+  BOOST_REQUIRE(completed.size() == 1u);
+  BOOST_TEST(completed[0].node == "n1");
+  BOOST_TEST(!completed[0].is_error, completed[0].output);
+  BOOST_TEST(contains(testing::CliRunner::slurp(n1.home + "/node-workspaces/s1/notes.txt"), "from the model"));
+  BOOST_TEST(!std::filesystem::exists(dir.sub("host-workspace/notes.txt")));
+  replays_identically("s1");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(node_config)

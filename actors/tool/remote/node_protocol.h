@@ -38,13 +38,17 @@ struct NodeHello {
   // provider settings would render requests differently refuses it.
   std::string provider;
   std::string render_digest;
+  // A tools node's MCP tools as the model sees them (mcp__SERVER__TOOL), so
+  // that a host that has no such server can declare them.
+  std::vector<ToolSpec> tool_specs;
 
   static constexpr auto fields() {
     using H = NodeHello;
     return std::tuple{codec::Field{1, "node_id", &H::node_id}, codec::Field{2, "name", &H::name},
                       codec::Field{3, "role", &H::role},       codec::Field{4, "tools", &H::tools},
                       codec::Field{5, "version", &H::version}, codec::Field{6, "ledger_calls", &H::ledger_calls},
-                      codec::Field{7, "provider", &H::provider}, codec::Field{8, "render_digest", &H::render_digest}};
+                      codec::Field{7, "provider", &H::provider}, codec::Field{8, "render_digest", &H::render_digest},
+                      codec::Field{9, "tool_specs", &H::tool_specs}};
   }
   friend bool operator==(const NodeHello&, const NodeHello&) = default;
 };

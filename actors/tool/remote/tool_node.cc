@@ -168,12 +168,16 @@ ToolNodeActor::behavior_type tool_node(NodeSelf self, ToolSupervisorActor local,
       },
       [self](hello_atom) -> NodeHello {
         auto& st = self->state;
-        return NodeHello{.node_id = st.options.ledger->id(),
-                         .name = st.options.name,
-                         .role = "tools",
-                         .tools = st.options.tools->names(),
-                         .version = version(),
-                         .ledger_calls = st.options.ledger->calls()};
+        NodeHello hello{.node_id = st.options.ledger->id(),
+                        .name = st.options.name,
+                        .role = "tools",
+                        .tools = st.options.tools->names(),
+                        .version = version(),
+                        .ledger_calls = st.options.ledger->calls()};
+        for (auto& spec : st.options.tools->specs()) {
+          if (spec.name.rfind("mcp__", 0) == 0) hello.tool_specs.push_back(std::move(spec));
+        }
+        return hello;
       },
   };
 }

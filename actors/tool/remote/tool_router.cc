@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 
 #include "actors/node/node_links.h"
 #include "actors/tool/tool_actor.h"
@@ -46,6 +47,7 @@ struct RouterState {
   ToolRouterOptions options;
   NodeLinks<ToolNodeActor> links;
   std::map<std::string, Waiting> waiting;  // per node
+  std::map<std::string, std::vector<ToolSpec>> mcp_tools;  // per node up: its hello's
   std::map<uint64_t, InFlight> in_flight;
   std::map<uint64_t, Held> held;                 // injected delays
   std::vector<caf::response_promise> hung;       // injected hangs: never answered
@@ -226,6 +228,7 @@ caf::behavior tool_router(RouterSelf self, ToolSupervisorActor local, ToolRouter
        .up =
            [self](Link& link, const NodeHello& hello) {
              self->state.options.directory->set_up(link.route.name, hello.node_id);
+             self->state.mcp_tools[link.route.name] = hello.tool_specs;
              lib_log().info("tools node {} ({}) is up: {} tools, ledger {} with {} calls", link.route.name,
                             link.route.address, hello.tools.size(), hello.node_id, hello.ledger_calls);
              release_waiting(self, link.route.name);
@@ -292,6 +295,17 @@ caf::behavior tool_router(RouterSelf self, ToolSupervisorActor local, ToolRouter
         }
       },
       [self](reconnect_atom, const std::string& name) { self->state.links.connect(name); },
+      [self](node_tools_atom) {
+        std::vector<ToolSpec> out;
+        std::set<std::string> seen;
+        for (auto& [name, link] : self->state.links.all()) {
+          if (!link.handle) continue;
+          for (const auto& spec : self->state.mcp_tools[name]) {
+            if (seen.insert(spec.name).second) out.push_back(spec);
+          }
+        }
+        return out;
+      },
       // Answered once every node has been tried once (up or not).
       [self](ready_atom) -> caf::response_promise {
         auto rp = self->make_response_promise();

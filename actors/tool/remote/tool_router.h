@@ -49,6 +49,9 @@ inline constexpr size_t kMaxRemoteOutputBytes = 4u << 20;
 // up or not, so that a host does not start its sessions before its nodes
 // had a chance to come up.
 using ready_atom = caf::atom_constant<caf::atom("ready")>;
+// Asked of the router: the MCP tools the nodes now up offer
+// (std::vector<ToolSpec>, by name, the first node's spec of each).
+using node_tools_atom = caf::atom_constant<caf::atom("nodetools")>;
 
 // Implements ToolActor (ToolInvocation -> ToolOutcome) and reacts to
 // (cancel_atom, session id): the local supervisor's and every node's calls
