@@ -456,6 +456,32 @@ BOOST_AUTO_TEST_CASE(a_nodes_mcp_tools_are_declared_to_the_model_and_run_on_the_
   replays_identically("s1");
 }
 
+BOOST_AUTO_TEST_CASE(a_node_confined_to_its_own_paths_cannot_read_the_hosts_home) {
+  // On one machine the node's sandbox is what keeps it out of the host's
+  // home: its config lets its commands read the system and its own home only.
+  const std::string host_home = dir.sub("host-home");
+  std::filesystem::create_directories(host_home);
+  std::ofstream(host_home + "/secret.txt") << "host-secret-4b1d";
+  json readable = json::array();
+  for (const char* p : {"/usr", "/bin", "/lib", "/lib64", "/etc"}) {
+    if (std::filesystem::exists(p)) readable.push_back(p);
+  }
+  readable.push_back(dir.sub("home-n1"));
+  std::filesystem::create_directories(dir.sub("home-n1"));
+  const std::string node_config =
+      file("n1-confined.json", json{{"tools", {{"sandbox", "workspace-write"}, {"sandbox_readable", readable}}}}.dump());
+  NodeProcess& n1 = start_node("n1", "--config '" + node_config + "'");
+  open(config(shell_then_done("cat '" + host_home + "/secret.txt'; echo status=$?"), {route("n1", n1.port)},
+              "tls-host"));
+  SessionOutcome o = run("s1");
+  BOOST_TEST(o.final_answer == "done", o.error);
+  auto completed = of_type<ToolCompleted>("s1");
+  BOOST_REQUIRE(completed.size() == 1u);
+  BOOST_TEST(completed[0].node == "n1");
+  BOOST_TEST(!contains(completed[0].output, "host-secret-4b1d"), completed[0].output);
+  BOOST_TEST(contains(completed[0].output, "Permission denied"), completed[0].output);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(node_config)
