@@ -325,7 +325,7 @@ void register_node_command(CLI::App& app, Context& ctx) {
                  "Plain TCP without certificates, on 127.0.0.1 only (tests, a first try)");
   node->add_option("--name", args->name, "The node's name in outcomes and logs (default: its certificate's)");
   node->add_option("--config", args->config,
-                   "Config file: the tools it runs and their sandbox, or its provider (default: "
+                   "Config file: the tools and MCP servers it runs and their sandbox, or its provider (default: "
                    "$CARAPACE_HOME/config.json)");
   node->add_option("--workspace", args->workspace,
                    "Root of the sessions' workspaces here (default: $CARAPACE_HOME/node-workspaces)");
