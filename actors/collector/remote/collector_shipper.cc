@@ -31,7 +31,7 @@ using pump_atom = caf::atom_constant<caf::atom("pump")>;
 
 // Sessions remembered once fully shipped, so that a close can tell whether
 // the log grew since; past this many, fully shipped ones are forgotten.
-constexpr size_t kMaxSessions = 100'000;
+constexpr size_t kMaxSessions = 10'000;
 
 // What one node holds, as far as its answers said.
 struct Held {
