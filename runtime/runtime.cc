@@ -651,15 +651,14 @@ Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_p
   impl->tool_supervisor = spawn_tool_supervisor(*impl->system, impl->tools, options.faults, impl->tracker);
   if (!config.nodes.empty()) {
     impl->nodes = std::make_shared<NodeDirectory>(config.nodes, config.node_net.fallback);
-    const uint64_t connect_ms = node_connect_ms;
     impl->tool_router = spawn_tool_router(*impl->system, impl->tool_supervisor,
                                           ToolRouterOptions{.directory = impl->nodes,
                                                             .insecure = config.node_net.insecure_loopback,
-                                                            .connect_timeout_ms = connect_ms,
+                                                            .connect_timeout_ms = node_connect_ms,
                                                             .faults = options.faults});
     // Sessions start once each node had its chance to come up.
     caf::scoped_actor self{*impl->system};
-    self->request(impl->tool_router, std::chrono::milliseconds(connect_ms + 1000), ready_atom::value)
+    self->request(impl->tool_router, std::chrono::milliseconds(node_connect_ms + 1000), ready_atom::value)
         .receive([](bool) {}, [](caf::error&) {});
     for (const auto& n : impl->nodes->states()) {
       if (!n.up) lib_log().warn("tools node {} ({}) is not up yet: {}", n.route.name, n.route.address, n.why_down);
@@ -667,7 +666,7 @@ Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_p
     // A node's MCP tools that this host has no server for are declared to
     // the model as the node describes them; their calls go to the node.
     std::vector<ToolSpec> node_tools;
-    self->request(impl->tool_router, std::chrono::milliseconds(connect_ms), node_tools_atom::value)
+    self->request(impl->tool_router, std::chrono::milliseconds(node_connect_ms), node_tools_atom::value)
         .receive([&](std::vector<ToolSpec>& specs) { node_tools = std::move(specs); }, [](caf::error&) {});
     for (auto& spec : node_tools) {
       if (!impl->nodes->routed(spec.name) || impl->tools->find(spec.name)) continue;

@@ -26,6 +26,7 @@
 #include "actors/tool/remote/tool_node.h"
 #include "actors/tool/tool_actor.h"
 #include "actors/tool/workspace.h"
+#include "base/lib_log.h"
 #include "runtime/config.h"
 #include "runtime/provider_factory.h"
 #include "runtime/session_setup.h"
@@ -50,6 +51,51 @@ struct NodeArgs {
   std::string exec_log;  // hidden: the torture runner's record of executions
   std::string mutation;  // hidden: forgetful_ledger (the torture runner's mutation check) or silent
 };
+
+// A tools node's own places and tools: its ledger, the root of its
+// sessions' workspaces, its built-in tools, and its MCP servers' tools
+// (each server started once here for its list, which the hosts learn from
+// the node's hello; a session's calls run on the server of its workspace).
+struct ToolsSetup {
+  std::shared_ptr<ToolRegistry> tools = std::make_shared<ToolRegistry>();
+  std::shared_ptr<ProcessSet> processes = std::make_shared<ProcessSet>();
+  std::shared_ptr<CallLedger> ledger;
+  std::shared_ptr<McpHub> mcp;
+  std::string root;  // canonical
+};
+
+Status setup_tools(const Config& config, const NodeArgs& args, const std::string& home, ToolsSetup* out) {
+  const std::string root = args.workspace.empty() ? home + "/node-workspaces" : args.workspace;
+  std::error_code ec;
+  std::filesystem::create_directories(root, ec);
+  CARAPACE_RETURN_IF_ERROR(canonical_workspace(root, &out->root));
+  std::unique_ptr<CallLedger> ledger;
+  CARAPACE_RETURN_IF_ERROR(CallLedger::open(home + "/node-ledger", &ledger));
+  out->ledger = std::move(ledger);
+  std::function<ToolDefinition(ToolDefinition)> decorate;
+  if (!args.exec_log.empty()) {
+    decorate = [path = args.exec_log](ToolDefinition t) { return record_executions(std::move(t), path); };
+  }
+  CARAPACE_RETURN_IF_ERROR(add_builtin_tools(config, decorate, out->tools.get(), out->processes));
+  if (config.mcp_servers.empty()) return Status();
+  // Under the shell's sandbox, as at home: what the kernel cannot enforce stops the node here.
+  SandboxPlan plan;
+  CARAPACE_RETURN_IF_ERROR(plan_sandbox(config.sandbox, sandbox_support(), &plan, nullptr));
+  ToolEnvOptions env = config.tool_env;
+  env.secret_names = provider_key_env_names(config.provider);
+  out->mcp = McpHub::make(McpHubOptions{.servers = config.mcp_servers,
+                                        .env_policy = env,
+                                        .sandbox = config.sandbox,
+                                        .max_output_bytes = config.shell.max_output_bytes},
+                          out->tools);
+  std::string listing;
+  std::filesystem::create_directories(home + "/node-mcp-list", ec);
+  CARAPACE_RETURN_IF_ERROR(canonical_workspace(home + "/node-mcp-list", &listing));
+  for (const Status& failed : out->mcp->ensure(listing)) {
+    lib_log().warn("an MCP server did not start: {} (the node runs without its tools)", failed.to_string());
+  }
+  return Status();
+}
 
 int run_node(Context& ctx, const NodeArgs& args) {
   if (args.role != "tools" && args.role != "provider" && args.role != "collector") {
@@ -84,6 +130,7 @@ int run_node(Context& ctx, const NodeArgs& args) {
   // A provider node: the provider its config names, with the key from its
   // own environment (the only place the key lives).
   std::shared_ptr<Provider> provider;
+  std::string key_env;
   if (provider_role) {
     if (!is_http_provider(config.provider.name)) {
       return ctx.fail(Status::invalid_argument("a provider node serves an openai or anthropic provider; its config "
@@ -92,50 +139,14 @@ int run_node(Context& ctx, const NodeArgs& args) {
     }
     HttpProviderOptions http;
     if (Status s = resolve_http_options(config.provider, &http); !s.ok()) return ctx.fail(s);
+    key_env = http.api_key_env;
     provider = make_http_provider(config.provider.name, std::move(http), std::make_shared<HttpClient>(), nullptr);
   }
 
-  // The node's own places: its ledger and its workspaces, in its home.
   const std::string home = ctx.home();
-  std::shared_ptr<ToolRegistry> tools = std::make_shared<ToolRegistry>();
-  auto processes = std::make_shared<ProcessSet>();
-  std::shared_ptr<CallLedger> ledger;
-  std::shared_ptr<McpHub> mcp;  // the node's MCP servers, if its config has any
-  std::string canonical_root;
+  ToolsSetup local;
   if (!provider_role && !collector_role) {
-  std::string root = args.workspace.empty() ? home + "/node-workspaces" : args.workspace;
-  std::error_code ec;
-  std::filesystem::create_directories(root, ec);
-  if (Status s = canonical_workspace(root, &canonical_root); !s.ok()) return ctx.fail(s);
-  std::unique_ptr<CallLedger> ledger_owned;
-  if (Status s = CallLedger::open(home + "/node-ledger", &ledger_owned); !s.ok()) return ctx.fail(s);
-  ledger = std::move(ledger_owned);
-
-  std::function<ToolDefinition(ToolDefinition)> decorate;
-  if (!args.exec_log.empty()) {
-    decorate = [path = args.exec_log](ToolDefinition t) { return record_executions(std::move(t), path); };
-  }
-  if (Status s = add_builtin_tools(config, decorate, tools.get(), processes); !s.ok()) return ctx.fail(s);
-  if (!config.mcp_servers.empty()) {
-    // Its MCP servers run under the shell's sandbox, one per session's
-    // workspace, as at home; started once here for their tool lists, which
-    // the hosts learn from the node's hello.
-    SandboxPlan plan;
-    if (Status s = plan_sandbox(config.sandbox, sandbox_support(), &plan, nullptr); !s.ok()) return ctx.fail(s);
-    ToolEnvOptions env = config.tool_env;
-    env.secret_names = provider_key_env_names(config.provider);
-    mcp = McpHub::make(McpHubOptions{.servers = config.mcp_servers,
-                                     .env_policy = env,
-                                     .sandbox = config.sandbox,
-                                     .max_output_bytes = config.shell.max_output_bytes},
-                       tools);
-    std::string listing;
-    std::filesystem::create_directories(home + "/node-mcp-list", ec);
-    if (Status s = canonical_workspace(home + "/node-mcp-list", &listing); !s.ok()) return ctx.fail(s);
-    for (const Status& failed : mcp->ensure(listing)) {
-      std::fprintf(stderr, "carapace node: an MCP server did not start: %s\n", ctx.shown(failed.to_string()).c_str());
-    }
-  }
+    if (Status s = setup_tools(config, args, home, &local); !s.ok()) return ctx.fail(s);
   }
 
   caf::actor_system_config cfg;
@@ -167,6 +178,8 @@ int run_node(Context& ctx, const NodeArgs& args) {
   };
   caf::actor supervisor, node;
   caf::expected<uint16_t> bound{caf::sec::cannot_publish_invalid_actor};
+  std::string detail;  // what the node says of itself once it listens
+  nlohmann::json data;  // and in --json, besides name, role, listen and tls
   if (collector_role) {
     // Spans are observability: without the trace store (another collector
     // holds it), `carapace trace` here builds them from the copies.
@@ -179,27 +192,38 @@ int run_node(Context& ctx, const NodeArgs& args) {
         spawn_collector_node(system, CollectorNodeOptions{.name = name, .log = copies.get(), .collector = collector});
     node = caf::actor_cast<caf::actor>(published);
     bound = publish(published);
+    detail = ": the sessions' logs in " + home + "/log, their spans in " + home + "/traces";
+    data = {{"log", home + "/log"}, {"traces", home + "/traces"}};
   } else if (provider_role) {
-    auto local = spawn_provider_supervisor(system, provider);
+    auto supervised = spawn_provider_supervisor(system, provider);
     auto published = spawn_provider_node(
-        system, local, ProviderNodeOptions{.name = name, .provider = provider, .silent = args.mutation == "silent"});
-    supervisor = caf::actor_cast<caf::actor>(local);
+        system, supervised, ProviderNodeOptions{.name = name, .provider = provider, .silent = args.mutation == "silent"});
+    supervisor = caf::actor_cast<caf::actor>(supervised);
     node = caf::actor_cast<caf::actor>(published);
     bound = publish(published);
+    // The key's variable is named; its value never is.
+    detail = ", " + provider->name() + " provider, key from $" + key_env;
+    data = {{"provider", provider->name()}, {"api_key_env", key_env}};
   } else {
-    auto local = spawn_tool_supervisor(system, tools);
+    auto supervised = spawn_tool_supervisor(system, local.tools);
     auto published = spawn_tool_node(
-        system, local,
+        system, supervised,
         ToolNodeOptions{.name = name,
-                        .workspace_root = canonical_root,
-                        .tools = tools,
-                        .ledger = ledger,
+                        .workspace_root = local.root,
+                        .tools = local.tools,
+                        .ledger = local.ledger,
                         .mutation = args.mutation == "forgetful_ledger" ? ToolNodeOptions::Mutation::kForgetfulLedger
                                     : args.mutation == "silent"         ? ToolNodeOptions::Mutation::kSilent
                                                                         : ToolNodeOptions::Mutation::kNone});
-    supervisor = caf::actor_cast<caf::actor>(local);
+    supervisor = caf::actor_cast<caf::actor>(supervised);
     node = caf::actor_cast<caf::actor>(published);
     bound = publish(published);
+    detail = ", " + std::to_string(local.tools->names().size()) + " tools, ledger " + local.ledger->id() + " with " +
+             std::to_string(local.ledger->calls()) + " calls";
+    data = {{"tools", local.tools->names()},
+            {"ledger", local.ledger->id()},
+            {"ledger_calls", local.ledger->calls()},
+            {"workspace_root", local.root}};
   }
   if (!bound) {
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
@@ -208,56 +232,16 @@ int run_node(Context& ctx, const NodeArgs& args) {
                     "is another node on that port?");
   }
   const std::string where = host + ":" + std::to_string(*bound);
-  const char* transport = args.insecure_loopback ? "plain TCP, loopback only" : "mutual TLS";
-  if (collector_role) {
-    const std::string summary = "collector node " + name + " listening on " + where + " (" + transport +
-                                "): the sessions' logs in " + home + "/log, their spans in " + home + "/traces";
-    if (ctx.json) {
-      print_redacted(ctx, {{"success", true},
-                           {"data",
-                            {{"name", name},
-                             {"role", "collector"},
-                             {"listen", where},
-                             {"tls", !args.insecure_loopback},
-                             {"log", home + "/log"},
-                             {"traces", home + "/traces"}}},
-                           {"summary", summary}});
-    } else {
-      std::printf("%s\n", summary.c_str());
-    }
-  } else if (provider_role) {
-    // The key's variable is named; its value never is.
-    const std::string summary = "provider node " + name + " listening on " + where + " (" + transport + "), " +
-                                provider->name() + " provider, key from $" + (config.provider.api_key_env.empty() ? default_api_key_env(config.provider.name) : config.provider.api_key_env);
-    if (ctx.json) {
-      print_redacted(ctx, {{"success", true},
-                           {"data",
-                            {{"name", name},
-                             {"role", "provider"},
-                             {"listen", where},
-                             {"tls", !args.insecure_loopback},
-                             {"provider", provider->name()},
-                             {"api_key_env", (config.provider.api_key_env.empty() ? default_api_key_env(config.provider.name) : config.provider.api_key_env)}}},
-                           {"summary", summary}});
-    } else {
-      std::printf("%s\n", summary.c_str());
-    }
-  } else if (ctx.json) {
-    print_redacted(ctx, {{"success", true},
-                         {"data",
-                          {{"name", name},
-                           {"role", "tools"},
-                           {"listen", where},
-                           {"tls", !args.insecure_loopback},
-                           {"tools", tools->names()},
-                           {"ledger", ledger->id()},
-                           {"ledger_calls", ledger->calls()},
-                           {"workspace_root", canonical_root}}},
-                         {"summary", "tools node " + name + " listening on " + where}});
+  const std::string summary = args.role + " node " + name + " listening on " + where + " (" +
+                              (args.insecure_loopback ? "plain TCP, loopback only" : "mutual TLS") + ")" + detail;
+  if (ctx.json) {
+    data["name"] = name;
+    data["role"] = args.role;
+    data["listen"] = where;
+    data["tls"] = !args.insecure_loopback;
+    print_redacted(ctx, {{"success", true}, {"data", data}, {"summary", summary}});
   } else {
-    std::printf("tools node %s listening on %s (%s), %zu tools, ledger %s with %llu calls\n", name.c_str(),
-                where.c_str(), transport, tools->names().size(), ledger->id().c_str(),
-                static_cast<unsigned long long>(ledger->calls()));
+    std::printf("%s\n", summary.c_str());
   }
   std::fflush(stdout);
   arm_stop_signals();
@@ -266,8 +250,8 @@ int run_node(Context& ctx, const NodeArgs& args) {
                        : provider_role ? "carapace node: stopping (its attempts in flight end; the hosts retry)\n"
                                        : "carapace node: stopping (its calls' processes are killed; the ledger keeps "
                                          "what ran)\n");
-  processes->terminate_all();
-  if (mcp) mcp->shutdown();
+  local.processes->terminate_all();
+  if (local.mcp) local.mcp->shutdown();
   {
     caf::scoped_actor self{system};
     self->send_exit(node, caf::exit_reason::user_shutdown);

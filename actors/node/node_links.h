@@ -50,7 +50,7 @@ class NodeLinks {
     std::function<void(Link&, const std::string& why, bool changed)> failed;
     // A link that was up closed (`why`: CAF's reason).
     std::function<void(Link&, const std::string& why)> lost;
-    // Every node has had its first attempt.
+    // Every node has had its first attempt (may be empty).
     std::function<void()> all_tried;
   };
 
@@ -70,7 +70,7 @@ class NodeLinks {
       }
       connect(name);
     }
-    if (all_tried() && callbacks_.all_tried) callbacks_.all_tried();
+    if (all_tried()) everyone_tried();
   }
 
   // The actor's handler for reconnect_atom.
@@ -126,6 +126,18 @@ class NodeLinks {
     return false;
   }
 
+  // A promise answered (true) once every node has had its first attempt,
+  // up or not: at once if that is so already.
+  caf::response_promise when_all_tried() {
+    caf::response_promise rp = self_->make_response_promise();
+    if (all_tried()) {
+      rp.deliver(true);
+    } else {
+      ready_waiters_.push_back(rp);
+    }
+    return rp;
+  }
+
   bool all_tried() const {
     for (const auto& [name, link] : links_) {
       if (!link.tried) return false;
@@ -150,7 +162,13 @@ class NodeLinks {
   void first_attempt_ended(Link& link) {
     if (link.tried) return;
     link.tried = true;
-    if (all_tried() && callbacks_.all_tried) callbacks_.all_tried();
+    if (all_tried()) everyone_tried();
+  }
+
+  void everyone_tried() {
+    for (auto& w : ready_waiters_) w.deliver(true);
+    ready_waiters_.clear();
+    if (callbacks_.all_tried) callbacks_.all_tried();
   }
 
   void retry_later(const std::string& name) {
@@ -161,6 +179,7 @@ class NodeLinks {
   uint64_t reconnect_ms_ = 1000;
   Callbacks callbacks_;
   std::map<std::string, Link> links_;
+  std::vector<caf::response_promise> ready_waiters_;
 };
 
 }  // namespace carapace

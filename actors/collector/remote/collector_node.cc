@@ -1,12 +1,8 @@
 #include "actors/collector/remote/collector_node.h"
 
 #include <map>
-#include <random>
-
-#include <unistd.h>
 
 #include "actors/collector/collector.h"
-#include "base/digest.h"
 #include "base/lib_log.h"
 #include "base/version.h"
 #include "events/fold.h"
@@ -170,13 +166,6 @@ CollectorNodeActor::behavior_type collector_node(Self self, CollectorNodeOptions
       [self](EventShipment& shipment) { return receive(self->state, shipment); },
       [self](hello_atom) { return self->state.hello; },
   };
-}
-
-std::string random_node_id() {
-  std::random_device rd;
-  return digest128(std::to_string(rd()) + ":" + std::to_string(rd()) + ":" + std::to_string(::getpid()))
-      .hex()
-      .substr(0, 16);
 }
 
 }  // namespace

@@ -56,8 +56,6 @@ struct ShipState {
   std::map<std::string, Pending> sessions;
   size_t buffered = 0;
   std::vector<caf::response_promise> flush_waiters;
-  std::vector<caf::response_promise> ready_waiters;
-  bool ready = false;  // every node tried once
   static inline const char* name = "carapace.collector_shipper";
 };
 
@@ -306,12 +304,6 @@ caf::behavior shipper(ShipSelf self, CollectorShipperOptions options, std::share
                             link.route.name, link.route.address, why);
              note_state(self, link);
              answer_flushes(self);
-           },
-       .all_tried =
-           [self] {
-             self->state.ready = true;
-             for (auto& w : self->state.ready_waiters) w.deliver(true);
-             self->state.ready_waiters.clear();
            }});
   self->set_down_handler([self](caf::down_msg& dm) { self->state.links.on_down(dm); });
   return {
@@ -329,15 +321,7 @@ caf::behavior shipper(ShipSelf self, CollectorShipperOptions options, std::share
         answer_flushes(self);
         return rp;
       },
-      [self](start_atom) -> caf::response_promise {  // every node tried once
-        auto rp = self->make_response_promise();
-        if (self->state.ready) {
-          rp.deliver(true);
-        } else {
-          self->state.ready_waiters.push_back(rp);
-        }
-        return rp;
-      },
+      [self](start_atom) { return self->state.links.when_all_tried(); },  // every node tried once
   };
 }
 

@@ -1,21 +1,10 @@
 #include "actors/provider/remote/provider_node.h"
 
-#include <random>
-
-#include "base/digest.h"
 #include "base/lib_log.h"
 #include "base/version.h"
-#include <unistd.h>
 
 namespace carapace {
 namespace {
-
-std::string random_node_id() {
-  std::random_device rd;
-  return digest128(std::to_string(rd()) + ":" + std::to_string(rd()) + ":" + std::to_string(::getpid()))
-      .hex()
-      .substr(0, 16);
-}
 
 ProviderNodeActor::behavior_type provider_node(ProviderNodeActor::pointer self, ProviderSupervisorActor local,
                                                NodeHello hello, bool silent) {

@@ -72,7 +72,6 @@ struct RouterState {
   NodeLinks<ProviderNodeActor> links;
   std::map<uint64_t, Attempt> attempts;
   std::vector<std::pair<uint64_t, ProviderRequest>> waiting;  // came before every node was tried
-  std::vector<caf::response_promise> ready_waiters;
   static inline const char* name = "carapace.provider_router";
 };
 
@@ -132,8 +131,6 @@ void node_lost(RouterSelf self, const std::string& name, const std::string& addr
 // Every node had its first try: the requests that waited for it go.
 void all_tried(RouterSelf self) {
   auto& st = self->state;
-  for (auto& w : st.ready_waiters) w.deliver(true);
-  st.ready_waiters.clear();
   auto waiting = std::move(st.waiting);
   st.waiting.clear();
   for (auto& [id, request] : waiting) dispatch(self, id, std::move(request));
@@ -243,15 +240,7 @@ caf::behavior provider_router(RouterSelf self, RemoteProviderOptions options,
         finish(self, id, transport_failure("cancelled"));
       },
       [self](reconnect_atom, const std::string& name) { self->state.links.connect(name); },
-      [self](ready_atom) -> caf::response_promise {
-        auto rp = self->make_response_promise();
-        if (self->state.links.all_tried()) {
-          rp.deliver(true);
-        } else {
-          self->state.ready_waiters.push_back(rp);
-        }
-        return rp;
-      },
+      [self](ready_atom) { return self->state.links.when_all_tried(); },
   };
 }
 

@@ -1,11 +1,15 @@
 #include "actors/tool/remote/node_protocol.h"
 
+#include <unistd.h>
+
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
 
 #include "actors/node/node_tls.h"
 #include "actors/node/openssl_error_queue.h"
 #include "base/digest.h"
+
+#include <random>
 
 namespace carapace {
 
@@ -77,6 +81,13 @@ std::set<std::string> provider_node_interface(caf::actor_system& system) {
 
 std::set<std::string> collector_node_interface(caf::actor_system& system) {
   return system.message_types<CollectorNodeActor>();
+}
+
+std::string random_node_id() {
+  std::random_device rd;
+  return digest128(std::to_string(rd()) + ":" + std::to_string(rd()) + ":" + std::to_string(::getpid()))
+      .hex()
+      .substr(0, 16);
 }
 
 std::string anchor_digest(const Event& first) {

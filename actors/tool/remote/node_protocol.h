@@ -99,6 +99,9 @@ struct ShipmentAck {
 using CollectorNodeActor = caf::typed_actor<caf::replies_to<EventShipment>::with<ShipmentAck>,
                                             caf::replies_to<hello_atom>::with<NodeHello>>;
 
+// A fresh id for a node without a ledger (provider and collector nodes).
+std::string random_node_id();
+
 // The digest (hex) that identifies a session's log: of its first event's
 // seq, time and payload.
 std::string anchor_digest(const Event& first);

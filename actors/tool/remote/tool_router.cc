@@ -52,7 +52,6 @@ struct RouterState {
   std::map<uint64_t, Held> held;                 // injected delays
   std::vector<caf::response_promise> hung;       // injected hangs: never answered
   uint64_t next_id = 0;
-  std::vector<caf::response_promise> ready_waiters;
   static inline const char* name = "carapace.tool_router";
 };
 
@@ -62,6 +61,29 @@ void send_call(RouterSelf self, ToolInvocation inv, caf::response_promise rp);
 
 uint64_t ms_since(Clock::time_point t) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
+}
+
+// What a node's hello may make this host declare to the model: its MCP
+// tools (mcp__…), at most kMaxNodeTools of them and kMaxNodeToolBytes in
+// all; the rest is left out, and said.
+std::vector<ToolSpec> bounded_mcp_tools(const std::string& node, const std::vector<ToolSpec>& specs) {
+  std::vector<ToolSpec> out;
+  size_t bytes = 0, left_out = 0;
+  for (const auto& spec : specs) {
+    const size_t size = spec.name.size() + spec.description.size() + spec.schema.text.size();
+    if (spec.name.rfind("mcp__", 0) != 0 || out.size() >= kMaxNodeTools || bytes + size > kMaxNodeToolBytes) {
+      ++left_out;
+      continue;
+    }
+    bytes += size;
+    out.push_back(spec);
+  }
+  if (left_out > 0) {
+    lib_log().warn("tools node {} offers {} tool(s) past what a host takes from a node ({} MCP tools, {} bytes): "
+                   "left out",
+                   node, left_out, kMaxNodeTools, kMaxNodeToolBytes);
+  }
+  return out;
 }
 
 // The calls that waited for a node's first connection go (or fail).
@@ -228,7 +250,7 @@ caf::behavior tool_router(RouterSelf self, ToolSupervisorActor local, ToolRouter
        .up =
            [self](Link& link, const NodeHello& hello) {
              self->state.options.directory->set_up(link.route.name, hello.node_id);
-             self->state.mcp_tools[link.route.name] = hello.tool_specs;
+             self->state.mcp_tools[link.route.name] = bounded_mcp_tools(link.route.name, hello.tool_specs);
              lib_log().info("tools node {} ({}) is up: {} tools, ledger {} with {} calls", link.route.name,
                             link.route.address, hello.tools.size(), hello.node_id, hello.ledger_calls);
              release_waiting(self, link.route.name);
@@ -241,12 +263,7 @@ caf::behavior tool_router(RouterSelf self, ToolSupervisorActor local, ToolRouter
              release_waiting(self, link.route.name);
            },
        .lost = [self](Link& link,
-                      const std::string& why) { node_lost(self, link.route.name, link.route.address, why); },
-       .all_tried =
-           [self] {
-             for (auto& w : self->state.ready_waiters) w.deliver(true);
-             self->state.ready_waiters.clear();
-           }});
+                      const std::string& why) { node_lost(self, link.route.name, link.route.address, why); }});
   self->set_down_handler([self](caf::down_msg& dm) { self->state.links.on_down(dm); });
   return {
       [self](ToolInvocation& inv) -> caf::response_promise {
@@ -307,15 +324,7 @@ caf::behavior tool_router(RouterSelf self, ToolSupervisorActor local, ToolRouter
         return out;
       },
       // Answered once every node has been tried once (up or not).
-      [self](ready_atom) -> caf::response_promise {
-        auto rp = self->make_response_promise();
-        self->state.ready_waiters.push_back(rp);
-        if (self->state.links.all_tried()) {
-          for (auto& w : self->state.ready_waiters) w.deliver(true);
-          self->state.ready_waiters.clear();
-        }
-        return rp;
-      },
+      [self](ready_atom) { return self->state.links.when_all_tried(); },
   };
 }
 

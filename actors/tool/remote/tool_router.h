@@ -44,6 +44,9 @@ struct ToolRouterOptions {
 inline constexpr uint64_t kMaxRemoteCallMs = 24ull * 3600 * 1000;
 // The most of a node's output the host keeps (a node cuts its own first).
 inline constexpr size_t kMaxRemoteOutputBytes = 4u << 20;
+// The most of a node's MCP tools a host declares from its hello.
+inline constexpr size_t kMaxNodeTools = 256;
+inline constexpr size_t kMaxNodeToolBytes = 1u << 20;
 
 // Asked of the router: answered (true) once every node has been tried once,
 // up or not, so that a host does not start its sessions before its nodes
