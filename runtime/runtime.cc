@@ -599,19 +599,9 @@ Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_p
     CARAPACE_RETURN_IF_ERROR(impl->tools->add(ask_user_tool()));
   }
   CARAPACE_RETURN_IF_ERROR(add_config_hooks(config, impl->hooks.get()));
-  if (!config.mcp_servers.empty()) {
-    // The servers run under the shell's sandbox: what the kernel cannot
-    // enforce stops the runtime here, as it does for the shell.
-    SandboxPlan plan;
-    CARAPACE_RETURN_IF_ERROR(plan_sandbox(config.sandbox, sandbox_support(), &plan, nullptr));
-    ToolEnvOptions env = config.tool_env;
-    env.secret_names = provider_key_env_names(config.provider);
-    impl->mcp = McpHub::make(McpHubOptions{.servers = config.mcp_servers,
-                                           .env_policy = env,
-                                           .sandbox = config.sandbox,
-                                           .max_output_bytes = config.shell.max_output_bytes},
-                             impl->tools);
-  }
+  // The servers run under the shell's sandbox: what the kernel cannot
+  // enforce stops the runtime here, as it does for the shell.
+  CARAPACE_RETURN_IF_ERROR(make_mcp_hub(config, impl->tools, &impl->mcp));
   impl->digest = config_digest(config);
 
   if (options.system != nullptr) {

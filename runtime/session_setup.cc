@@ -4,6 +4,8 @@
 
 #include "actors/tool/ask_user_tool.h"
 #include "actors/tool/file_tools.h"
+#include "actors/tool/mcp/mcp_hub.h"
+#include "actors/tool/process/sandbox.h"
 #include "actors/tool/shell_tool.h"
 
 
@@ -17,6 +19,21 @@
 #include "storage/session_meta.h"
 
 namespace carapace {
+
+Status make_mcp_hub(const Config& config, std::shared_ptr<ToolRegistry> tools, std::shared_ptr<McpHub>* out) {
+  out->reset();
+  if (config.mcp_servers.empty()) return Status();
+  SandboxPlan plan;
+  CARAPACE_RETURN_IF_ERROR(plan_sandbox(config.sandbox, sandbox_support(), &plan, nullptr));
+  ToolEnvOptions env = config.tool_env;
+  env.secret_names = provider_key_env_names(config.provider);
+  *out = McpHub::make(McpHubOptions{.servers = config.mcp_servers,
+                                    .env_policy = env,
+                                    .sandbox = config.sandbox,
+                                    .max_output_bytes = config.shell.max_output_bytes},
+                      std::move(tools));
+  return Status();
+}
 
 Status add_builtin_tools(const Config& config, const std::function<ToolDefinition(ToolDefinition)>& decorate,
                          ToolRegistry* tools, std::shared_ptr<ProcessSet> processes) {

@@ -19,11 +19,18 @@
 
 namespace carapace {
 
+class McpHub;
+
 // Adds the tools `config` enables (tools.enabled), each passed through
 // `decorate` if given; the shell tool's calls join `processes` (may be null)
 // while they run. invalid_argument naming an unknown tool.
 Status add_builtin_tools(const Config& config, const std::function<ToolDefinition(ToolDefinition)>& decorate,
                          ToolRegistry* tools, std::shared_ptr<ProcessSet> processes = nullptr);
+
+// The hub of the MCP servers `config` lists (null when none), whose tools
+// go into `tools` as the servers start. They run under the shell's
+// sandbox: a mode the kernel cannot enforce is an error here.
+Status make_mcp_hub(const Config& config, std::shared_ptr<ToolRegistry> tools, std::shared_ptr<McpHub>* out);
 
 // Adds the command hooks `config` lists.
 Status add_config_hooks(const Config& config, HookRegistry* hooks);

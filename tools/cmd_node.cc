@@ -22,7 +22,6 @@
 #include "actors/tool/remote/call_ledger.h"
 #include "actors/tool/remote/node_protocol.h"
 #include "actors/tool/mcp/mcp_hub.h"
-#include "actors/tool/process/sandbox.h"
 #include "actors/tool/remote/tool_node.h"
 #include "actors/tool/tool_actor.h"
 #include "actors/tool/workspace.h"
@@ -77,17 +76,9 @@ Status setup_tools(const Config& config, const NodeArgs& args, const std::string
     decorate = [path = args.exec_log](ToolDefinition t) { return record_executions(std::move(t), path); };
   }
   CARAPACE_RETURN_IF_ERROR(add_builtin_tools(config, decorate, out->tools.get(), out->processes));
-  if (config.mcp_servers.empty()) return Status();
   // Under the shell's sandbox, as at home: what the kernel cannot enforce stops the node here.
-  SandboxPlan plan;
-  CARAPACE_RETURN_IF_ERROR(plan_sandbox(config.sandbox, sandbox_support(), &plan, nullptr));
-  ToolEnvOptions env = config.tool_env;
-  env.secret_names = provider_key_env_names(config.provider);
-  out->mcp = McpHub::make(McpHubOptions{.servers = config.mcp_servers,
-                                        .env_policy = env,
-                                        .sandbox = config.sandbox,
-                                        .max_output_bytes = config.shell.max_output_bytes},
-                          out->tools);
+  CARAPACE_RETURN_IF_ERROR(make_mcp_hub(config, out->tools, &out->mcp));
+  if (!out->mcp) return Status();
   std::string listing;
   std::filesystem::create_directories(home + "/node-mcp-list", ec);
   CARAPACE_RETURN_IF_ERROR(canonical_workspace(home + "/node-mcp-list", &listing));
