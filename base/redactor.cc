@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <optional>
 
 #include "base/pattern.h"
 #include "base/redaction_view.h"
+#include "base/secret_scan.h"
 
 namespace carapace {
 namespace {
@@ -129,18 +131,24 @@ bool cut_after(std::string_view text, size_t at) {
   return rest.substr(0, 48).find(" bytes truncated") != std::string_view::npos;
 }
 
-// PEM private key blocks: from the end of the BEGIN line to the END line.
+// A PEM private key block, from the end of its BEGIN line to the END line:
+// the one whose "-----BEGIN " is at `at`, if it is one. Returns where the
+// next block may begin.
+size_t pem_block(std::string_view text, size_t at, std::vector<Span>* spans) {
+  // The header ends within 64 bytes of the start.
+  const size_t close = text.substr(at + 11, 58).find("-----");
+  if (close == text.npos) return at + 1;
+  const size_t header_end = at + 11 + close;
+  if (!text.substr(at + 11, close).ends_with("PRIVATE KEY")) return at + 1;
+  const size_t body = header_end + 5;
+  size_t end = text.find("-----END", body);
+  if (end == text.npos) end = text.size();
+  if (end > body) spans->push_back({body, end});
+  return end + 1;
+}
+
 void find_pem(std::string_view text, std::vector<Span>* spans) {
-  for (size_t at = text.find("-----BEGIN "); at != text.npos; at = text.find("-----BEGIN ", at + 1)) {
-    size_t header_end = text.find("-----", at + 11);
-    if (header_end == text.npos || header_end - at > 64) continue;
-    std::string_view header = text.substr(at + 11, header_end - at - 11);
-    if (!header.ends_with("PRIVATE KEY")) continue;
-    size_t body = header_end + 5;
-    size_t end = text.find("-----END", body);
-    if (end == text.npos) end = text.size();
-    if (end > body) spans->push_back({body, end});
-    at = end;
+  for (size_t at = text.find("-----BEGIN "); at != text.npos; at = text.find("-----BEGIN ", pem_block(text, at, spans))) {
   }
 }
 
@@ -150,53 +158,121 @@ struct Redactor::Impl {
   std::vector<Pattern> patterns;
   std::vector<std::pair<std::string, std::string>> paths;
   bool hex_runs = true;
+  std::optional<SecretScan> scan;  // when the CPU has one of its kernels
+  std::vector<bool> ascii_head;    // per path: its first four bytes are ASCII (the scan reports it)
 
-  void find(std::string_view text, std::vector<Span>* spans) const {
-    if (text.find("-----BEGIN ") != text.npos) find_pem(text, spans);
+  // After the paths are known.
+  void prepare(Options::Scan how) {
+    scan.reset();
+    ascii_head.clear();
+    const SecretScan::Kernel kernel = how == Options::Scan::avx2   ? SecretScan::Kernel::avx2
+                                      : how == Options::Scan::vbmi ? SecretScan::Kernel::vbmi
+                                                                   : SecretScan::Kernel::best;
+    if (how == Options::Scan::every_word || !SecretScan::available(kernel)) return;
+    std::vector<std::string> needles;
+    for (const auto& [from, to] : paths) {
+      needles.push_back(from);
+      bool ascii = true;
+      for (size_t k = 0; k < std::min<size_t>(4, from.size()); ++k) ascii = ascii && static_cast<unsigned char>(from[k]) < 128;
+      ascii_head.push_back(ascii);
+    }
+    scan.emplace(needles, kernel);
+  }
+
+  // The rules for the word that begins at `start`; returns where the next
+  // word may begin (past the word, or past the value it names).
+  size_t scan_word(std::string_view text, size_t start, std::vector<Span>* spans) const {
     const size_t n = text.size();
-    size_t i = 0;
-    while (i < n) {
-      while (i < n && !is_word(text[i])) ++i;
-      const size_t start = i;
-      while (i < n && is_word(text[i])) ++i;
-      if (i == start) break;
-      std::string_view w = text.substr(start, i - start);
-      while (w.size() > 1 && w.back() == '.') w.remove_suffix(1);  // the end of a sentence
-      if (secret_word(w, hex_runs) || (cut_after(text, start + w.size()) && secret_prefix(w))) {
-        spans->push_back({start, start + w.size()});
-        continue;
+    size_t i = start;
+    while (i < n && is_word(text[i])) ++i;
+    std::string_view w = text.substr(start, i - start);
+    while (w.size() > 1 && w.back() == '.') w.remove_suffix(1);  // the end of a sentence
+    if (secret_word(w, hex_runs) || (cut_after(text, start + w.size()) && secret_prefix(w))) {
+      spans->push_back({start, start + w.size()});
+      return i;
+    }
+    // NAME=value inside one word (an environment line, a connection
+    // string, a query parameter): the value is a secret by its name or by its form.
+    if (size_t eq = w.find('='); eq != w.npos && eq > 0 && eq + 1 < w.size()) {
+      const size_t value = start + eq + 1;
+      const size_t value_end = start + w.size();
+      if (secret_name(w.substr(0, eq)) ? value_end - value >= 6 : secret_word(w.substr(eq + 1), hex_runs)) {
+        spans->push_back({value, value_end});
       }
-      // NAME=value inside one word (an environment line, a connection
-      // string, a query parameter): the value is a secret by its name or by its form.
-      if (size_t eq = w.find('='); eq != w.npos && eq > 0 && eq + 1 < w.size()) {
-        const size_t value = start + eq + 1;
-        const size_t value_end = start + w.size();
-        if (secret_name(w.substr(0, eq)) ? value_end - value >= 6
-                                         : secret_word(w.substr(eq + 1), hex_runs)) {
-          spans->push_back({value, value_end});
+      return i;
+    }
+    // "Bearer TOKEN", and NAME: value / "NAME": "value" / NAME = value.
+    // The separator is looked for first: most words have none.
+    if (i == n) return i;
+    const char next = text[i];
+    if (next != ' ' && next != '"' && next != '\'' && next != ':' && next != '\t') return i;
+    const bool bearer = next == ' ' && w.size() == 6 && equals_ci(w, "bearer");
+    size_t j = i;
+    size_t limit = std::min(n, i + 6);
+    bool separated = bearer;
+    while (j < limit && (text[j] == ' ' || text[j] == '"' || text[j] == '\'' || text[j] == ':' ||
+                         (text[j] == '=' && !bearer) || text[j] == '\t')) {
+      if (text[j] == ':' || text[j] == '=') separated = true;
+      ++j;
+    }
+    if (!separated || j == i || (!bearer && !secret_name(w))) return i;
+    size_t value_end = j;
+    while (value_end < n && is_word(text[value_end])) ++value_end;
+    if (value_end - j < (bearer ? 8u : 6u)) return i;
+    spans->push_back({j, value_end});
+    return value_end;
+  }
+
+  // What the scan of a text found besides its secrets.
+  struct Seen {
+    bool escapes = false;     // RedactionView::may_hide
+    bool stream = false;      // a "data:" line may be there
+    bool path = false;        // a path to replace is there
+    bool candidates = true;   // the scan found a candidate (true when every word is looked at)
+  };
+
+  // Spans of the secrets in `text`; *seen (if given) is filled.
+  void find(std::string_view text, std::vector<Span>* spans, Seen* seen = nullptr) const {
+    const size_t n = text.size();
+    if (scan) {
+      // Only the words around a candidate (base/secret_scan.h): every word
+      // the rules mask holds one.
+      SecretScan::Found found;
+      scan->scan(text, &found);
+      size_t done = 0;
+      size_t pem_next = 0;  // where the next PEM block may begin
+      Seen local;
+      for (size_t at : found.candidates) {
+        const std::string_view rest = text.substr(at);
+        if (at >= 4 && at - 4 >= pem_next && text.substr(at - 4, 11) == "-----BEGIN ") {
+          pem_next = pem_block(text, at - 4, spans);
         }
-        continue;
+        local.stream = local.stream || (at > 0 && text.substr(at - 1).starts_with("data:"));
+        for (size_t k = 0; k < paths.size() && !local.path; ++k) local.path = rest.starts_with(paths[k].first);
+        if (at < done) continue;
+        size_t start = at;
+        while (start > done && is_word(text[start - 1])) --start;
+        done = scan_word(text, start, spans);
       }
-      // "Bearer TOKEN", and NAME: value / "NAME": "value" / NAME = value.
-      // The separator is looked for first: most words have none.
-      if (i == n) break;
-      const char next = text[i];
-      if (next != ' ' && next != '"' && next != '\'' && next != ':' && next != '\t') continue;
-      const bool bearer = next == ' ' && w.size() == 6 && equals_ci(w, "bearer");
-      size_t j = i;
-      size_t limit = std::min(n, i + 6);
-      bool separated = bearer;
-      while (j < limit && (text[j] == ' ' || text[j] == '"' || text[j] == '\'' || text[j] == ':' ||
-                           (text[j] == '=' && !bearer) || text[j] == '\t')) {
-        if (text[j] == ':' || text[j] == '=') separated = true;
-        ++j;
+      if (seen != nullptr) {
+        local.escapes = found.escapes;
+        local.candidates = !found.candidates.empty();
+        for (size_t k = 0; k < paths.size() && !local.path; ++k) {
+          if (!ascii_head[k]) local.path = text.find(paths[k].first) != text.npos;
+        }
+        *seen = local;
       }
-      if (!separated || j == i || (!bearer && !secret_name(w))) continue;
-      size_t value_end = j;
-      while (value_end < n && is_word(text[value_end])) ++value_end;
-      if (value_end - j >= (bearer ? 8u : 6u)) {
-        spans->push_back({j, value_end});
-        i = value_end;
+    } else {
+      if (text.find("-----BEGIN ") != text.npos) find_pem(text, spans);
+      for (size_t i = 0; i < n;) {
+        while (i < n && !is_word(text[i])) ++i;
+        if (i == n) break;
+        i = scan_word(text, i, spans);
+      }
+      if (seen != nullptr) {
+        seen->escapes = RedactionView::may_hide(text);
+        seen->stream = text.find("data:") != text.npos;
+        for (const auto& [from, to] : paths) seen->path = seen->path || text.find(from) != text.npos;
       }
     }
     for (const Pattern& p : patterns) {
@@ -211,6 +287,7 @@ struct Redactor::Impl {
 Redactor::Redactor() : impl_(std::make_unique<Impl>()) {
   const char* home = std::getenv("HOME");
   if (home != nullptr && home[0] == '/' && home[1] != '\0') impl_->paths.emplace_back(home, "~");
+  impl_->prepare(Options::Scan::fastest);
 }
 
 Redactor::~Redactor() = default;
@@ -234,6 +311,7 @@ Status Redactor::make(Options options, std::unique_ptr<Redactor>* out) {
   std::stable_sort(r->impl_->paths.begin(), r->impl_->paths.end(),
                    [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
   r->impl_->hex_runs = options.hex_runs;
+  r->impl_->prepare(options.scan);
   *out = std::move(r);
   return Status();
 }
@@ -258,7 +336,8 @@ bool Redactor::redact(std::string_view text, std::string* out) const {
   };
   std::vector<Replacement> found;
   std::vector<Span> spans;
-  impl_->find(text, &spans);
+  Impl::Seen seen;
+  impl_->find(text, &spans, &seen);
   for (const Span& s : spans) found.push_back({s.begin, s.end, mask(text.substr(s.begin, s.end - s.begin))});
   // What a plain scan cannot see: a secret behind escapes (`\nsk-...`, up to
   // two levels: a JSON string inside a JSON string), or split over the events
@@ -282,12 +361,15 @@ bool Redactor::redact(std::string_view text, std::string* out) const {
       }
     }
   };
-  if (RedactionView::may_hide(text)) {
+  // The decoded text is built only when it may show a secret: a rule needs
+  // a fingerprint, and one that is not in the text as it is has a byte an
+  // escape made, which the scan reports (base/secret_scan.h).
+  if (seen.escapes && (seen.candidates || !impl_->patterns.empty())) {
     RedactionView once = RedactionView::decoded(text);
     scan(once, nullptr);
     if (RedactionView::may_hide(once.text())) scan(RedactionView::decoded(once.text()), &once);
   }
-  if (text.find("data:") != text.npos) {
+  if (seen.stream) {
     RedactionView stream;
     if (RedactionView::streamed(text, &stream)) {
       scan(stream, nullptr);
@@ -295,9 +377,7 @@ bool Redactor::redact(std::string_view text, std::string* out) const {
       if (RedactionView::may_hide(stream.text())) scan(RedactionView::decoded(stream.text()), &stream);
     }
   }
-  bool has_path = false;
-  for (const auto& [from, to] : impl_->paths) has_path = has_path || text.find(from) != text.npos;
-  if (found.empty() && !has_path) return false;
+  if (found.empty() && !seen.path) return false;
   std::sort(found.begin(), found.end(), [](const Replacement& a, const Replacement& b) {
     return a.begin < b.begin || (a.begin == b.begin && a.end > b.end);
   });
@@ -317,7 +397,9 @@ bool Redactor::redact(std::string_view text, std::string* out) const {
     at = r.end;
   }
   result.append(text.substr(at));
-  for (const auto& [from, to] : impl_->paths) {
+  // Masks make no path that was not in the text (they keep a secret's ends).
+  for (size_t k = 0; seen.path && k < impl_->paths.size(); ++k) {
+    const auto& [from, to] = impl_->paths[k];
     for (size_t p = result.find(from); p != std::string::npos; p = result.find(from, p + to.size())) {
       // Only a whole path component: /home/ann, not /home/anna.
       size_t after = p + from.size();

@@ -2,8 +2,9 @@
 // it (log show, trace output, log files). The event log itself keeps what
 // the model saw; the redactor stands in front of what is shown.
 //
-// Known secrets are found by a single pass over the text's words (runs of
-// [A-Za-z0-9_-+/=.~]), without regular expressions:
+// Known secrets are found by rules on the text's words (runs of
+// [A-Za-z0-9_-+/=.~]), without regular expressions, looking only at the
+// words a vectorised scan marks as candidates (base/secret_scan.h):
 //   - OpenAI and Anthropic keys: sk-..., sk-proj-..., sk-ant-... (20+ chars)
 //   - AWS access key ids (AKIA/ASIA/ABIA/ACCA + 16), Google API keys (AIza + 35)
 //   - GitHub tokens (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_), Slack tokens (xox?-)
@@ -46,6 +47,11 @@ class Redactor {
     std::vector<std::string> patterns;                         // extra secrets, as regular expressions
     std::vector<std::pair<std::string, std::string>> paths;    // path prefix -> replacement
     bool hex_runs = true;                                      // mask words of 32+ hex digits
+    // Which words the rules look at: those around the candidates of
+    // base/secret_scan.h, found by the fastest kernel this CPU has (or the
+    // one named), else every word. Tests compare them all with every_word.
+    enum class Scan { fastest, avx2, vbmi, every_word };
+    Scan scan = Scan::fastest;
   };
 
   // The default: known patterns, and $HOME replaced by "~".

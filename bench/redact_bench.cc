@@ -1,13 +1,16 @@
 // redact_bench: the redactor's throughput on realistic agent text, against a
 // plain copy of the same text, in the same run.
 //
-//   build/bench/redact_bench [--mb N] [--rounds N] [--quick]
+//   build/bench/redact_bench [--mb N] [--rounds N] [--scan fastest|avx2|vbmi] [--quick]
 //
 // The text (~N MB, default 10) is what an agent's log holds: prose, tool
 // output (listings, compiler lines, paths, short hashes), JSON fragments and
 // code, with no secret in it; then the same text with a secret every 4 KB
 // (an OpenAI key, an AWS key pair, a GitHub token, a JWT, a Bearer header,
-// a password in JSON, a 40-hex digest, a PEM key, by turns).
+// a password in JSON, a 40-hex digest, a PEM key, by turns); then the clean
+// text as one JSON string (escapes on every line). The clean text is also
+// redacted looking at every word (the redactor before its candidate scan),
+// and matched by an RE2::Set of the rules' triggers.
 // Each variant is measured in rounds that alternate, so they share the
 // machine's noise; the figure is the best round (MB/s). Prints a table, then
 // one JSON object as the last line.
@@ -22,7 +25,11 @@
 #include <string>
 #include <vector>
 
+#include <re2/re2.h>
+#include <re2/set.h>
+
 #include "base/redactor.h"
+#include "base/secret_scan.h"
 
 using namespace carapace;
 using Clock = std::chrono::steady_clock;
@@ -74,6 +81,7 @@ struct Variant {
   std::string name;
   const std::string* text;
   std::function<size_t(const std::string&)> run;  // returns something so the work is not optimised away
+  size_t baseline;                                 // the variant it is compared with (a copy of the same text)
   double best_mb_s = 0;
 };
 
@@ -87,6 +95,9 @@ int main(int argc, char** argv) {
   app.add_option("--mb", mb, "Size of the text in MB")->check(CLI::Range(0.01, 1000.0));
   app.add_option("--rounds", rounds, "Rounds per variant")->check(CLI::Range(1, 1000));
   app.add_flag("--quick", quick, "A tiny run (CTest runs it so)");
+  std::string kernel = "fastest";
+  app.add_option("--scan", kernel, "The candidate scan's kernel: fastest, avx2 or vbmi")
+      ->check(CLI::IsMember({"fastest", "avx2", "vbmi"}));
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     mb = 0.2;
@@ -95,11 +106,39 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(7);
   const std::string clean = clean_text(static_cast<size_t>(mb * 1e6), rng);
   const std::string dirty = with_secrets(clean);
-  Redactor redactor;
+  // The same clean text as one JSON string: a newline, a quote or a
+  // backslash every line, as a stored request or tool output holds it.
+  const std::string escaped = nlohmann::json(clean).dump();
+  std::unique_ptr<Redactor> fast;
+  {
+    Redactor::Options o;
+    o.scan = kernel == "avx2"   ? Redactor::Options::Scan::avx2
+             : kernel == "vbmi" ? Redactor::Options::Scan::vbmi
+                                : Redactor::Options::Scan::fastest;
+    if (!Redactor::make(o, &fast).ok()) return 1;
+  }
+  const Redactor& redactor = *fast;
+  std::unique_ptr<Redactor> every_word;
+  {
+    Redactor::Options o;
+    o.scan = Redactor::Options::Scan::every_word;
+    if (!Redactor::make(o, &every_word).ok()) return 1;
+  }
+  // RE2::Set over the built-in rules' triggers, for the record: it answers
+  // only whether one matched, not where.
+  RE2::Options set_options;
+  set_options.set_max_mem(256 << 20);
+  RE2::Set set(set_options, RE2::UNANCHORED);
+  for (const char* p : {"sk-", "AKIA", "ASIA", "ABIA", "ACCA", "AIza", "gh[pousr]_", "github_pat_", "xox[abeoprs]-",
+                        "eyJ", "-----BEGIN ", "(?i)key", "(?i)secret", "(?i)token", "(?i)passw", "(?i)credential",
+                        "(?i)auth", "(?i)bearer", "[0-9a-fA-F]{32}"}) {
+    set.Add(p, nullptr);
+  }
+  if (!set.Compile()) return 1;
   size_t masked_dirty = 0;
   {
     std::string out;
-    if (redactor.redact(clean, &out)) {
+    if (redactor.redact(clean, &out) || redactor.redact(escaped, &out)) {
       std::fprintf(stderr, "redact_bench: the clean text has something to mask: a bench bug\n");
       return 1;
     }
@@ -119,11 +158,23 @@ int main(int argc, char** argv) {
     std::string out;
     return redactor.redact(t, &out) ? out.size() : t.size();
   };
+  auto redact_every_word = [&every_word](const std::string& t) {
+    std::string out;
+    return every_word->redact(t, &out) ? out.size() : t.size();
+  };
+  auto set_match = [&set](const std::string& t) {
+    std::vector<int> m;
+    return set.Match(t, &m) ? m.size() + 1 : 0;
+  };
   std::vector<Variant> variants = {
-      {"plain copy, no secrets", &clean, copy},
-      {"redactor, no secrets (nothing copied)", &clean, redact},
-      {"plain copy, a secret every 4 KB", &dirty, copy},
-      {"redactor, a secret every 4 KB", &dirty, redact},
+      {"plain copy, no secrets", &clean, copy, 0},
+      {"redactor, no secrets (nothing copied)", &clean, redact, 0},
+      {"  the same, every word looked at", &clean, redact_every_word, 0},
+      {"  RE2::Set of the rules (no positions)", &clean, set_match, 0},
+      {"plain copy, a secret every 4 KB", &dirty, copy, 4},
+      {"redactor, a secret every 4 KB", &dirty, redact, 4},
+      {"plain copy, as one JSON string", &escaped, copy, 6},
+      {"redactor, as one JSON string", &escaped, redact, 6},
   };
   size_t sink = 0;
   for (int r = 0; r < rounds; ++r) {
@@ -134,13 +185,17 @@ int main(int argc, char** argv) {
       v.best_mb_s = std::max(v.best_mb_s, static_cast<double>(v.text->size()) / 1e6 / s);
     }
   }
-  std::printf("text: %.1f MB clean, %.1f MB with %zu secrets masked; best of %d rounds\n\n",
+  std::printf("text: %.1f MB clean, %.1f MB with %zu secrets masked, %.1f MB as a JSON string; best of %d rounds\n",
               static_cast<double>(clean.size()) / 1e6, static_cast<double>(dirty.size()) / 1e6, masked_dirty,
-              rounds);
+              static_cast<double>(escaped.size()) / 1e6, rounds);
+  const bool vbmi = kernel != "avx2" && SecretScan::available(SecretScan::Kernel::vbmi);
+  std::printf("candidate scan: %s\n\n", vbmi                                              ? "AVX-512 VBMI"
+                                         : SecretScan::available(SecretScan::Kernel::avx2) ? "AVX2"
+                                                                                           : "none (every word looked at)");
   std::printf("%-42s %12s %12s\n", "measurement", "MB/s", "vs copy");
   nlohmann::json j{{"mb", clean.size() / 1e6}, {"rounds", rounds}, {"secrets_masked", masked_dirty}};
   for (size_t i = 0; i < variants.size(); ++i) {
-    const Variant& base = variants[i - i % 2];
+    const Variant& base = variants[variants[i].baseline];
     double ratio = variants[i].best_mb_s / base.best_mb_s;
     std::printf("%-42s %12.1f %11.3fx\n", variants[i].name.c_str(), variants[i].best_mb_s, ratio);
     j[variants[i].name] = variants[i].best_mb_s;
