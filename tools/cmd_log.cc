@@ -10,6 +10,7 @@
 #include "storage/body_store.h"
 #include "storage/keys.h"
 #include "storage/synthetic_writer.h"
+#include "tools/trace_load.h"
 #include "tools/cli.h"
 
 namespace carapace::cli {
@@ -17,6 +18,8 @@ namespace {
 
 struct SynthArgs {
   std::string session;
+  uint64_t sessions = 1;
+  std::string spread;  // sessions dated back over this window
   uint64_t turns = 0;
   uint32_t tool_calls = 2;
   uint64_t seed = 1;
@@ -26,9 +29,19 @@ struct SynthArgs {
 };
 
 int run_synth(Context& ctx, const SynthArgs& args) {
-  std::string id = args.session.empty() ? keys::generate_session_id("synth") : args.session;
-  Status valid = keys::validate_session_id(id);
-  if (!valid.ok()) return ctx.fail(valid);
+  // One session: the id given or a new one. Several: that id (or a new
+  // one) with -1, -2, ... appended, written by this one process.
+  const std::string base = args.session.empty() ? keys::generate_session_id("synth") : args.session;
+  auto id_of = [&](uint64_t k) { return args.sessions == 1 ? base : base + "-" + std::to_string(k + 1); };
+  for (uint64_t k : {uint64_t{0}, args.sessions - 1}) {
+    Status valid = keys::validate_session_id(id_of(k));
+    if (!valid.ok()) return ctx.fail(valid);
+  }
+  int64_t spread_us = 0;
+  if (!args.spread.empty() && !parse_since(args.spread, &spread_us)) {
+    return ctx.usage(Status::invalid_argument("--spread '" + args.spread + "' is not a duration"),
+                     "e.g. --spread 30d");
+  }
   auto log = ctx.open_log(EventLog::Mode::kWriter);
   if (!log) return kExitFailed;
 
@@ -37,41 +50,61 @@ int run_synth(Context& ctx, const SynthArgs& args) {
                            .seed = args.seed,
                            .context_budget_chars = args.context_budget,
                            .tool_output_bytes = args.output_bytes};
-  JournalOptions journal{.snapshot_every_turns = args.snapshot_every};
+  JournalOptions journal{.snapshot_every_turns = args.snapshot_every};  // its clock changes per session with --spread
   const bool show_progress = !ctx.json && isatty(STDERR_FILENO);
   auto start = std::chrono::steady_clock::now();
   auto last_print = start;
-  SyntheticWriteStats stats;
-  Status s =
-      write_synthetic_session(log.get(), id, options, journal, &stats, [&](const SyntheticWriteStats& st) {
-        auto now = std::chrono::steady_clock::now();
-        if (show_progress && now - last_print > std::chrono::milliseconds(200)) {
-          last_print = now;
-          std::fprintf(stderr, "\r  writing %s: turn %llu/%llu, %llu events", id.c_str(),
-                       static_cast<unsigned long long>(st.turns), static_cast<unsigned long long>(args.turns),
-                       static_cast<unsigned long long>(st.events));
-        }
-      });
+  SyntheticWriteStats stats;  // of all the sessions
+  for (uint64_t k = 0; k < args.sessions; ++k) {
+    const std::string id = id_of(k);
+    if (spread_us > 0) {
+      // Session k of N starts (N - k) / N of the window ago, and its clock runs from there.
+      const int64_t now = system_clock_us();
+      const int64_t begins =
+          now - static_cast<int64_t>(static_cast<double>(spread_us) * static_cast<double>(args.sessions - k) /
+                                     static_cast<double>(args.sessions));
+      journal.clock = [begins, now] { return begins + (system_clock_us() - now); };
+    }
+    SyntheticWriteStats one;
+    Status s = write_synthetic_session(log.get(), id, options, journal, &one, [&](const SyntheticWriteStats& st) {
+      auto now = std::chrono::steady_clock::now();
+      if (show_progress && now - last_print > std::chrono::milliseconds(200)) {
+        last_print = now;
+        std::fprintf(stderr, "\r  writing %s (session %llu/%llu): turn %llu/%llu, %llu events", id.c_str(),
+                     static_cast<unsigned long long>(k + 1), static_cast<unsigned long long>(args.sessions),
+                     static_cast<unsigned long long>(st.turns), static_cast<unsigned long long>(args.turns),
+                     static_cast<unsigned long long>(stats.events + st.events));
+      }
+    });
+    if (!s.ok()) {
+      if (show_progress) std::fprintf(stderr, "\r\033[K");
+      return ctx.fail(s, "the events written before the failure are intact; `carapace verify " + id +
+                             "` checks them" + (k > 0 ? " (and the " + count(k, "session") + " before it are whole)" : ""));
+    }
+    stats.events += one.events;
+    stats.turns += one.turns;
+    stats.checkpoints += one.checkpoints;
+  }
   if (show_progress) std::fprintf(stderr, "\r\033[K");
-  if (!s.ok())
-    return ctx.fail(
-        s, "the events written before the failure are intact; `carapace verify " + id + "` checks them");
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  std::string summary = "wrote session " + id + ": " + count(stats.events, "event") + ", " +
-                        count(stats.turns, "turn") + ", " + count(stats.checkpoints, "checkpoint");
+  const std::string what = args.sessions == 1 ? "session " + base : count(args.sessions, "session") + " " + id_of(0) +
+                                                                        " to " + id_of(args.sessions - 1);
+  std::string summary = "wrote " + what + ": " + count(stats.events, "event") + ", " + count(stats.turns, "turn") +
+                        ", " + count(stats.checkpoints, "checkpoint");
   if (ctx.json) {
-    ctx.print_success({{"session", id},
-                       {"events", stats.events},
-                       {"turns", stats.turns},
-                       {"checkpoints", stats.checkpoints},
-                       {"elapsed_ms", ms},
-                       {"home", ctx.home()}},
-                      summary);
+    nlohmann::json data = {{"session", id_of(0)},
+                           {"sessions", args.sessions},
+                           {"events", stats.events},
+                           {"turns", stats.turns},
+                           {"checkpoints", stats.checkpoints},
+                           {"elapsed_ms", ms},
+                           {"home", ctx.home()}};
+    ctx.print_success(data, summary);
   } else {
     char elapsed[32];
     std::snprintf(elapsed, sizeof elapsed, " in %.0f ms", ms);
     std::cout << summary << elapsed << "\n"
-              << "  look at it:  " << ctx.shown(ctx.with_home("carapace log show " + id)) << "\n";
+              << "  look at it:  " << ctx.shown(ctx.with_home("carapace log show " + id_of(0))) << "\n";
   }
   return kExitOk;
 }
@@ -253,6 +286,12 @@ void register_log_commands(CLI::App& app, Context& ctx) {
       "synth",
       "Write a realistic synthetic session (a testing and benchmarking aid: no model, no tools run)");
   synth->add_option("--session", synth_args->session, "Session id (default: synth-<time>-<random>)");
+  synth->add_option("--sessions", synth_args->sessions,
+                    "Write this many sessions, <id>-1 to <id>-N, in one process (a home with many sessions)")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{10'000'000}));
+  synth->add_option("--spread", synth_args->spread,
+                    "Date the sessions back evenly over this window, the newest now: 90m, 24h, 30d (default: now)");
   synth->add_option("--turns", synth_args->turns, "Turns to write")
       ->required()
       ->check(CLI::Range(1, 10'000'000));

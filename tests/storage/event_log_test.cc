@@ -100,6 +100,25 @@ BOOST_AUTO_TEST_CASE(short_writers_leave_few_table_files) {
   for (int i = 0; i < 40; ++i) BOOST_TEST((read_all("s" + std::to_string(i)) == b.events()));
 }
 
+// A writer that closes with much in its memtables writes it to table files,
+// so that no reader's open replays it from the write-ahead log.
+BOOST_AUTO_TEST_CASE(a_writer_closing_with_much_in_memory_leaves_it_in_table_files) {
+  SessionBuilder b;
+  b.start().turn({"shell", "read_file", "write_file"});
+  for (int i = 0; i < 2000; ++i) CHECK_OK(append("s" + std::to_string(i), b.events()));  // ~1.5 MB, unsynced
+  log.reset();
+  uintmax_t wal = 0;
+  size_t tables = 0;
+  for (const auto& f : std::filesystem::directory_iterator(path())) {
+    if (f.path().extension() == ".log") wal += f.file_size();
+    tables += f.path().extension() == ".sst";
+  }
+  BOOST_TEST(wal < 64u * 1024, wal << " bytes left in the write-ahead log");
+  BOOST_TEST(tables > 0u);
+  open(EventLog::Mode::kReader);
+  for (int i = 0; i < 2000; i += 37) BOOST_TEST((read_all("s" + std::to_string(i)) == b.events()));
+}
+
 BOOST_AUTO_TEST_CASE(appends_must_continue_the_sessions_seq) {
   SessionBuilder b;
   b.start().turn();

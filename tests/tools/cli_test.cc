@@ -411,6 +411,29 @@ BOOST_AUTO_TEST_CASE(sessions_newest_first_with_cost_and_filters) {
   BOOST_TEST(human.out.find("b-new") < human.out.find("a-old"), human.out);
 }
 
+// Many sessions from one `log synth`, dated back a day apart: `sessions`
+// reads only the ones it shows, newest first, and its filters still hold.
+BOOST_AUTO_TEST_CASE(many_synthetic_sessions_spread_over_a_month) {
+  json wrote = run_json("log synth --sessions 30 --spread 30d --turns 1 --tool-calls 1 --session m");
+  BOOST_TEST(wrote["data"]["sessions"] == 30);
+  BOOST_TEST(wrote["data"]["turns"] == 30);
+  json newest = run_json("sessions --limit 5");
+  BOOST_REQUIRE(newest["data"]["sessions"].size() == 5u);
+  for (int k = 0; k < 5; ++k) BOOST_TEST(newest["data"]["sessions"][k]["id"] == "m-" + std::to_string(30 - k));
+  BOOST_TEST(contains(newest["summary"].get<std::string>(), "5 sessions shown of 30 sessions"), newest["summary"]);
+  // m-30 began a day ago, m-29 two days ago, m-28 three.
+  json recent = run_json("sessions --since 60h");
+  BOOST_REQUIRE(recent["data"]["sessions"].size() == 2u);
+  BOOST_TEST(recent["data"]["sessions"][1]["id"] == "m-29");
+  BOOST_TEST(run_json("sessions --since 60h --limit 1")["data"]["sessions"].size() == 1u);
+  BOOST_TEST(run_json("sessions --status completed --limit 3")["data"]["sessions"][2]["id"] == "m-28");
+  BOOST_TEST(run_json("sessions --status failed --limit 3")["data"]["sessions"].empty());
+  BOOST_TEST(run_json("sessions")["data"]["sessions"].size() == 30u);
+  json stats = run_json("trace stats --since 60h");
+  BOOST_TEST(stats["data"]["totals"]["sessions"] == 2, stats.dump());
+  BOOST_TEST(run("log synth --sessions 2 --spread soon --turns 1").code == 2);
+}
+
 // With no --workspace, the tools work in the session's own directory under
 // the home, never in the directory the command was typed in.
 BOOST_AUTO_TEST_CASE(the_default_workspace_is_the_sessions_own) {
