@@ -3,6 +3,7 @@
 // directory that lost CURRENT or its MANIFEST is never opened over, and
 // `repair` rebuilds the log from every intact record, closing the sessions
 // that lost records, with the original kept aside.
+#include <sys/wait.h>
 #include <unistd.h>
 #include <boost/test/unit_test.hpp>
 
@@ -53,12 +54,25 @@ std::map<std::string, std::string> contents(const std::string& dir) {
   return out;
 }
 
-// Two sessions of five turns, the log closed; the newest WAL holds both.
+// Two sessions of five turns written by a process that then died (exited
+// without closing the log, as a crash or a power cut leaves it): the newest
+// WAL holds both. (A writer that closes writes them to table files first.)
 struct Damaged : testing::LogFixture {
   std::vector<Event> a, b;
   Damaged() {
-    synth("a", 5);
-    synth("b", 5, 0, 2);
+    close();
+    const pid_t writer = ::fork();
+    BOOST_REQUIRE(writer >= 0);
+    if (writer == 0) {
+      open();
+      synth("a", 5);
+      synth("b", 5, 0, 2);
+      ::_exit(0);
+    }
+    int status = 0;
+    BOOST_REQUIRE(::waitpid(writer, &status, 0) == writer);
+    BOOST_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    open(EventLog::Mode::kReader);  // a reader changes no file of the log
     a = read_all("a");
     b = read_all("b");
     close();

@@ -105,7 +105,7 @@ BOOST_AUTO_TEST_CASE(short_writers_leave_few_table_files) {
 BOOST_AUTO_TEST_CASE(a_writer_closing_with_much_in_memory_leaves_it_in_table_files) {
   SessionBuilder b;
   b.start().turn({"shell", "read_file", "write_file"});
-  for (int i = 0; i < 2000; ++i) CHECK_OK(append("s" + std::to_string(i), b.events()));  // ~1.5 MB, unsynced
+  for (int i = 0; i < 2000; ++i) CHECK_OK(append("s" + std::to_string(i), b.events()));  // ~1.6 MB, unsynced
   log.reset();
   uintmax_t wal = 0;
   size_t tables = 0;
