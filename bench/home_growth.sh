@@ -13,18 +13,8 @@ commands=${2:-2000}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
-best_ms() {  # best of 3 wall times of "$@", in ms
-  local best=999999999
-  for _ in 1 2 3; do
-    local t0 t1
-    t0=$(date +%s%N)
-    "$@" > /dev/null 2>&1
-    t1=$(date +%s%N)
-    local ms=$(( (t1 - t0) / 1000000 ))
-    (( ms < best )) && best=$ms
-  done
-  echo "$best"
-}
+# shellcheck source=bench/best_ms.sh
+source "$(dirname "$(readlink -f "$0")")/best_ms.sh"
 
 mkdir -m 700 "$dir/fresh" "$dir/used"
 "$bin" --home "$dir/fresh" log synth --turns 5 --session small > /dev/null
