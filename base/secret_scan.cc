@@ -241,15 +241,30 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void scan_vbmi(const Secr
   out->escapes = escapes != 0;
 }
 
-const bool kHasAvx2 = __builtin_cpu_supports("avx2");
-const bool kHasVbmi = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vbmi");
+// Asked on first use, not at static initialisation: a Redactor built while
+// another file's statics are initialised must not read these before theirs.
+bool has_avx2() {
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return yes;
+}
+
+bool has_vbmi() {
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vbmi");
+  }();
+  return yes;
+}
 
 #endif
 
 SecretScan::Kernel resolve(SecretScan::Kernel k) {
 #if defined(__x86_64__)
-  if (k == SecretScan::Kernel::best) return kHasVbmi ? SecretScan::Kernel::vbmi : SecretScan::Kernel::avx2;
+  if (k == SecretScan::Kernel::best) return has_vbmi() ? SecretScan::Kernel::vbmi : SecretScan::Kernel::avx2;
 #endif
   return k;
 }
@@ -293,9 +308,9 @@ SecretScan& SecretScan::operator=(SecretScan&&) noexcept = default;
 bool SecretScan::available(Kernel kernel) {
 #if defined(__x86_64__)
   switch (kernel) {
-    case Kernel::best: return kHasAvx2 || kHasVbmi;
-    case Kernel::avx2: return kHasAvx2;
-    case Kernel::vbmi: return kHasVbmi;
+    case Kernel::best: return has_avx2() || has_vbmi();
+    case Kernel::avx2: return has_avx2();
+    case Kernel::vbmi: return has_vbmi();
   }
 #endif
   (void)kernel;
@@ -304,9 +319,9 @@ bool SecretScan::available(Kernel kernel) {
 
 void SecretScan::scan(std::string_view text, Found* out) const {
 #if defined(__x86_64__)
-  if (kernel_ == Kernel::vbmi && kHasVbmi) {
+  if (kernel_ == Kernel::vbmi && has_vbmi()) {
     scan_vbmi(*tables_, text, out);
-  } else if (kHasAvx2) {
+  } else if (has_avx2()) {
     scan_avx2(*tables_, text, out);
   }
 #else
