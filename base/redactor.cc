@@ -148,8 +148,14 @@ size_t pem_block(std::string_view text, size_t at, std::vector<Span>* spans) {
 }
 
 void find_pem(std::string_view text, std::vector<Span>* spans) {
-  for (size_t at = text.find("-----BEGIN "); at != text.npos; at = text.find("-----BEGIN ", pem_block(text, at, spans))) {
-  }
+  size_t at = text.find("-----BEGIN ");
+  while (at != text.npos) at = text.find("-----BEGIN ", pem_block(text, at, spans));
+}
+
+// Whether the scan reports `path`: the VBMI kernel reports no byte past ASCII.
+bool ascii_head(std::string_view path) {
+  return std::all_of(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(4, path.size())),
+                     [](char c) { return static_cast<unsigned char>(c) < 128; });
 }
 
 }  // namespace
@@ -159,23 +165,16 @@ struct Redactor::Impl {
   std::vector<std::pair<std::string, std::string>> paths;
   bool hex_runs = true;
   std::optional<SecretScan> scan;  // when the CPU has one of its kernels
-  std::vector<bool> ascii_head;    // per path: its first four bytes are ASCII (the scan reports it)
 
   // After the paths are known.
   void prepare(Options::Scan how) {
     scan.reset();
-    ascii_head.clear();
     const SecretScan::Kernel kernel = how == Options::Scan::avx2   ? SecretScan::Kernel::avx2
                                       : how == Options::Scan::vbmi ? SecretScan::Kernel::vbmi
                                                                    : SecretScan::Kernel::best;
     if (how == Options::Scan::every_word || !SecretScan::available(kernel)) return;
     std::vector<std::string> needles;
-    for (const auto& [from, to] : paths) {
-      needles.push_back(from);
-      bool ascii = true;
-      for (size_t k = 0; k < std::min<size_t>(4, from.size()); ++k) ascii = ascii && static_cast<unsigned char>(from[k]) < 128;
-      ascii_head.push_back(ascii);
-    }
+    for (const auto& [from, to] : paths) needles.push_back(from);
     scan.emplace(needles, kernel);
   }
 
@@ -258,7 +257,7 @@ struct Redactor::Impl {
         local.escapes = found.escapes;
         local.candidates = !found.candidates.empty();
         for (size_t k = 0; k < paths.size() && !local.path; ++k) {
-          if (!ascii_head[k]) local.path = text.find(paths[k].first) != text.npos;
+          if (!ascii_head(paths[k].first)) local.path = text.find(paths[k].first) != text.npos;
         }
         *seen = local;
       }

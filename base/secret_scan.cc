@@ -231,7 +231,9 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void scan_vbmi(const Secr
       m[g] = _mm512_and_si512(m[g], _mm512_permutex2var_epi8(low[g][3], v3, high[g][3]));
     }
     const __m512i any = _mm512_or_si512(m[0], m[1]);
-    keep &= ~_mm512_movepi8_mask(v0);  // ASCII only
+    // ASCII only: a byte past it would alias one below 128 (0xb0 reads as
+    // "0"), and a hex run counted from it could put its candidate off the word.
+    keep &= ~_mm512_movepi8_mask(v0);
     const __m512i cls = _mm512_permutex2var_epi8(class_low, v0, class_high);
     escapes |= _mm512_test_epi8_mask(cls, escape_bit) & keep;
     const uint64_t hex = _mm512_test_epi8_mask(cls, hex_bit) & keep;

@@ -219,7 +219,7 @@ BOOST_AUTO_TEST_CASE(the_candidate_scan_masks_what_looking_at_every_word_masks) 
       "\n[... 1,000 bytes truncated: kept 64 of 1,064 ...]", "\n[carapace: body cut: x]", "\xe2\x80\xa6", "\\n",
       "\\t", "\\\"", "\\\\", "\\u0073", "\\u006b", "%73", "%0A", "%2", "\\", "%", "\\\\n", "data: {\"choices\":[{\"delta\":{\"content\":\"",
       "\"}}]}\n\n", "data: [DONE]\n\n", "\"partial_json\":\"", "/home/anna", "/home/annabel", home ? home : "/root",
-      "ORDER-123456", "a\\/b\\/c", "\\u0073k-proj-Zyxwvutsrqponmlkjihgf9876",
+      "ORDER-123456", "/\xc3\xa9t\xc3\xa9/notes", "a\\/b\\/c", "\\u0073k-proj-Zyxwvutsrqponmlkjihgf9876",
       "%73k-proj-Zyxwvutsrqponmlkjihgf9876", "\\u0070assword\\\": \\\"hunter22x", "\xc3\xa9", "\xeb\xe5\xf9", " ", " ", " ", ":", "=", "\"", "'", ".", "\t", "\n", ",", "{", "}", "-", "_", "/"};
   // Each kernel against every word, with and without a pattern of one's own
   // (with one, the decoded view is always scanned).
@@ -235,7 +235,7 @@ BOOST_AUTO_TEST_CASE(the_candidate_scan_masks_what_looking_at_every_word_masks) 
         continue;
       }
       Redactor::Options o;
-      o.paths = {{"/home/anna", "<anna>"}};
+      o.paths = {{"/home/anna", "<anna>"}, {"/\xc3\xa9t\xc3\xa9", "<summer>"}};  // the second not ASCII
       if (with_pattern) o.patterns = {"ORDER-[0-9]{6}", "a/b/c"};
       Pair pair{std::string(label) + (with_pattern ? " with a pattern" : ""), nullptr, nullptr};
       o.scan = Redactor::Options::Scan::every_word;
