@@ -8,6 +8,7 @@
 #include <map>
 #include <charconv>
 #include <random>
+#include <vector>
 
 #include "base/text.h"
 
@@ -32,18 +33,42 @@ std::string without_trailing_slash(std::string dir) {
   return dir;
 }
 
+// A rename announced by an `r` line and never confirmed by its `R` line was
+// done if the process died between the two: its source is gone and its
+// target is there.
+bool unconfirmed_rename_was_done(const std::vector<std::string>& lines, size_t at) {
+  const std::string& rest = lines[at];
+  for (size_t i = at + 1; i < lines.size(); ++i) {
+    if (lines[i][0] == 'R' && lines[i].compare(1, std::string::npos, rest, 1, std::string::npos) == 0) return false;
+  }
+  size_t tab = rest.find('\t');
+  if (tab == std::string::npos) return false;
+  std::error_code ec;
+  return !fs::exists(rest.substr(2, tab - 2), ec) && fs::exists(rest.substr(tab + 1), ec);
+}
+
 Status read_ledger(const std::string& path, std::map<std::string, FileFate>* files) {
   std::ifstream in(path);
   if (!in) return Status::not_found("no sync ledger at " + path);
-  std::string line;
-  for (uint64_t n = 1; std::getline(in, line); ++n) {
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
     if (line.size() < 3 || line[1] != ' ') {
       // A line cut short by the process's death is the ledger's torn tail.
       if (in.peek() == EOF) break;
-      return Status::corruption("sync ledger " + path + " line " + std::to_string(n) + " is malformed");
+      return Status::corruption("sync ledger " + path + " line " + std::to_string(lines.size() + 1) +
+                                " is malformed");
     }
-    std::string rest = line.substr(2);
-    switch (line[0]) {
+    lines.push_back(std::move(line));
+  }
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const uint64_t n = i + 1;
+    char op = lines[i][0];
+    if (op == 'r') {
+      if (!unconfirmed_rename_was_done(lines, i)) continue;
+      op = 'R';
+    }
+    std::string rest = lines[i].substr(2);
+    switch (op) {
       case 'C':
         (*files)[rest] = FileFate{.durable_bytes = 0, .entry_durable = false, .created_at = n};
         break;

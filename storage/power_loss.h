@@ -8,6 +8,8 @@
 // not name are left alone. Renames and deletions are taken as done (the
 // model does not bring back a deleted file or undo a rename whose directory
 // was not synced; RocksDB syncs the directory after each one it relies on).
+// That includes a rename the process died before writing down: announced
+// (`r`), not confirmed (`R`), with its source gone and its target there.
 //
 // With `tear_last_write`, the newest WAL file keeps a random part of its
 // unsynced tail instead of none of it: a write the disk had partly persisted

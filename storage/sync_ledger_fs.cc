@@ -29,6 +29,9 @@ class Ledger {
     put("S " + std::to_string(size) + " " + path);
   }
   void dir_synced(const std::string& dir) { put("D " + dir); }
+  // Written before the rename, so that a process killed between the rename
+  // and its `R` line still leaves a trace of it (storage/power_loss.cc).
+  void renaming(const std::string& from, const std::string& to) { put("r " + from + "\t" + to); }
   void renamed(const std::string& from, const std::string& to) { put("R " + from + "\t" + to); }
   void deleted(const std::string& path) { put("X " + path); }
 
@@ -141,8 +144,8 @@ class LedgerDirectory : public rocksdb::FSDirectoryWrapper {
 
 class SyncLedgerFileSystem : public rocksdb::FileSystemWrapper {
  public:
-  SyncLedgerFileSystem(std::shared_ptr<Ledger> ledger)
-      : FileSystemWrapper(rocksdb::FileSystem::Default()), ledger_(std::move(ledger)) {}
+  SyncLedgerFileSystem(std::shared_ptr<rocksdb::FileSystem> target, std::shared_ptr<Ledger> ledger)
+      : FileSystemWrapper(std::move(target)), ledger_(std::move(ledger)) {}
 
   const char* Name() const override { return "SyncLedgerFileSystem"; }
 
@@ -176,6 +179,7 @@ class SyncLedgerFileSystem : public rocksdb::FileSystemWrapper {
   IOStatus ReuseWritableFile(const std::string& f, const std::string& old, const rocksdb::FileOptions& options,
                              std::unique_ptr<rocksdb::FSWritableFile>* r, IODebugContext* dbg) override {
     std::unique_ptr<rocksdb::FSWritableFile> file;
+    ledger_->renaming(old, f);
     IOStatus s = target()->ReuseWritableFile(f, old, options, &file, dbg);
     if (!s.ok()) return s;
     ledger_->renamed(old, f);
@@ -194,6 +198,7 @@ class SyncLedgerFileSystem : public rocksdb::FileSystemWrapper {
 
   IOStatus RenameFile(const std::string& from, const std::string& to, const IOOptions& options,
                       IODebugContext* dbg) override {
+    ledger_->renaming(from, to);
     IOStatus s = target()->RenameFile(from, to, options, dbg);
     if (s.ok()) ledger_->renamed(from, to);
     return s;
@@ -217,7 +222,8 @@ Status make_sync_ledger_fs(const SyncLedgerOptions& options, std::shared_ptr<roc
   if (fd < 0) {
     return Status::io_error("cannot open the sync ledger " + options.ledger_path + ": " + errno_text(errno));
   }
-  *out = std::make_shared<SyncLedgerFileSystem>(std::make_shared<Ledger>(fd, options.ignore_wal_syncs));
+  *out = std::make_shared<SyncLedgerFileSystem>(options.target ? options.target : rocksdb::FileSystem::Default(),
+                                                std::make_shared<Ledger>(fd, options.ignore_wal_syncs));
   return Status();
 }
 

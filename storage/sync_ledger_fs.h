@@ -11,8 +11,13 @@
 //   C <path>          a file was created (or truncated to zero)
 //   S <size> <path>   a file was synced: its first <size> bytes are durable
 //   D <dir>           a directory was synced: the files created in it exist
+//   r <from>\t<to>    a file is about to be renamed (written before the call)
 //   R <from>\t<to>    a file was renamed
 //   X <path>          a file was deleted
+//
+// A rename is written down twice: `r` before the call and `R` after it. A
+// process killed between the two has renamed the file without saying so;
+// the `r` line lets the simulation see it (the file is gone from <from>).
 //
 // The ledger is written with plain write(2) calls on an O_APPEND descriptor,
 // so it survives the process's death as the page cache does. After the
@@ -41,6 +46,9 @@ namespace carapace {
 struct SyncLedgerOptions {
   std::string ledger_path;  // created if missing, appended to
   bool ignore_wal_syncs = false;
+  // The file system written through; the operating system's when null.
+  // Tests put one here that dies at a chosen step.
+  std::shared_ptr<rocksdb::FileSystem> target;
 };
 
 // A wrapper of the operating system's file system that keeps the ledger.

@@ -302,12 +302,14 @@ BOOST_AUTO_TEST_CASE(the_collector_out_of_process_attributes_a_crash_and_picks_u
 
 BOOST_AUTO_TEST_CASE(diff_aligns_a_fork_with_its_parent_and_tail_follows_a_run_live) {
   pid_t tail = spawn(*this, "trace tail p --exit-when-done --interval-ms 20", dir.sub("tail.out"));
+  // The run starts once tail has looked and found no home (else the run may make it first).
+  const std::string waiting = "carapace trace tail: no event log in ";
+  BOOST_REQUIRE(wait_for([&] { return contains(slurp(dir.sub("tail.out")), waiting); }));
   Result r = run("run 'Write a note' --scenario " + scenarios + "quickstart.json --workspace " + ws + " --session p");
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.err);
   BOOST_REQUIRE(wait_gone(tail));  // it stops by itself once the session completed
   std::string lines = slurp(dir.sub("tail.out"));
   // Before the run made the home, tail said once that it waits.
-  const std::string waiting = "carapace trace tail: no event log in ";
   BOOST_TEST(lines.rfind(waiting, 0) == 0u, lines);
   BOOST_TEST(lines.find(waiting, 1) == std::string::npos, lines);
   lines = lines.substr(lines.find('\n') + 1);
