@@ -167,11 +167,7 @@ double raw_read_ms(const std::string& home, bool since_snapshot, uint64_t* recor
   uint64_t from = since_snapshot && log->latest_snapshot("crashed", UINT64_MAX, &snap).ok() ? snap.seq : 1;
   log.reset();
   LogDbOptions o = log_db_options(true, 64 << 20);
-  std::vector<rocksdb::ColumnFamilyDescriptor> families = {{rocksdb::kDefaultColumnFamilyName, o.family},
-                                                           {std::string(kEventsFamily), o.family},
-                                                           {std::string(kSessionsFamily), o.family},
-                                                           {std::string(kCheckpointsFamily), o.family},
-                                                           {std::string(kSnapshotsFamily), o.family}};
+  std::vector<rocksdb::ColumnFamilyDescriptor> families = log_families(o);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   if (!rocksdb::DB::Open(o.db, home + "/log", families, &handles, &db).ok()) std::exit(1);

@@ -104,13 +104,9 @@ struct RawDb {
     rocksdb::DBOptions options = tuned.db;
     options.create_if_missing = create;
     options.create_missing_column_families = create;
-    std::vector<rocksdb::ColumnFamilyDescriptor> families = {{rocksdb::kDefaultColumnFamilyName, tuned.family},
-                                                             {std::string(kEventsFamily), tuned.family}};
-    if (!create) {
-      families.push_back({std::string(kSessionsFamily), tuned.family});
-      families.push_back({std::string(kCheckpointsFamily), tuned.family});
-      families.push_back({std::string(kSnapshotsFamily), tuned.family});
-    }
+    // A log Carapace wrote has all of the log's families; a raw baseline, two.
+    std::vector<rocksdb::ColumnFamilyDescriptor> families = log_families(tuned);
+    if (create) families.resize(2);
     check(rocksdb::DB::Open(options, path, families, &handles, &db), "opening raw RocksDB");
   }
   ~RawDb() {

@@ -213,6 +213,14 @@ Status verify_all(const EventLog& log, VerifyReport* report) {
   }
   for (const auto& m : indexed) ids.insert(m.id);
   for (const auto& id : ids) CARAPACE_RETURN_IF_ERROR(verify_session(log, id, report));
+  // The time index against the session index as it is (a session index
+  // entry changed behind the log's back shows here too).
+  std::vector<std::string> time_index;
+  CARAPACE_RETURN_IF_ERROR(log.check_time_index(&time_index));
+  if (!time_index.empty()) report->sessions.push_back(SessionVerdict{.session = "(time index)", .ok = false});
+  for (const auto& problem : time_index) {
+    report->issues.push_back(VerifyIssue{.session = "(time index)", .kind = "time_index", .detail = problem});
+  }
   return Status();
 }
 

@@ -13,6 +13,7 @@
 #include <cstdio>
 
 #include "storage/event_log.h"
+#include "storage/session_time_index.h"
 
 namespace carapace {
 namespace {
@@ -84,12 +85,16 @@ LogDbOptions log_db_options(bool writer, size_t block_cache_bytes, size_t write_
   return o;
 }
 
-std::vector<rocksdb::ColumnFamilyDescriptor> log_families(const LogDbOptions& options) {
-  return {{rocksdb::kDefaultColumnFamilyName, options.family},
-          {std::string(kEventsFamily), options.family},
-          {std::string(kSessionsFamily), options.family},
-          {std::string(kCheckpointsFamily), options.family},
-          {std::string(kSnapshotsFamily), options.family}};
+std::vector<rocksdb::ColumnFamilyDescriptor> log_families(const LogDbOptions& options, bool with_time_index) {
+  rocksdb::ColumnFamilyOptions with_count = options.family;
+  with_count.merge_operator = time_index::count_merge_operator();
+  std::vector<rocksdb::ColumnFamilyDescriptor> families = {{rocksdb::kDefaultColumnFamilyName, with_count},
+                                                           {std::string(kEventsFamily), options.family},
+                                                           {std::string(kSessionsFamily), options.family},
+                                                           {std::string(kCheckpointsFamily), options.family},
+                                                           {std::string(kSnapshotsFamily), options.family}};
+  if (with_time_index) families.emplace_back(std::string(kSessionsByTimeFamily), options.family);
+  return families;
 }
 
 }  // namespace carapace

@@ -32,7 +32,10 @@ std::shared_ptr<rocksdb::Logger> process_rocksdb_logger();
 LogDbOptions log_db_options(bool writer, size_t block_cache_bytes, size_t write_buffer_bytes = 0);
 
 // The log's column families (default, events, sessions, checkpoints,
-// snapshots), each with `options.family`.
-std::vector<rocksdb::ColumnFamilyDescriptor> log_families(const LogDbOptions& options);
+// snapshots, and sessions_by_time unless `with_time_index` is false: a log
+// written before it), each with `options.family`; the default family's merge
+// operator adds the session count (storage/session_time_index.h).
+std::vector<rocksdb::ColumnFamilyDescriptor> log_families(const LogDbOptions& options,
+                                                          bool with_time_index = true);
 
 }  // namespace carapace

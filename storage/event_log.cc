@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <mutex>
 #include <random>
 #include <set>
@@ -28,6 +29,7 @@
 #include "storage/db_options.h"
 #include "storage/group_commit.h"
 #include "storage/keys.h"
+#include "storage/session_time_index.h"
 #include "storage/wal_scan.h"
 
 namespace carapace {
@@ -35,7 +37,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum Family : size_t { kDefault = 0, kEvents, kSessions, kCheckpoints, kSnapshots, kFamilyCount };
+enum Family : size_t { kDefault = 0, kEvents, kSessions, kCheckpoints, kSnapshots, kSessionsByTime, kFamilyCount };
 
 Status from_rocks(const rocksdb::Status& s, std::string_view what) {
   if (s.ok()) return Status();
@@ -140,6 +142,13 @@ struct EventLog::Impl {
     std::mutex mu;
     bool known = false;  // last_seq was read from the log
     uint64_t last_seq = 0;
+    // The session's time index entry as this writer last wrote it, once
+    // read (index_known): whether it has a session index entry, and the
+    // time of its time index key (-1: its entry does not decode; no key to
+    // replace).
+    bool index_known = false;
+    bool indexed = false;
+    int64_t indexed_when = -1;
     uint32_t durable_in_flight = 0;  // batches of this session in the committer's queue
   };
   std::mutex writers_mu;
@@ -151,7 +160,10 @@ struct EventLog::Impl {
   std::mutex failed_mu;
   rocksdb::Status failed;
 
-  rocksdb::ColumnFamilyHandle* cf(Family f) const { return handles[f]; }
+  // Null for kSessionsByTime in a log written before it (readers only).
+  rocksdb::ColumnFamilyHandle* cf(Family f) const { return f < handles.size() ? handles[f] : nullptr; }
+  // The log has its session time index, built (session_time_index.h).
+  bool time_index = false;
 
   ~Impl() {
     committer.reset();  // drains queued durable appends
@@ -259,6 +271,100 @@ struct EventLog::Impl {
     if (failed.ok()) failed = s;
   }
 
+  // Adds to `batch` the time index's share of the meta `request` writes: the
+  // entry at its new time, the old one deleted, the count up for a session
+  // new to the index. The caller holds w.mu, from here to the write.
+  Status index_by_time(const AppendRequest& request, Writer& w, rocksdb::WriteBatch* batch) {
+    if (request.meta == nullptr || !time_index) return Status();
+    if (!w.index_known) {
+      std::string value;
+      rocksdb::Status s = db->Get(rocksdb::ReadOptions(), cf(kSessions), slice(request.session), &value);
+      if (!s.ok() && !s.IsNotFound()) return from_rocks(s, "reading the index entry of " + std::string(request.session));
+      SessionMeta old;
+      w.indexed = s.ok();
+      w.indexed_when = s.ok() && codec::decode(value, &old) ? time_index::when(old) : -1;
+      w.index_known = true;
+    }
+    const int64_t when = time_index::when(*request.meta);
+    if (w.indexed && w.indexed_when == when) return Status();
+    if (w.indexed && w.indexed_when >= 0) {
+      CARAPACE_RETURN_IF_ERROR(
+          from_rocks(batch->Delete(cf(kSessionsByTime), time_index::key(w.indexed_when, request.session)), "batching"));
+    }
+    if (!w.indexed) {
+      CARAPACE_RETURN_IF_ERROR(
+          from_rocks(batch->Merge(cf(kDefault), slice(time_index::kCountKey), time_index::count_value(1)), "batching"));
+    }
+    CARAPACE_RETURN_IF_ERROR(
+        from_rocks(batch->Put(cf(kSessionsByTime), time_index::key(when, request.session), rocksdb::Slice()), "batching"));
+    w.indexed = true;
+    w.indexed_when = when;
+    return Status();
+  }
+
+  // Builds the time index of a log written before it: one entry per session
+  // index entry that decodes, the count of all of them, and the mark, in one
+  // synced batch. A writer does it on open; until then readers sort.
+  Status build_time_index() {
+    std::string mark;
+    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), cf(kDefault), slice(time_index::kBuiltKey), &mark);
+    if (s.ok()) {
+      time_index = true;
+      return Status();
+    }
+    if (!s.IsNotFound()) return from_rocks(s, "reading the session time index's mark");
+    rocksdb::WriteBatch batch;
+    int64_t count = 0;
+    rocksdb::ReadOptions ro;
+    ro.fill_cache = false;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, cf(kSessions)));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      ++count;
+      SessionMeta meta;
+      if (!keys::validate_session_id(view(it->key())).ok() || !codec::decode(view(it->value()), &meta)) continue;
+      CARAPACE_RETURN_IF_ERROR(from_rocks(
+          batch.Put(cf(kSessionsByTime), time_index::key(time_index::when(meta), view(it->key())), rocksdb::Slice()),
+          "batching"));
+    }
+    CARAPACE_RETURN_IF_ERROR(from_rocks(it->status(), "reading the session index"));
+    it.reset();
+    CARAPACE_RETURN_IF_ERROR(
+        from_rocks(batch.Put(cf(kDefault), slice(time_index::kCountKey), time_index::count_value(count)), "batching"));
+    CARAPACE_RETURN_IF_ERROR(from_rocks(batch.Put(cf(kDefault), slice(time_index::kBuiltKey), "1"), "batching"));
+    rocksdb::WriteOptions wo;
+    wo.sync = !options.scratch;
+    CARAPACE_RETURN_IF_ERROR(from_rocks(db->Write(wo, &batch), "building the session time index"));
+    time_index = true;
+    return Status();
+  }
+
+  // Adds to `batch` the removal of `session` from the time index: its entry
+  // (every entry with its id, if its meta does not decode) and one off the
+  // count, if it has a session index entry.
+  Status unindex_by_time(std::string_view session, rocksdb::WriteBatch* batch) {
+    std::string value;
+    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), cf(kSessions), slice(session), &value);
+    if (s.IsNotFound()) return Status();
+    CARAPACE_RETURN_IF_ERROR(from_rocks(s, "reading the index entry of " + std::string(session)));
+    SessionMeta meta;
+    if (codec::decode(value, &meta)) {
+      CARAPACE_RETURN_IF_ERROR(
+          from_rocks(batch->Delete(cf(kSessionsByTime), time_index::key(time_index::when(meta), session)), "batching"));
+    } else {
+      std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf(kSessionsByTime)));
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        int64_t when = 0;
+        std::string_view id;
+        if (time_index::parse_key(view(it->key()), &when, &id) && id == session) {
+          CARAPACE_RETURN_IF_ERROR(from_rocks(batch->Delete(cf(kSessionsByTime), it->key()), "batching"));
+        }
+      }
+      CARAPACE_RETURN_IF_ERROR(from_rocks(it->status(), "reading the session time index"));
+    }
+    return from_rocks(batch->Merge(cf(kDefault), slice(time_index::kCountKey), time_index::count_value(-1)),
+                      "batching");
+  }
+
   // Checks that `request` continues its session's log; the caller holds w.mu.
   Status check_continues(const AppendRequest& request, Writer& w) {
     const auto& events = request.events;
@@ -280,7 +386,7 @@ struct EventLog::Impl {
     note_failure(s);
     std::lock_guard lock(w.mu);
     if (w.durable_in_flight > 0) --w.durable_in_flight;
-    if (!s.ok()) w.known = false;
+    if (!s.ok()) w.known = w.index_known = false;
   }
 
   Status build_batch(const AppendRequest& request, rocksdb::WriteBatch* batch) const {
@@ -392,6 +498,13 @@ Status EventLog::open(const Options& options, std::unique_ptr<EventLog>* out) {
                               .string();
     s = rocksdb::DB::OpenAsSecondary(db_options, options.path, impl->secondary_dir, families, &impl->handles,
                                      &impl->db);
+    if (s.IsInvalidArgument()) {
+      // A log no writer of this build has opened yet has no time index.
+      impl->handles.clear();
+      families = log_families(tuned, /*with_time_index=*/false);
+      s = rocksdb::DB::OpenAsSecondary(db_options, options.path, impl->secondary_dir, families, &impl->handles,
+                                       &impl->db);
+    }
   }
   if (!s.ok()) {
     impl->handles.clear();
@@ -409,7 +522,15 @@ Status EventLog::open(const Options& options, std::unique_ptr<EventLog>* out) {
     }
     return from_rocks(s, "opening the event log at " + options.path);
   }
-  if (writer) impl->committer = std::make_unique<GroupCommitter>(impl->db, impl->handles);
+  if (writer) {
+    CARAPACE_RETURN_IF_ERROR(impl->build_time_index());
+    impl->committer = std::make_unique<GroupCommitter>(impl->db, impl->handles);
+  } else if (impl->cf(kSessionsByTime) != nullptr) {
+    std::string mark;
+    rocksdb::Status built =
+        impl->db->Get(rocksdb::ReadOptions(), impl->cf(kDefault), slice(time_index::kBuiltKey), &mark);
+    impl->time_index = built.ok();
+  }
   out->reset(new EventLog(std::move(impl)));
   return Status();
 }
@@ -437,6 +558,7 @@ Status EventLog::append(const AppendRequest& request) {
   Impl::Writer& w = *held;
   std::unique_lock lock(w.mu);
   CARAPACE_RETURN_IF_ERROR(impl_->check_continues(request, w));
+  CARAPACE_RETURN_IF_ERROR(impl_->index_by_time(request, w, &batch));
   if (synced) ++impl_->durable_appends;
   // A durable append that arrives while another is syncing joins the
   // committer's next group instead of queueing for its own sync; and any
@@ -466,7 +588,7 @@ Status EventLog::append(const AppendRequest& request) {
   rocksdb::Status s = impl_->db->Write(wo, &batch);
   impl_->note_failure(s);
   if (s.ok() && !request.events.empty()) w.last_seq = request.events.back().seq;
-  if (!s.ok()) w.known = false;
+  if (!s.ok()) w.known = w.index_known = false;
   return from_rocks(s, "append to session " + session);
 }
 
@@ -480,6 +602,7 @@ void EventLog::append_async(const AppendRequest& request, std::function<void(Sta
   Impl::Writer& w = *held;
   std::unique_lock lock(w.mu);
   Status continues = impl_->check_continues(request, w);
+  if (continues.ok()) continues = impl_->index_by_time(request, w, &batch);
   if (!continues.ok()) {
     lock.unlock();
     return done(continues);
@@ -500,7 +623,7 @@ void EventLog::append_async(const AppendRequest& request, std::function<void(Sta
   rocksdb::Status s = impl_->db->Write(wo, &batch);
   impl_->note_failure(s);
   if (s.ok() && !request.events.empty()) w.last_seq = request.events.back().seq;
-  if (!s.ok()) w.known = false;
+  if (!s.ok()) w.known = w.index_known = false;
   lock.unlock();
   done(from_rocks(s, "append to session " + session));
 }
@@ -532,6 +655,7 @@ Status EventLog::remove_session(std::string_view session) {
     CARAPACE_RETURN_IF_ERROR(from_rocks(batch.DeleteRange(impl_->cf(f), from, to), "batching"));
   }
   CARAPACE_RETURN_IF_ERROR(from_rocks(batch.Delete(impl_->cf(kSessions), slice(session)), "batching"));
+  if (impl_->time_index) CARAPACE_RETURN_IF_ERROR(impl_->unindex_by_time(session, &batch));
   rocksdb::WriteOptions wo;
   wo.sync = true;
   CARAPACE_RETURN_IF_ERROR(from_rocks(impl_->db->Write(wo, &batch), "removing session " + std::string(session)));
@@ -684,6 +808,131 @@ Status EventLog::list_sessions(std::vector<SessionMeta>* out, std::vector<std::s
     out->push_back(std::move(meta));
   }
   return from_rocks(it->status(), "listing sessions");
+}
+
+int64_t session_time(const SessionMeta& meta) { return time_index::when(meta); }
+
+bool newer_session(const SessionMeta& a, const SessionMeta& b) {
+  const int64_t ta = session_time(a), tb = session_time(b);
+  return ta != tb ? ta > tb : a.id > b.id;
+}
+
+Status EventLog::sessions_by_time(int64_t since_us, const std::function<bool(SessionMeta&)>& visit,
+                                  std::vector<std::string>* unreadable) const {
+  if (!impl_->time_index) {
+    std::vector<SessionMeta> all;
+    CARAPACE_RETURN_IF_ERROR(list_sessions(&all, unreadable));
+    std::vector<SessionMeta*> order;
+    order.reserve(all.size());
+    for (auto& m : all) order.push_back(&m);
+    std::sort(order.begin(), order.end(), [](const SessionMeta* a, const SessionMeta* b) { return newer_session(*a, *b); });
+    for (SessionMeta* m : order) {
+      if (session_time(*m) < since_us || !visit(*m)) break;
+    }
+    return Status();
+  }
+  // Newest first from the end of the time index, down to since_us. Each
+  // entry is checked against the session's meta: one that does not match it
+  // (its session was removed or moved on by a write this index did not see)
+  // is passed over.
+  const std::string lower = time_index::key(since_us, "");
+  const rocksdb::Slice lower_slice(lower);
+  rocksdb::ReadOptions ro;
+  ro.iterate_lower_bound = &lower_slice;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(ro, impl_->cf(kSessionsByTime)));
+  std::string value;
+  for (it->SeekToLast(); it->Valid(); it->Prev()) {
+    int64_t when = 0;
+    std::string_view id;
+    if (!time_index::parse_key(view(it->key()), &when, &id)) {
+      std::string entry = "time index entry " + printable_key(view(it->key())) + ": not a time and a session id";
+      if (unreadable == nullptr) return Status::corruption(entry);
+      unreadable->push_back(std::move(entry));
+      continue;
+    }
+    rocksdb::Status got = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(kSessions), slice(id), &value);
+    if (got.IsNotFound()) continue;
+    CARAPACE_RETURN_IF_ERROR(from_rocks(got, "reading the index entry of " + std::string(id)));
+    SessionMeta meta;
+    if (!codec::decode(value, &meta)) {
+      std::string entry = printable_key(id) + ": its " + std::to_string(value.size()) + "-byte entry does not decode";
+      if (unreadable == nullptr) return Status::corruption("session index entry " + entry);
+      unreadable->push_back(std::move(entry));
+      continue;
+    }
+    if (time_index::when(meta) != when) continue;
+    meta.id = std::string(id);
+    if (!visit(meta)) break;
+  }
+  return from_rocks(it->status(), "reading the session time index");
+}
+
+Status EventLog::session_count(uint64_t* out) const {
+  if (impl_->time_index) {
+    std::string value;
+    rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->cf(kDefault), slice(time_index::kCountKey), &value);
+    CARAPACE_RETURN_IF_ERROR(from_rocks(s, "reading the session count"));
+    int64_t n = 0;
+    if (!time_index::parse_count(value, &n) || n < 0) {
+      return Status::corruption("the session count (" + std::to_string(value.size()) + " bytes) is not a count");
+    }
+    *out = static_cast<uint64_t>(n);
+    return Status();
+  }
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(ro, impl_->cf(kSessions)));
+  uint64_t n = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
+  *out = n;
+  return from_rocks(it->status(), "counting sessions");
+}
+
+Status EventLog::check_time_index(std::vector<std::string>* problems) const {
+  if (!impl_->time_index) return Status();
+  // id -> when; -1: its entry does not decode (list_sessions reports it), so
+  // any time of its own entry is taken.
+  std::map<std::string, int64_t, std::less<>> expected;
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(ro, impl_->cf(kSessions)));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    SessionMeta meta;
+    expected[it->key().ToString()] = codec::decode(view(it->value()), &meta) ? time_index::when(meta) : -1;
+  }
+  CARAPACE_RETURN_IF_ERROR(from_rocks(it->status(), "reading the session index"));
+  it.reset(impl_->db->NewIterator(ro, impl_->cf(kSessionsByTime)));
+  std::set<std::string, std::less<>> found;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    int64_t when = 0;
+    std::string_view id;
+    if (!time_index::parse_key(view(it->key()), &when, &id)) {
+      problems->push_back("entry " + printable_key(view(it->key())) + " is not a time and a session id");
+      continue;
+    }
+    auto e = expected.find(id);
+    if (e == expected.end()) {
+      problems->push_back("entry for " + std::string(id) + " at " + std::to_string(when) + ", which has no session index entry");
+    } else if (e->second >= 0 && e->second != when) {
+      problems->push_back("entry for " + std::string(id) + " at " + std::to_string(when) + ", but it last changed at " +
+                          std::to_string(e->second));
+    } else {
+      found.insert(std::string(id));
+    }
+  }
+  CARAPACE_RETURN_IF_ERROR(from_rocks(it->status(), "reading the session time index"));
+  for (const auto& [id, when] : expected) {
+    if (when >= 0 && !found.count(id)) problems->push_back("no entry for " + id + ", which last changed at " + std::to_string(when));
+  }
+  uint64_t counted = 0;
+  Status count = session_count(&counted);
+  if (!count.ok()) {
+    problems->push_back(count.message());
+  } else if (counted != expected.size()) {
+    problems->push_back("the session count is " + std::to_string(counted) + ", but the session index has " +
+                        std::to_string(expected.size()) + " entries");
+  }
+  return Status();
 }
 
 Status EventLog::list_logged_sessions(std::vector<std::string>* out) const {

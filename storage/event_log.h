@@ -1,10 +1,11 @@
 // EventLog: the append-only event log of every session, over RocksDB.
 //
-// One database holds all sessions, in four column families:
-//   events       session_id 0x00 seq  -> record (events/record.h)
-//   sessions     session_id           -> SessionMeta   (the session index)
-//   checkpoints  session_id 0x00 seq  -> CheckpointEntry, for each turn.committed
-//   snapshots    session_id 0x00 seq  -> framed SessionState at that checkpoint
+// One database holds all sessions, in five column families:
+//   events            session_id 0x00 seq -> record (events/record.h)
+//   sessions          session_id          -> SessionMeta (the session index)
+//   sessions_by_time  when session_id     -> "" (the time index, storage/session_time_index.h)
+//   checkpoints       session_id 0x00 seq -> CheckpointEntry, for each turn.committed
+//   snapshots         session_id 0x00 seq -> framed SessionState at that checkpoint
 // (key layout: storage/keys.h). An append is one atomic WriteBatch. Buffered
 // appends are written at once without a WAL sync; durable appends go through
 // the group committer, which shares one synced WAL write among all the durable
@@ -160,6 +161,25 @@ class EventLog {
   // without it, the first such entry is a corruption error.
   Status list_sessions(std::vector<SessionMeta>* out, std::vector<std::string>* unreadable = nullptr) const;
 
+  // Sessions newest first: by when they last changed (session_time), ties
+  // the greater id first, down to those that changed at `since_us`. `visit`
+  // gets each one's index entry and returns false to stop. Reads the session
+  // time index, so the newest few cost a few reads in a log of any size; a
+  // log no writer of this build has opened yet has none, and is read whole
+  // and sorted. Entries that do not decode go to *unreadable as in
+  // list_sessions.
+  Status sessions_by_time(int64_t since_us, const std::function<bool(SessionMeta&)>& visit,
+                          std::vector<std::string>* unreadable = nullptr) const;
+
+  // The number of session index entries: kept with the time index, else
+  // counted.
+  Status session_count(uint64_t* out) const;
+
+  // Checks the time index against the session index (`verify --all`): one
+  // line in *problems for each entry missing, extra or at the wrong time,
+  // and for a count that differs. Nothing when the log has no time index.
+  Status check_time_index(std::vector<std::string>* problems) const;
+
   // Every session id that has records, read from the events themselves.
   Status list_logged_sessions(std::vector<std::string>* out) const;
 
@@ -188,6 +208,12 @@ class EventLog {
   std::unique_ptr<Impl> impl_;
 };
 
+// When a session last changed, as sessions_by_time orders it: the later of
+// its updated_us and created_us.
+int64_t session_time(const SessionMeta& meta);
+// sessions_by_time's order: true if `a` comes before `b`.
+bool newer_session(const SessionMeta& a, const SessionMeta& b);
+
 // Iterates one session's records in seq order. Not thread-safe; must not
 // outlive the EventLog that made it.
 class EventCursor {
@@ -210,5 +236,6 @@ inline constexpr std::string_view kEventsFamily = "events";
 inline constexpr std::string_view kSessionsFamily = "sessions";
 inline constexpr std::string_view kCheckpointsFamily = "checkpoints";
 inline constexpr std::string_view kSnapshotsFamily = "snapshots";
+inline constexpr std::string_view kSessionsByTimeFamily = "sessions_by_time";
 
 }  // namespace carapace

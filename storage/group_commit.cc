@@ -1,30 +1,62 @@
 #include "storage/group_commit.h"
 
+#include <unordered_map>
+
 namespace carapace {
 namespace {
 
-// Copies the records of one batch into another (WriteBatch has no public append).
+// Copies the records of one batch into another (WriteBatch has no public
+// append). Records name their family by id, which is not the family's place
+// among the handles (a family added later, or after one was dropped). Every
+// kind of record the log writes is copied; any other fails the copy rather
+// than vanish (Handler's defaults drop some without a word).
 class Copier : public rocksdb::WriteBatch::Handler {
  public:
-  Copier(rocksdb::WriteBatch* dst, const std::vector<rocksdb::ColumnFamilyHandle*>& handles)
-      : dst_(dst), handles_(handles) {}
+  Copier(rocksdb::WriteBatch* dst, const std::vector<rocksdb::ColumnFamilyHandle*>& handles) : dst_(dst) {
+    for (auto* h : handles) {
+      if (h != nullptr) by_id_[h->GetID()] = h;
+    }
+  }
 
   rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& key, const rocksdb::Slice& value) override {
-    if (cf >= handles_.size() || handles_[cf] == nullptr) {
-      return rocksdb::Status::InvalidArgument("unknown column family id " + std::to_string(cf));
-    }
-    return dst_->Put(handles_[cf], key, value);
+    rocksdb::ColumnFamilyHandle* h = family(cf);
+    return h == nullptr ? unknown(cf) : dst_->Put(h, key, value);
   }
   rocksdb::Status DeleteCF(uint32_t cf, const rocksdb::Slice& key) override {
-    if (cf >= handles_.size() || handles_[cf] == nullptr) {
-      return rocksdb::Status::InvalidArgument("unknown column family id " + std::to_string(cf));
-    }
-    return dst_->Delete(handles_[cf], key);
+    rocksdb::ColumnFamilyHandle* h = family(cf);
+    return h == nullptr ? unknown(cf) : dst_->Delete(h, key);
+  }
+  rocksdb::Status MergeCF(uint32_t cf, const rocksdb::Slice& key, const rocksdb::Slice& value) override {
+    rocksdb::ColumnFamilyHandle* h = family(cf);
+    return h == nullptr ? unknown(cf) : dst_->Merge(h, key, value);
+  }
+  rocksdb::Status DeleteRangeCF(uint32_t cf, const rocksdb::Slice& from, const rocksdb::Slice& to) override {
+    rocksdb::ColumnFamilyHandle* h = family(cf);
+    return h == nullptr ? unknown(cf) : dst_->DeleteRange(h, from, to);
+  }
+  rocksdb::Status SingleDeleteCF(uint32_t cf, const rocksdb::Slice&) override { return unsupported(cf); }
+  rocksdb::Status PutEntityCF(uint32_t cf, const rocksdb::Slice&, const rocksdb::Slice&) override {
+    return unsupported(cf);
+  }
+  rocksdb::Status PutBlobIndexCF(uint32_t cf, const rocksdb::Slice&, const rocksdb::Slice&) override {
+    return unsupported(cf);
   }
 
  private:
+  rocksdb::ColumnFamilyHandle* family(uint32_t id) const {
+    auto it = by_id_.find(id);
+    return it == by_id_.end() ? nullptr : it->second;
+  }
+  static rocksdb::Status unknown(uint32_t cf) {
+    return rocksdb::Status::InvalidArgument("unknown column family id " + std::to_string(cf));
+  }
+  static rocksdb::Status unsupported(uint32_t cf) {
+    return rocksdb::Status::NotSupported("a kind of record the group committer does not copy, family id " +
+                                         std::to_string(cf));
+  }
+
   rocksdb::WriteBatch* dst_;
-  const std::vector<rocksdb::ColumnFamilyHandle*>& handles_;
+  std::unordered_map<uint32_t, rocksdb::ColumnFamilyHandle*> by_id_;
 };
 
 // Upper bound of one merged write; a larger backlog is written in several.

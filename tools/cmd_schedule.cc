@@ -15,6 +15,7 @@
 #include <cstdlib>
 
 #include "base/bounded_file.h"
+#include "base/curl_lib.h"
 #include "base/bounded_json.h"
 #include "schedule/schedule_json.h"
 #include "schedule/schedule_spec.h"
@@ -82,7 +83,7 @@ Status call_server(const Context& ctx, const std::string& url, const std::string
   web::ServeToken token;
   CARAPACE_RETURN_IF_ERROR(web::serve_token(ctx.home(), std::getenv("CARAPACE_SERVE_TOKEN"), &token));
   CURL* curl = curl_easy_init();
-  if (curl == nullptr) return Status::io_error("cannot start an HTTP client");
+  if (curl == nullptr) return Status::io_error("cannot start an HTTP client: " + curl_load_error());
   std::string response;
   std::string payload = body.dump();
   std::string target = url;

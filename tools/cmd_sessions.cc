@@ -63,44 +63,49 @@ int run_sessions(Context& ctx, const SessionsArgs& args) {
   }
   auto log = ctx.open_log(EventLog::Mode::kReader);
   if (!log) return kExitFailed;
-  std::vector<SessionMeta> sessions;
-  std::vector<std::string> unreadable;
-  Status s = log->list_sessions(&sessions, &unreadable);
-  if (!s.ok()) return ctx.fail(s, "`carapace verify --all` checks the session index against the log");
   const bool log_held = lock_holder(ctx.log_path()) != 0;
-  std::string summary = count(sessions.size(), "session") + " in " + ctx.home();
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  // Newest first (by the last checkpoint, else the start), filtered, cut to
+  // --limit. Only the sessions shown are read from the log (their last
+  // event, their status).
+  std::vector<Row> rows;
+  auto take = [&](SessionMeta& m) {
+    Row r{.meta = std::move(m)};
+    log->last_seq(r.meta.id, &r.last).ok();
+    r.status = shown_status(*log, r.meta, r.last, log_held);
+    if (!args.status.empty() && r.status != args.status) return true;
+    rows.push_back(std::move(r));
+    return args.limit == 0 || rows.size() < args.limit;
+  };
+  std::vector<std::string> unreadable;
+  uint64_t listed = 0;
+  Status s;
+  if (args.since.empty() && args.limit == 0) {
+    // Every session: one pass over the session index, then sorted.
+    std::vector<SessionMeta> sessions;
+    s = log->list_sessions(&sessions, &unreadable);
+    std::vector<SessionMeta*> order;
+    order.reserve(sessions.size());
+    for (auto& m : sessions) order.push_back(&m);
+    std::sort(order.begin(), order.end(), [](const SessionMeta* a, const SessionMeta* b) { return newer_session(*a, *b); });
+    for (SessionMeta* m : order) take(*m);
+    listed = sessions.size();
+  } else {
+    // The newest, or those of the window: the time index, read from its
+    // newest end, so a home of 100,000 sessions reads a few entries.
+    s = log->sessions_by_time(args.since.empty() ? 0 : now_us - since_us, take, &unreadable);
+    if (s.ok()) s = log->session_count(&listed);
+  }
+  if (!s.ok()) return ctx.fail(s, "`carapace verify --all` checks the session index against the log");
+  std::string summary = count(listed, "session") + " in " + ctx.home();
   if (!unreadable.empty()) {
     summary += "; " + std::to_string(unreadable.size()) + " unreadable index entr" + (unreadable.size() == 1 ? "y" : "ies") + " skipped (" + ctx.with_home("`carapace verify --all`") + ")";
   }
   // Damage in the index is reported, and the readable entries still listed.
   for (const auto& entry : unreadable) {
     std::fprintf(stderr, "carapace: skipped the session index entry %s\n", ctx.shown(entry).c_str());
-  }
-  // Newest first (by the last checkpoint, else the start), filtered, cut to --limit.
-  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-  // The index entries sorted first, so that only the sessions shown are
-  // read from the log (their last event, their status): with --limit, a
-  // home of 100,000 sessions reads a few.
-  auto when = [](const SessionMeta& m) { return std::max(m.updated_us, m.created_us); };
-  std::vector<SessionMeta*> order;
-  order.reserve(sessions.size());
-  for (auto& m : sessions) order.push_back(&m);
-  std::sort(order.begin(), order.end(), [&](const SessionMeta* a, const SessionMeta* b) {
-    return when(*a) != when(*b) ? when(*a) > when(*b) : a->id < b->id;
-  });
-  std::vector<Row> rows;
-  const size_t listed = sessions.size();
-  for (SessionMeta* entry : order) {
-    SessionMeta& m = *entry;
-    if (!args.since.empty() && when(m) < now_us - since_us) break;  // the rest are older
-    Row r{.meta = std::move(m)};
-    log->last_seq(r.meta.id, &r.last).ok();
-    r.status = shown_status(*log, r.meta, r.last, log_held);
-    if (!args.status.empty() && r.status != args.status) continue;
-    rows.push_back(std::move(r));
-    if (args.limit > 0 && rows.size() == args.limit) break;
   }
   for (auto& r : rows) {
     RecoveredSession rec;

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "base/curl_lib.h"
+
 namespace carapace {
 namespace {
 
@@ -104,7 +106,7 @@ Status otlp_send(const OtlpSendOptions& options, const std::string& payload, Otl
   static std::once_flag init;
   std::call_once(init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   CURL* curl = curl_easy_init();
-  if (curl == nullptr) return Status::io_error("libcurl could not start");
+  if (curl == nullptr) return Status::io_error("libcurl could not start: " + curl_load_error());
   struct curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Content-Type: application/json");
   headers = curl_slist_append(headers, "Expect:");

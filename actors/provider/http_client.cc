@@ -1,5 +1,7 @@
 #include "actors/provider/http_client.h"
 
+#include "base/curl_lib.h"
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -88,8 +90,16 @@ struct HttpClient::Impl {
 };
 
 void HttpClient::Impl::add(std::unique_ptr<Transfer> t) {
-  CURL* e = curl_easy_init();
+  CURL* e = multi != nullptr ? curl_easy_init() : nullptr;
   t->easy = e;
+  if (e == nullptr) {
+    const uint64_t id = t->id;
+    std::string why = curl_load_error();
+    running.emplace(id, std::move(t));
+    finish(id, CURLE_FAILED_INIT, HttpTimeout::kNone, false,
+           "libcurl could not start" + (why.empty() ? std::string() : ": " + why));
+    return;
+  }
   for (const auto& h : t->request.headers) t->headers = curl_slist_append(t->headers, h.c_str());
   t->headers = curl_slist_append(t->headers, "Expect:");
   curl_easy_setopt(e, CURLOPT_URL, t->request.url.c_str());
@@ -184,7 +194,9 @@ void HttpClient::Impl::run() {
       }
     }
     for (auto& e : expired) finish(e.id, CURLE_OPERATION_TIMEDOUT, e.timeout, false, e.why);
-    curl_multi_poll(multi, nullptr, 0, running.empty() ? 1000 : 20, nullptr);
+    if (curl_multi_poll(multi, nullptr, 0, running.empty() ? 1000 : 20, nullptr) == CURLM_BAD_HANDLE) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // no libcurl: each request fails in add()
+    }
   }
   std::vector<uint64_t> ids;
   for (auto& [id, t] : running) ids.push_back(id);

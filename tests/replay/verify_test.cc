@@ -93,11 +93,16 @@ BOOST_AUTO_TEST_CASE(a_missing_or_stale_session_index_entry_is_reported) {
     raw.put(kSessionsFamily, "b", value);
   });
   VerifyReport report = verify_all_ok_status();
-  BOOST_REQUIRE(report.issues.size() == 2u);
+  BOOST_REQUIRE(report.issues.size() == 4u);
   BOOST_TEST(report.issues[0].session == "a");
   BOOST_TEST(report.issues[0].detail.find("no session index entry") != std::string::npos);
   BOOST_TEST(report.issues[1].session == "b");
   BOOST_TEST(report.issues[1].kind == "session_index");
+  // The time index still has a's entry, and counts it.
+  BOOST_TEST(report.issues[2].kind == "time_index");
+  BOOST_TEST(report.issues[2].detail.find("entry for a at") != std::string::npos, report.issues[2].detail);
+  BOOST_TEST(report.issues[3].detail.find("the session count is 2, but the session index has 1") != std::string::npos,
+             report.issues[3].detail);
 }
 
 BOOST_AUTO_TEST_CASE(a_session_index_pointing_its_configuration_at_another_event_is_reported) {
@@ -120,8 +125,11 @@ BOOST_AUTO_TEST_CASE(an_index_entry_without_events_is_reported) {
   synth("a", 2);
   with_raw([&](testing::RawDb& raw) { raw.put(kSessionsFamily, "ghost", ""); });
   VerifyReport report = verify_all_ok_status();
-  BOOST_REQUIRE(report.issues.size() == 1u);
+  BOOST_REQUIRE(report.issues.size() == 3u);
   BOOST_TEST(report.issues[0].session == "ghost");
+  // Written behind the log's back: the time index has no entry for it, nor counts it.
+  BOOST_TEST(report.issues[1].detail == "no entry for ghost, which last changed at 0");
+  BOOST_TEST(report.issues[2].detail.find("the session count is 1") != std::string::npos, report.issues[2].detail);
 }
 
 BOOST_AUTO_TEST_CASE(a_wrong_snapshot_is_reported) {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "storage/session_time_index.h"
+
 namespace carapace::testing {
 
 struct HomeScan {
@@ -42,7 +44,12 @@ inline HomeScan scan_home(const std::string& home, const std::string& needle) {
       continue;
     }
     std::vector<rocksdb::ColumnFamilyDescriptor> families;
-    for (const auto& n : names) families.emplace_back(n, rocksdb::ColumnFamilyOptions());
+    for (const auto& n : names) {
+      rocksdb::ColumnFamilyOptions family;
+      // The log's session count is merged: without the operator its reads fail.
+      if (n == rocksdb::kDefaultColumnFamilyName) family.merge_operator = time_index::count_merge_operator();
+      families.emplace_back(n, family);
+    }
     std::vector<rocksdb::ColumnFamilyHandle*> handles;
     rocksdb::DB* db = nullptr;
     s = rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), path, families, &handles, &db);
@@ -59,6 +66,8 @@ inline HomeScan scan_home(const std::string& home, const std::string& needle) {
           scan.found.push_back("db " + path + " family " + h->GetName() + " key " + it->key().ToString(true));
         }
       }
+      // A family read only in part would hide what the rest holds.
+      if (!it->status().ok()) scan.found.push_back("db " + path + " family " + h->GetName() + ": " + it->status().ToString());
     }
     for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
     delete db;

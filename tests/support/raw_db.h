@@ -4,11 +4,13 @@
 
 #include <rocksdb/db.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "storage/event_log.h"
+#include "storage/session_time_index.h"
 
 namespace carapace::testing {
 
@@ -16,12 +18,18 @@ class RawDb {
  public:
   explicit RawDb(const std::string& path) {
     rocksdb::DBOptions options;
-    std::vector<rocksdb::ColumnFamilyDescriptor> families = {{rocksdb::kDefaultColumnFamilyName, {}},
-                                                             {std::string(kEventsFamily), {}},
-                                                             {std::string(kSessionsFamily), {}},
-                                                             {std::string(kCheckpointsFamily), {}},
-                                                             {std::string(kSnapshotsFamily), {}}};
-    rocksdb::Status s = rocksdb::DB::Open(options, path, families, &handles_, &db_);
+    // Every family the log has (a log of an older build has fewer); the
+    // default one with its merge operator (the session count).
+    std::vector<std::string> names;
+    rocksdb::Status s = rocksdb::DB::ListColumnFamilies(options, path, &names);
+    if (!s.ok()) throw std::runtime_error("RawDb: " + s.ToString());
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    for (const auto& name : names) {
+      rocksdb::ColumnFamilyOptions family;
+      if (name == rocksdb::kDefaultColumnFamilyName) family.merge_operator = time_index::count_merge_operator();
+      families.emplace_back(name, family);
+    }
+    s = rocksdb::DB::Open(options, path, families, &handles_, &db_);
     if (!s.ok()) throw std::runtime_error("RawDb: " + s.ToString());
   }
   ~RawDb() {
@@ -49,6 +57,15 @@ class RawDb {
   void put(std::string_view family_name, const std::string& key, const std::string& value) {
     rocksdb::Status s = db_->Put(rocksdb::WriteOptions(), family(family_name), key, value);
     if (!s.ok()) throw std::runtime_error("RawDb put: " + s.ToString());
+  }
+
+  // As a log of an older build: without that family.
+  void drop_family(std::string_view name) {
+    rocksdb::ColumnFamilyHandle* h = family(name);
+    rocksdb::Status s = db_->DropColumnFamily(h);
+    if (!s.ok()) throw std::runtime_error("RawDb drop: " + s.ToString());
+    db_->DestroyColumnFamilyHandle(h);
+    handles_.erase(std::find(handles_.begin(), handles_.end(), h));
   }
 
   void erase(std::string_view family_name, const std::string& key) {

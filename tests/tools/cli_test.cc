@@ -1540,6 +1540,24 @@ struct ProviderCliFixture : CliFixture {
 
 BOOST_FIXTURE_TEST_SUITE(cli_providers, ProviderCliFixture)
 
+// libcurl (26 shared libraries with its own) is opened by the first request,
+// not at every start (base/curl_lib.h): the loader's own account says which.
+BOOST_AUTO_TEST_CASE(libcurl_is_loaded_only_by_a_command_that_speaks_http) {
+  BOOST_REQUIRE(run("log synth --session quiet --turns 1").code == 0);
+  for (const char* quiet : {"--help", "sessions", "log show quiet"}) {
+    Result r = run_env({"LD_DEBUG=libs"}, quiet);
+    BOOST_TEST(r.code == 0, r.err);
+    BOOST_TEST(contains(r.err, "libstdc++"), quiet);  // the loader did report
+    BOOST_TEST(!contains(r.err, "libcurl"), quiet);
+  }
+  play("openai");
+  Result r = run_env({"LD_DEBUG=libs", "OPENAI_API_KEY=" + kOpenAiKey, "OPENAI_BASE_URL=" + server.url() + "/v1"},
+                     "run 'remember pears' --provider openai --model gpt-4o-mini --session curl1 --workspace " + ws);
+  BOOST_TEST(r.code == 0, r.err.substr(r.err.size() > 2000 ? r.err.size() - 2000 : 0));
+  BOOST_TEST(contains(r.err, "libcurl.so.4"));
+  BOOST_TEST(server.requests().size() == 3u);
+}
+
 BOOST_AUTO_TEST_CASE(run_with_openai_needs_only_the_key) {
   play("openai");
   // $OPENAI_BASE_URL points the provider at the server (a compatible one).

@@ -267,7 +267,8 @@ BOOST_AUTO_TEST_CASE(a_killed_host_resumes_what_it_ran_and_parked_sessions_stay_
 
   // Restarted: the crashed one goes on (step mode), once; the parked one waits.
   std::string log = start_server(kSlowScenario, "", "serve2.out");
-  BOOST_TEST(contains(slurp(log), "resumed busy (crashed)"), slurp(log));
+  // It resumes after it says it listens.
+  BOOST_TEST(wait_for([&] { return contains(slurp(log), "resumed busy (crashed)"); }), slurp(log));
   BOOST_TEST(!contains(slurp(log), "parked"), slurp(log));
   BOOST_REQUIRE(reaches("busy", "completed"));
   BOOST_TEST(of_type("busy", "session.resumed").size() == 1u);
@@ -294,7 +295,8 @@ BOOST_AUTO_TEST_CASE(sigterm_records_a_stop_the_next_start_goes_on_from) {
   BOOST_TEST(status_of("t1") == "stopped");
   kill_server(SIGTERM);
   log = start_server(kSlowScenario, "", "serve3.out");
-  BOOST_TEST(contains(slurp(log), "resumed t1 (this server was stopped while it ran)"), slurp(log));
+  BOOST_TEST(wait_for([&] { return contains(slurp(log), "resumed t1 (this server was stopped while it ran)"); }),
+             slurp(log));
   BOOST_REQUIRE(reaches("t1", "completed"));
 }
 
