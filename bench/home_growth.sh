@@ -7,7 +7,8 @@
 # `carapace run` of a two-reply scenario on the scripted provider (a list_dir
 # call, then the answer). Then a 5-turn session is written, and `log show` of
 # it, `sessions --limit 20`, `sessions`, `verify --all` and `trace stats
-# --since 24h` are timed (best of 3), and the table files counted. Baseline,
+# --since 24h` are timed (best of 3), and the table files of every database
+# of the home counted. Baseline,
 # in the same run: the same 5-turn session alone in a fresh home. Prints one
 # line per figure, then one JSON object.
 set -euo pipefail
@@ -31,16 +32,17 @@ for i in $(seq 1 "$commands"); do
   if (( i % 2 )); then
     "$bin" --home "$dir/used" log synth --turns 1 --session "c$i" > /dev/null
   else
-    "$bin" --home "$dir/used" run "look" --scenario "$dir/scenario.json" --workspace "$dir/ws" --session "r$i" > /dev/null
+    "$bin" --home "$dir/used" run "look" --scenario "$dir/scenario.json" --workspace "$dir/ws" --session "r$i" > /dev/null 2>&1
   fi
-  if (( i % 1000 == 0 )); then
-    echo "home_growth: $i commands ($(( $(date +%s) - start )) s, $(find "$dir/used/log" -name '*.sst' | wc -l) table files)" >&2
+  if (( i % 500 == 0 )); then
+    echo "home_growth: $i commands ($(( $(date +%s) - start )) s, $(find "$dir/used" -name '*.sst' | wc -l) table files)" >&2
   fi
 done
 took=$(( $(date +%s) - start ))
 "$bin" --home "$dir/used" log synth --turns 5 --session small > /dev/null
-files_used=$(find "$dir/used/log" -name '*.sst' | wc -l)
-files_fresh=$(find "$dir/fresh/log" -name '*.sst' | wc -l)
+# Every database of the home: the log, the trace store, the bodies.
+files_used=$(find "$dir/used" -name '*.sst' | wc -l)
+files_fresh=$(find "$dir/fresh" -name '*.sst' | wc -l)
 json="{\"commands\":$commands,\"seconds\":$took,\"files\":{\"fresh\":$files_fresh,\"used\":$files_used}"
 for what in "log show small" "sessions --limit 20" "sessions" "verify --all" "trace stats --since 24h"; do
   # shellcheck disable=SC2086

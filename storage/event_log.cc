@@ -24,6 +24,7 @@
 #include "base/crc32c.h"
 #include "base/lib_log.h"
 #include "events/record.h"
+#include "storage/close_compaction.h"
 #include "storage/db_directory.h"
 #include "storage/db_lock.h"
 #include "storage/db_options.h"
@@ -198,42 +199,11 @@ struct EventLog::Impl {
   // close; the next writer does it).
   void settle_before_close() {
     if (registered_writer.empty() || options.scratch || db == nullptr) return;
-    const auto until = std::chrono::steady_clock::now() + kCloseCompactionBudget;
-    uint64_t in_memory = 0;
-    std::vector<rocksdb::ColumnFamilyHandle*> families;
-    for (auto* h : handles) {
-      uint64_t size = 0;
-      if (h == nullptr) continue;
-      families.push_back(h);
-      if (db->GetIntProperty(h, "rocksdb.cur-size-all-mem-tables", &size)) in_memory += size;
-    }
-    if (in_memory >= kCloseFlushBytes) {
-      rocksdb::Status flushed = db->Flush(rocksdb::FlushOptions(), families);
-      if (!flushed.ok()) lib_log().debug("event log: flushing the memtables at close: {}", flushed.ToString());
-    }
-    for (auto* h : handles) {
-      for (int attempt = 0; h != nullptr && attempt < 2 && std::chrono::steady_clock::now() < until; ++attempt) {
-        rocksdb::ColumnFamilyMetaData meta;
-        db->GetColumnFamilyMetaData(h, &meta);
-        if (meta.levels.size() < 2) break;
-        std::vector<std::string> inputs;
-        for (const auto& f : meta.levels[0].files) inputs.push_back(f.name);
-        for (const auto& f : meta.levels[1].files) {
-          if (f.size < kSmallTable) inputs.push_back(f.name);
-        }
-        if (inputs.size() < kCloseCompactionTrigger) break;
-        rocksdb::CompactionOptions compaction;
-        rocksdb::Status merged = db->CompactFiles(compaction, h, inputs, 1);
-        if (merged.ok()) break;
-        // Files a background compaction holds: wait for it, then once more.
-        lib_log().debug("event log: merging level-0 files at close: {}", merged.ToString());
-        while (std::chrono::steady_clock::now() < until) {
-          uint64_t running = 0;
-          if (!db->GetIntProperty("rocksdb.num-running-compactions", &running) || running == 0) break;
-          std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-      }
-    }
+    carapace::settle_before_close(db, handles,
+                                  CloseCompactionOptions{.trigger_files = kCloseCompactionTrigger,
+                                                         .small_table_bytes = kSmallTable,
+                                                         .flush_bytes = kCloseFlushBytes,
+                                                         .budget = kCloseCompactionBudget});
   }
 
   Status read_last_seq(std::string_view session, uint64_t* seq) const {

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "base/bounded_json.h"
+#include "storage/close_compaction.h"
 #include "storage/db_options.h"
 
 namespace carapace {
@@ -82,8 +83,12 @@ struct TraceStore::Impl {
   std::unique_ptr<rocksdb::DB> db;
   std::vector<rocksdb::ColumnFamilyHandle*> families;
   std::string path;
+  bool writer = false;
 
   ~Impl() {
+    // Each `carapace run` is a short writer of the store too: without this,
+    // every run left a table file per family (7,790 after 1,560 runs).
+    if (writer) settle_before_close(db.get(), families);
     for (auto* h : families) {
       if (db) (void)db->DestroyColumnFamilyHandle(h);
     }
@@ -128,6 +133,7 @@ Status TraceStore::open(const std::string& path, Mode mode, std::unique_ptr<Trac
     options.create_if_missing = true;
     options.create_missing_column_families = true;
     s = rocksdb::DB::Open(options, path, descriptors, &impl->families, &db);
+    impl->writer = true;
   } else {
     if (::stat((path + "/CURRENT").c_str(), &st) != 0) return Status::not_found("no trace store at " + path);
     s = rocksdb::DB::OpenForReadOnly(options, path, descriptors, &impl->families, &db);

@@ -4,6 +4,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <filesystem>
+
 #include "tests/support/printing.h"
 #include "tests/support/temp_dir.h"
 
@@ -26,6 +28,30 @@ std::vector<std::string> ids(const std::vector<SpanRef>& refs) {
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(trace_store)
+
+// Every `carapace run` opens the store, writes a little and closes: the
+// writer merges the small files before it closes, so they do not pile up.
+BOOST_AUTO_TEST_CASE(short_writers_leave_few_table_files) {
+  testing::TempDir dir;
+  const std::string path = dir.sub("traces");
+  for (int i = 0; i < 40; ++i) {
+    std::unique_ptr<TraceStore> store;
+    CHECK_OK(TraceStore::open(path, TraceStore::Mode::kWriter, &store));
+    const std::string id = "s" + std::to_string(i);
+    std::vector<StoredSpan> spans = {span(id, 1, 100 + i, "m", "", "root"), span(id, 2, 200 + i, "", "shell", "tool")};
+    CHECK_OK(store->write(spans, {{id, TraceProgress{.last_seq = 2}}}));
+  }
+  size_t tables = 0;
+  for (const auto& f : std::filesystem::directory_iterator(path)) tables += f.path().extension() == ".sst";
+  BOOST_TEST(tables <= 30u, tables << " table files after 40 short writers");  // 5 families
+  std::unique_ptr<TraceStore> reader;
+  CHECK_OK(TraceStore::open(path, TraceStore::Mode::kReader, &reader));
+  for (int i = 0; i < 40; ++i) {
+    std::vector<std::string> values;
+    CHECK_OK(reader->spans_of("s" + std::to_string(i), &values));
+    BOOST_TEST((values == std::vector<std::string>{"root", "tool"}));
+  }
+}
 
 BOOST_AUTO_TEST_CASE(spans_progress_and_indexes_round_trip) {
   testing::TempDir dir;
