@@ -674,6 +674,9 @@ class RocksCursor : public EventCursor {
     rocksdb::ReadOptions ro;
     ro.iterate_upper_bound = &upper_slice_;
     ro.readahead_size = 1 << 20;
+    // A cursor reads its blocks once, in order: kept out of the block cache,
+    // which they would fill (and which a short process then tears down).
+    ro.fill_cache = false;
     it_.reset(db->NewIterator(ro, cf));
     it_->Seek(keys::seq_key(session, from_seq));
     parse();

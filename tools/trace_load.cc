@@ -47,16 +47,17 @@ Status load_trace(const Context& ctx, const EventLog& log, const TraceStore* sto
       std::vector<std::string> values;
       bool good = store->spans_of(session, &values).ok() && !values.empty();
       std::vector<Span> stored;
+      stored.reserve(values.size());
       for (const auto& v : values) {
         Span sp;
-        auto j = parse_stored_json(v);
-        if (!good || !span_from_json(j, &sp).ok()) {
+        if (!good || !span_from_json(parse_stored_json(v), &sp).ok()) {
           good = false;
           break;
         }
         stored.push_back(std::move(sp));
       }
       if (good) {
+        order_as_built(&stored);
         *spans = std::move(stored);
         info->source = "store";
         attribute_crash(ctx, log, session, *spans, info);
@@ -64,13 +65,26 @@ Status load_trace(const Context& ctx, const EventLog& log, const TraceStore* sto
       }
     }
   }
-  std::vector<Event> events;
-  Status read = log.read(session, 1, last, &events);
+  // Each event is folded as it is read: a long session's events are never
+  // all in memory at once.
+  SpanBuilder builder(session, SpanBuilder::Changes::kUntracked);
+  // Reserved, not touched: only the pages the spans fill are ever faulted in,
+  // and the vector never moves them.
+  builder.reserve(static_cast<size_t>(std::min<uint64_t>(last, 1u << 20)));
+  Status read;
+  auto c = log.cursor(session, 1);
+  for (; c->valid() && c->seq() <= last; c->next()) {
+    Event e;
+    read = c->event(&e);
+    if (!read.ok()) break;
+    builder.add(e);
+  }
+  if (read.ok()) read = c->status();
   if (!read.ok()) {
-    if (events.empty()) return read;
+    if (builder.last_seq() == 0) return read;
     info->warning = "the trace stops at a damaged record: " + read.message();
   }
-  *spans = build_spans(session, events);
+  *spans = std::move(builder).release();
   info->source = "log";
   attribute_crash(ctx, log, session, *spans, info);
   return Status();

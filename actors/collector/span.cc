@@ -1,5 +1,7 @@
 #include "actors/collector/span.h"
 
+#include <type_traits>
+
 #include "base/digest.h"
 
 namespace carapace {
@@ -56,7 +58,11 @@ Status field(const nlohmann::json& j, const char* name, T* out) {
 
 }  // namespace
 
-Status span_from_json(const nlohmann::json& j, Span* out) {
+namespace {
+
+// Both overloads: J is const json& (copies the attributes) or json& (moves them).
+template <typename J>
+Status span_from(J& j, Span* out) {
   if (!j.is_object()) return Status::corruption("span: not a JSON object");
   Span s;
   CARAPACE_RETURN_IF_ERROR(field(j, "trace_id", &s.trace_id));
@@ -72,18 +78,29 @@ Status span_from_json(const nlohmann::json& j, Span* out) {
   CARAPACE_RETURN_IF_ERROR(field(j, "status", &s.status));
   auto attrs = j.find("attrs");
   if (attrs == j.end() || !attrs->is_object()) return Status::corruption("span: 'attrs' is not an object");
-  s.attrs = *attrs;
+  if constexpr (std::is_const_v<J>) {
+    s.attrs = *attrs;
+  } else {
+    s.attrs = std::move(*attrs);
+  }
   auto events = j.find("events");
   auto links = j.find("links");
   if (events == j.end() || !events->is_array() || links == j.end() || !links->is_array()) {
     return Status::corruption("span: 'events' or 'links' is not an array");
   }
-  for (const auto& e : *events) {
+  for (auto& e : *events) {
     SpanEvent ev;
     CARAPACE_RETURN_IF_ERROR(field(e, "seq", &ev.seq));
     CARAPACE_RETURN_IF_ERROR(field(e, "ts_us", &ev.ts_us));
     CARAPACE_RETURN_IF_ERROR(field(e, "name", &ev.name));
-    ev.attrs = e.value("attrs", nlohmann::json::object());
+    auto a = e.find("attrs");
+    if (a == e.end()) {
+      ev.attrs = nlohmann::json::object();
+    } else if constexpr (std::is_const_v<J>) {
+      ev.attrs = *a;
+    } else {
+      ev.attrs = std::move(*a);
+    }
     s.events.push_back(std::move(ev));
   }
   for (const auto& l : *links) {
@@ -98,5 +115,10 @@ Status span_from_json(const nlohmann::json& j, Span* out) {
   *out = std::move(s);
   return Status();
 }
+
+}  // namespace
+
+Status span_from_json(const nlohmann::json& j, Span* out) { return span_from(j, out); }
+Status span_from_json(nlohmann::json&& j, Span* out) { return span_from(j, out); }
 
 }  // namespace carapace

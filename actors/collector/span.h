@@ -86,5 +86,7 @@ std::string span_id_of(std::string_view session, uint64_t seq, std::string_view 
 nlohmann::json span_to_json(const Span& span);
 // Parses span_to_json(); an error names the field that is wrong.
 Status span_from_json(const nlohmann::json& j, Span* out);
+// The same, taking the attributes and events from `j` rather than copying them.
+Status span_from_json(nlohmann::json&& j, Span* out);
 
 }  // namespace carapace

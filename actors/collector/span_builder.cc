@@ -1,5 +1,8 @@
 #include "actors/collector/span_builder.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "base/bounded_json.h"
 #include "base/digest.h"
 #include "events/event_summary.h"
@@ -37,20 +40,20 @@ std::string hook_status(const std::string& decision) {
 
 }  // namespace
 
-SpanBuilder::SpanBuilder(std::string session) : session_(std::move(session)), trace_id_(trace_id_of(session_)) {}
+SpanBuilder::SpanBuilder(std::string session, Changes changes)
+    : session_(std::move(session)), trace_id_(trace_id_of(session_)), track_changes_(changes == Changes::kTracked) {}
 
 size_t SpanBuilder::open_span(std::string_view kind, std::string name, const Event& e, size_t parent) {
-  Span s;
+  Span& s = spans_.emplace_back();
   s.trace_id = trace_id_;
   s.span_id = span_id_of(session_, e.seq, kind);
-  s.parent_id = parent == kNone ? "" : spans_[parent].span_id;
+  if (parent != kNone) s.parent_id = spans_[parent].span_id;
   s.session = session_;
   s.kind = std::string(kind);
   s.name = std::move(name);
   s.open_seq = e.seq;
   s.start_us = e.ts_us;
   if (!parent_.empty() && e.seq <= parent_seq_) s.attrs["copied_from_parent"] = true;
-  spans_.push_back(std::move(s));
   touch(spans_.size() - 1);
   return spans_.size() - 1;
 }
@@ -511,8 +514,23 @@ std::vector<Span> SpanBuilder::take_changed() {
   return out;
 }
 
+void order_as_built(std::vector<Span>* spans) {
+  auto rank = [](std::string_view kind) {
+    static constexpr std::string_view kOrder[] = {kSpanSession, kSpanTurn,     kSpanLlm,   kSpanTool,
+                                                  kSpanApproval, kSpanHook, kSpanResume};
+    for (size_t i = 0; i < std::size(kOrder); ++i) {
+      if (kOrder[i] == kind) return i;
+    }
+    return std::size(kOrder);
+  };
+  std::stable_sort(spans->begin(), spans->end(), [&](const Span& a, const Span& b) {
+    if (a.open_seq != b.open_seq) return a.open_seq < b.open_seq;
+    return rank(a.kind) < rank(b.kind);
+  });
+}
+
 std::vector<Span> build_spans(const std::string& session, const std::vector<Event>& events) {
-  SpanBuilder b(session);
+  SpanBuilder b(session, SpanBuilder::Changes::kUntracked);
   for (const auto& e : events) b.add(e);
   return std::move(b).release();
 }

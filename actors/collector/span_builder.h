@@ -31,10 +31,17 @@ namespace carapace {
 
 class SpanBuilder {
  public:
-  explicit SpanBuilder(std::string session);
+  // kTracked: take_changed() gives the spans changed since its last call
+  // (the collector's batches). kUntracked: the spans are read once, at the
+  // end (a trace built on demand), and no record of changes is kept.
+  enum class Changes { kTracked, kUntracked };
+  explicit SpanBuilder(std::string session, Changes changes = Changes::kTracked);
 
   // Folds the next event of the session (seqs must increase).
   void add(const Event& event);
+
+  // Room for this many spans (a session of n events opens fewer than n).
+  void reserve(size_t spans) { spans_.reserve(spans); }
 
   const std::vector<Span>& spans() const { return spans_; }
   // The spans, moved out (the builder is done with).
@@ -52,13 +59,16 @@ class SpanBuilder {
   size_t current_parent() const;  // the open turn, else the root
   size_t innermost_open() const;  // the deepest open span of the open turn, else it, else the root
   size_t tool_span(const std::string& call_id, const Event& e);
-  void touch(size_t index) { changed_.insert(index); }
+  void touch(size_t index) {
+    if (track_changes_) changed_.insert(index);
+  }
   void add_to_root(const char* key, const nlohmann::json& value);
   void span_event(size_t index, const Event& e, std::string name, nlohmann::json attrs);
 
   std::string session_;
   std::string trace_id_;
   std::vector<Span> spans_;
+  bool track_changes_ = true;
   std::set<size_t> changed_;
   uint64_t last_seq_ = 0;
   int64_t last_ts_ = 0;
@@ -90,5 +100,13 @@ class SpanBuilder {
 
 // Every span of `events` (one session's, in seq order).
 std::vector<Span> build_spans(const std::string& session, const std::vector<Event>& events);
+
+// Puts one session's spans in the order the builder opens them: by the seq
+// that opened them, and among those one event opened, the enclosing first
+// (the session, a turn, a model call, a tool call, then what is about the
+// call). Spans read back from the trace store come in id order; ordered so,
+// they read as spans built from the log do, handles (`#341` against
+// `#341:tool`) included.
+void order_as_built(std::vector<Span>* spans);
 
 }  // namespace carapace

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <string_view>
+#include <unordered_map>
 
 namespace carapace {
 namespace {
@@ -43,26 +45,25 @@ std::string tokens(const nlohmann::json& a) {
 
 struct Tree {
   const std::vector<Span>& spans;
-  std::map<std::string, size_t> by_id;
-  std::map<std::string, std::vector<size_t>> children;
-
+  std::unordered_map<std::string_view, size_t> by_id;
+  std::vector<std::vector<size_t>> children;  // by the parent's index
   std::vector<bool> shares_seq;  // another span before it opened at the same seq
 
-  explicit Tree(const std::vector<Span>& all) : spans(all), shares_seq(all.size(), false) {
-    std::map<uint64_t, size_t> opened_at;
+  explicit Tree(const std::vector<Span>& all) : spans(all), children(all.size()), shares_seq(all.size(), false) {
+    by_id.reserve(spans.size());
+    std::unordered_map<uint64_t, size_t> opened_at;
+    opened_at.reserve(spans.size());
     for (size_t i = 0; i < spans.size(); ++i) {
       by_id[spans[i].span_id] = i;
       shares_seq[i] = !opened_at.emplace(spans[i].open_seq, i).second;
     }
     for (size_t i = 0; i < spans.size(); ++i) {
-      if (!spans[i].parent_id.empty()) children[spans[i].parent_id].push_back(i);
+      if (spans[i].parent_id.empty()) continue;
+      auto parent = by_id.find(spans[i].parent_id);
+      if (parent != by_id.end()) children[parent->second].push_back(i);
     }
   }
-  const std::vector<size_t>& kids(size_t i) const {
-    static const std::vector<size_t> none;
-    auto it = children.find(spans[i].span_id);
-    return it == children.end() ? none : it->second;
-  }
+  const std::vector<size_t>& kids(size_t i) const { return children[i]; }
   // The span's handle: its opening seq, with the kind when another span shares it.
   std::string handle(size_t i) const {
     std::string h = std::to_string(spans[i].open_seq);
@@ -199,13 +200,18 @@ struct Renderer {
     items.push_back(SkeletonItem{show, first, last, count, std::move(text), {}});
   }
 
+  // Set while the blocks are laid out: items are made, text is not.
+  bool quiet = false;
+
   void line(const std::string& handle, int depth, const std::string& text) {
+    if (quiet) return;
     char h[24];
     std::snprintf(h, sizeof h, "%-8s", ("#" + handle).c_str());
     out += h + std::string(2 * static_cast<size_t>(depth), ' ') + text + "\n";
   }
 
   void span(size_t i, int depth) {
+    if (quiet) return;
     const Span& sp = tree.spans[i];
     line(tree.handle(i), depth, sp.name + "  " + describe(tree, sp));
     for (const auto& e : sp.events) {
@@ -222,14 +228,14 @@ struct Renderer {
   void compact_turn(size_t i, int depth) {
     const Span& sp = tree.spans[i];
     const std::string what = steps(tree, i);
-    line(tree.handle(i), depth, sp.name + "  " + describe(tree, sp) + "  " + what);
+    if (!quiet) line(tree.handle(i), depth, sp.name + "  " + describe(tree, sp) + "  " + what);
     item(SkeletonItem::Show::kCompact, i, i, 1, what);
   }
 
-  // What session() renders for one child of the session, or one run of them.
+  // One child of the session, or one run of them: the children it covers,
+  // [first, last), and its items.
   struct Block {
-    std::string text;
-    size_t first = 0, last = 0;  // the children it covers, [first, last)
+    size_t first = 0, last = 0;
     std::vector<SkeletonItem> items;
   };
   // Past this many blocks, the middle ones become one line (unless `full`).
@@ -237,21 +243,22 @@ struct Renderer {
 
   void session(size_t root) {
     const auto& kids = tree.kids(root);
+    // The blocks are laid out first, without their text: only those shown
+    // are rendered, so a long session costs its layout, not its text.
     std::vector<Block> blocks;
-    const size_t top = out.size(), items_top = items.size();
+    const size_t items_top = items.size();
+    quiet = true;
     for (size_t n = 0; n < kids.size();) {
       const size_t from = n;
       n = block(root, n);
-      blocks.push_back(Block{out.substr(top), from, n,
+      blocks.push_back(Block{from, n,
                              std::vector<SkeletonItem>(std::make_move_iterator(items.begin() + static_cast<long>(items_top)),
                                                        std::make_move_iterator(items.end()))});
-      out.resize(top);
       items.resize(items_top);
     }
-    auto keep = [&](Block& b) {
-      out += b.text;
-      for (auto& i : b.items) items.push_back(std::move(i));
-    };
+    quiet = false;
+    // A block shown: rendered again, text and items (the same items).
+    auto keep = [&](const Block& b) { block(root, b.first); };
     if (options.full || blocks.size() <= kMaxBlocks) {
       for (auto& b : blocks) keep(b);
       return;

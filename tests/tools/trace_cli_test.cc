@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -232,6 +233,34 @@ bool wait_gone(pid_t pid) {
 // A collector started before the first session (the natural order for a
 // daemon) used to exit at once ("no event log"): it waits, says so once,
 // and follows the log when it appears.
+// Spans built from the log and spans the collector stored read the same:
+// the skeleton line for line, and a bare seq handle names the same span
+// where one event opened two (a tool call and the hook about it).
+BOOST_AUTO_TEST_CASE(show_and_span_read_the_same_from_the_log_and_from_the_store) {
+  BOOST_REQUIRE(run("log synth --session same --turns 120 --seed 7").code == 0);
+  json built = run_json("trace show same --full --json");
+  BOOST_REQUIRE(built["data"]["source"] == "log");
+  const std::string from_log = run("trace show same").out;
+  const std::string full_from_log = run("trace show same --full").out;
+  // The seqs that opened more than one span: their handles carry the kind.
+  std::map<uint64_t, std::vector<std::string>> kinds_at;
+  for (const auto& sp : built["data"]["spans"]) kinds_at[sp["open_seq"].get<uint64_t>()].push_back(sp["kind"]);
+  uint64_t shared = 0;
+  for (const auto& [seq, kinds] : kinds_at) {
+    if (kinds.size() > 1 && kinds[0] == "tool") shared = seq;
+  }
+  BOOST_REQUIRE_MESSAGE(shared != 0, "no seq opened a tool span and another");
+  const std::string span_from_log = run_json("trace span same " + std::to_string(shared))["data"]["span_id"];
+
+  Result folded = run("collector --once");
+  BOOST_REQUIRE_MESSAGE(folded.code == 0, folded.err);
+  BOOST_REQUIRE(run_json("trace show same --json")["data"]["source"] == "store");
+  BOOST_TEST(run("trace show same").out == from_log);
+  BOOST_TEST(run("trace show same --full").out == full_from_log);
+  BOOST_TEST(run_json("trace span same " + std::to_string(shared))["data"]["span_id"] == span_from_log);
+  BOOST_TEST(run_json("trace span same " + std::to_string(shared))["data"]["kind"] == "tool");
+}
+
 BOOST_AUTO_TEST_CASE(a_collector_started_on_a_new_home_waits_for_its_log) {
   BOOST_REQUIRE(!std::filesystem::exists(dir.sub("home")));
   pid_t collector = spawn(*this, "collector --interval-ms 20", dir.sub("collector.out"));
