@@ -237,6 +237,8 @@ class Replay {
         .nodes = std::make_shared<NodeDirectory>(
             [tape = tape_](const std::string& call_id, std::string* node) { return tape->tool_node(call_id, node); }),
         .hook_host = hook_host_,
+        // The recording answers by turn and attempt: no conversation to copy.
+        .provider_reads_messages = false,
     });
     context_ = context;
     session_ = spawn_session(*system_, context);

@@ -138,10 +138,12 @@ bool SessionLoop::reassemble_prompt() {
 
 // One attempt. The request is built anew each time (retries see the same
 // prompt and messages: only llm.failed events come between attempts) and
-// moved into the message, so the conversation is copied once per attempt.
+// moved into the message, so the conversation is copied once per attempt,
+// and not at all for a provider that does not read it (a replay's).
 void SessionLoop::call_model(uint32_t attempt) {
   uint64_t turn = state().turn;
   const std::string& model = state().model;
+  const bool send_messages = ctx_->provider_reads_messages || ctx_->capture_request;
   ProviderRequest request{.session_id = ctx_->id,
                           .turn = turn,
                           .attempt = attempt,
@@ -150,7 +152,7 @@ void SessionLoop::call_model(uint32_t attempt) {
                           .attempt_index = state().provider_answers,
                           .model = model,
                           .system_prompt = system_prompt_,
-                          .messages = state().messages,
+                          .messages = send_messages ? state().messages : std::vector<Message>{},
                           .tools = tool_specs_};
   // The request body as the provider will send it, durable before the
   // event that references it.
