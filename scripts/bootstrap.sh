@@ -28,6 +28,7 @@ packages=(
   libxxhash-dev         # XXH3-128 state hashes and digests
   libre2-dev            # regular expressions users write (redaction, blocked commands, hook matchers), in linear time
   nlohmann-json3-dev    # JSON rendering and --json output
+  libsimdjson-dev       # the model streams' events, parsed at the speed they arrive (one per token)
   libspdlog-dev         # structured logs
   libcli11-dev          # the command line
   libboost-dev          # Boost.Beast and Asio: the HTTP and WebSocket server of carapace serve

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "actors/provider/event_json.h"
 #include "base/bounded_json.h"
 
 namespace carapace {
@@ -19,6 +20,16 @@ std::string str(const json& j, const char* key) {
 uint64_t num(const json& j, const char* key) {
   if (!j.is_object() || !j.contains(key) || !j[key].is_number_unsigned()) return 0;
   return j[key].get<uint64_t>();
+}
+
+// A streamed event's usage (message_start, message_delta).
+void read_usage(const event_json::Value& u, TokenUsage* usage) {
+  namespace ej = event_json;
+  if (!ej::is_object(u)) return;
+  if (ej::has(u, "input_tokens")) usage->input = ej::num(u, "input_tokens");
+  if (ej::has(u, "cache_read_input_tokens")) usage->cache_read = ej::num(u, "cache_read_input_tokens");
+  if (ej::has(u, "cache_creation_input_tokens")) usage->cache_write = ej::num(u, "cache_creation_input_tokens");
+  if (ej::has(u, "output_tokens")) usage->output = ej::num(u, "output_tokens");
 }
 
 void read_usage(const json& u, TokenUsage* usage) {
@@ -41,58 +52,58 @@ class AnthropicDecoder : public StreamDecoder {
   explicit AnthropicDecoder(std::string request_body) : request_body_(std::move(request_body)) {}
 
   bool on_event(const SseEvent& e, const DeltaSink& on_delta, ProviderFailure* failure) override {
-    json j = parse_stored_json(e.data);
-    if (j.is_discarded() || !j.is_object()) {
+    namespace ej = event_json;
+    ej::Value j = parser_.parse(e.data);
+    if (!ej::is_object(j)) {
       failure->transport = true;
       failure->error = "malformed stream event (not JSON): " + e.raw.substr(0, 2000);
       return false;
     }
-    std::string type = str(j, "type");
+    std::string_view type = ej::str(j, "type");
     if (type.empty()) type = e.type;
     if (type == "message_start") {
-      if (j.contains("message") && j["message"].is_object() && j["message"].contains("usage")) {
-        read_usage(j["message"]["usage"], &usage_);
-      }
+      ej::Value message = ej::field(j, "message");
+      if (ej::has(message, "usage")) read_usage(ej::field(message, "usage"), &usage_);
     } else if (type == "content_block_start") {
-      int32_t index = j.contains("index") && j["index"].is_number_integer() ? j["index"].get<int32_t>() : 0;
-      const json& block = j.contains("content_block") ? j["content_block"] : json::object();
-      if (str(block, "type") == "tool_use") {
+      int32_t index = ej::integer(j, "index").value_or(0);
+      ej::Value block = ej::field(j, "content_block");
+      if (ej::str(block, "type") == "tool_use") {
         Tool& t = tools_[index];
-        t.call.id = str(block, "id");
-        t.call.name = str(block, "name");
-        if (block.contains("input") && block["input"].is_object() && !block["input"].empty()) {
-          t.initial_input = block["input"].dump();
+        t.call.id = std::string(ej::str(block, "id"));
+        t.call.name = std::string(ej::str(block, "name"));
+        ej::Value input = ej::field(block, "input");
+        simdjson::dom::object fields;
+        if (input && input->get_object().get(fields) == simdjson::SUCCESS && fields.size() > 0) {
+          t.initial_input = ej::dump_as_nlohmann(*input);
         }
         if (on_delta) {
           on_delta(StreamDelta{.tool_index = index, .tool_id = t.call.id, .tool_name = t.call.name});
         }
       } else {
-        std::string text = str(block, "text");
-        if (!text.empty()) emit_text(text, on_delta);
+        emit_text(ej::str(block, "text"), on_delta);
       }
     } else if (type == "content_block_delta") {
-      int32_t index = j.contains("index") && j["index"].is_number_integer() ? j["index"].get<int32_t>() : 0;
-      const json& d = j.contains("delta") ? j["delta"] : json::object();
-      std::string dtype = str(d, "type");
+      int32_t index = ej::integer(j, "index").value_or(0);
+      ej::Value d = ej::field(j, "delta");
+      std::string_view dtype = ej::str(d, "type");
       if (dtype == "text_delta") {
-        emit_text(str(d, "text"), on_delta);
+        emit_text(ej::str(d, "text"), on_delta);
       } else if (dtype == "input_json_delta") {
-        std::string part = str(d, "partial_json");
+        std::string_view part = ej::str(d, "partial_json");
         tools_[index].call.args.text += part;
-        if (on_delta && !part.empty()) on_delta(StreamDelta{.tool_index = index, .args_fragment = part});
+        if (on_delta && !part.empty()) on_delta(StreamDelta{.tool_index = index, .args_fragment = std::string(part)});
       }
     } else if (type == "message_delta") {
-      const json& d = j.contains("delta") ? j["delta"] : json::object();
-      std::string reason = str(d, "stop_reason");
-      if (!reason.empty()) stop_reason_ = reason;
-      if (j.contains("usage")) read_usage(j["usage"], &usage_);
+      std::string_view reason = ej::str(ej::field(j, "delta"), "stop_reason");
+      if (!reason.empty()) stop_reason_ = std::string(reason);
+      if (ej::has(j, "usage")) read_usage(ej::field(j, "usage"), &usage_);
     } else if (type == "message_stop") {
       done_ = true;
     } else if (type == "error") {
-      const json& err = j.contains("error") ? j["error"] : json::object();
-      std::string etype = str(err, "type");
+      ej::Value err = ej::field(j, "error");
+      std::string etype(ej::str(err, "type"));
       failure->http_status = status_of_error(etype);
-      failure->error = "error in the response stream: " + etype + ": " + str(err, "message");
+      failure->error = "error in the response stream: " + etype + ": " + std::string(ej::str(err, "message"));
       return false;
     }
     // ping, content_block_stop and unknown events carry nothing to keep.
@@ -148,13 +159,14 @@ class AnthropicDecoder : public StreamDecoder {
     std::string initial_input;
   };
 
-  void emit_text(const std::string& text, const DeltaSink& on_delta) {
+  void emit_text(std::string_view text, const DeltaSink& on_delta) {
     if (text.empty()) return;
     text_ += text;
-    if (on_delta) on_delta(StreamDelta{.text = text});
+    if (on_delta) on_delta(StreamDelta{.text = std::string(text)});
   }
 
   std::string request_body_;
+  event_json::Parser parser_;
   std::string text_;
   std::map<int32_t, Tool> tools_;
   std::string stop_reason_;

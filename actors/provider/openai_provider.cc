@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "actors/provider/event_json.h"
 #include "base/bounded_json.h"
 
 namespace carapace {
@@ -31,6 +32,17 @@ TokenUsage read_usage(const json& u) {
   return usage;
 }
 
+// The same, from a streamed event's usage.
+TokenUsage read_usage(const event_json::Value& u) {
+  TokenUsage usage;
+  uint64_t prompt = event_json::num(u, "prompt_tokens");
+  uint64_t cached = event_json::num(event_json::field(u, "prompt_tokens_details"), "cached_tokens");
+  usage.cache_read = cached;
+  usage.input = prompt >= cached ? prompt - cached : 0;
+  usage.output = event_json::num(u, "completion_tokens");
+  return usage;
+}
+
 std::string settle_finish_reason(std::string reason, bool has_tool_calls) {
   if (has_tool_calls && (reason.empty() || reason == "stop")) return "tool_calls";
   if (reason.empty()) return "stop";
@@ -42,53 +54,54 @@ class OpenAiDecoder : public StreamDecoder {
   explicit OpenAiDecoder(std::string request_body) : request_body_(std::move(request_body)) {}
 
   bool on_event(const SseEvent& e, const DeltaSink& on_delta, ProviderFailure* failure) override {
+    namespace ej = event_json;
     if (e.data == "[DONE]") {
       done_ = true;
       return true;
     }
-    json j = parse_stored_json(e.data);
-    if (j.is_discarded() || !j.is_object()) {
+    ej::Value j = parser_.parse(e.data);
+    if (!ej::is_object(j)) {
       failure->transport = true;
       failure->error = "malformed stream event (not JSON): " + e.raw.substr(0, 2000);
       return false;
     }
-    if (j.contains("error")) {
+    if (ej::has(j, "error")) {
       failure->transport = true;  // a server error in the middle of the stream
       failure->error = "error in the response stream: " + e.data.substr(0, 2000);
       return false;
     }
-    if (j.contains("usage") && j["usage"].is_object()) usage_ = read_usage(j["usage"]);
-    if (!j.contains("choices") || !j["choices"].is_array()) return true;
-    for (const json& choice : j["choices"]) {
+    if (ej::Value usage = ej::field(j, "usage"); ej::is_object(usage)) usage_ = read_usage(usage);
+    simdjson::dom::array choices;
+    if (!ej::array(ej::field(j, "choices"), &choices)) return true;
+    for (ej::Element choice : choices) {
       if (!choice.is_object()) continue;
-      if (choice.contains("finish_reason") && choice["finish_reason"].is_string()) {
-        finish_reason_ = choice["finish_reason"].get<std::string>();
+      if (ej::Value reason = ej::field(choice, "finish_reason"); reason && reason->is_string()) {
+        finish_reason_ = std::string(ej::str(choice, "finish_reason"));
       }
-      if (!choice.contains("delta") || !choice["delta"].is_object()) continue;
-      const json& d = choice["delta"];
-      std::string content = str(d, "content");
+      ej::Value d = ej::field(choice, "delta");
+      if (!ej::is_object(d)) continue;
+      std::string_view content = ej::str(d, "content");
       if (!content.empty()) {
         text_ += content;
-        if (on_delta) on_delta(StreamDelta{.text = content});
+        if (on_delta) on_delta(StreamDelta{.text = std::string(content)});
       }
-      if (d.contains("tool_calls") && d["tool_calls"].is_array()) {
-        for (const json& tc : d["tool_calls"]) {
-          int32_t index = tc.contains("index") && tc["index"].is_number_integer() ? tc["index"].get<int32_t>()
-                                                                                   : static_cast<int32_t>(calls_.size());
-          ToolCall& call = calls_[index];
-          std::string id = str(tc, "id");
-          if (!id.empty() && call.id.empty()) call.id = id;
-          std::string name, args;
-          if (tc.contains("function") && tc["function"].is_object()) {
-            name = str(tc["function"], "name");
-            args = str(tc["function"], "arguments");
-          }
-          if (!name.empty() && call.name.empty()) call.name = name;
-          call.args.text += args;
-          if (on_delta) {
-            on_delta(StreamDelta{
-                .tool_index = index, .tool_id = id, .tool_name = name, .args_fragment = args});
-          }
+      simdjson::dom::array calls;
+      if (!ej::array(ej::field(d, "tool_calls"), &calls)) continue;
+      for (ej::Element tc : calls) {
+        int32_t index = ej::integer(tc, "index").value_or(static_cast<int32_t>(calls_.size()));
+        ToolCall& call = calls_[index];
+        std::string_view id = ej::str(tc, "id");
+        if (!id.empty() && call.id.empty()) call.id = std::string(id);
+        ej::Value function = ej::field(tc, "function");
+        std::string_view name = ej::str(function, "name");
+        std::string_view args = ej::str(function, "arguments");
+        if (!name.empty() && call.name.empty()) call.name = std::string(name);
+        call.args.text += args;
+        if (on_delta) {
+          on_delta(StreamDelta{.tool_index = index,
+                               .tool_id = std::string(id),
+                               .tool_name = std::string(name),
+                               .args_fragment = std::string(args)});
         }
       }
     }
@@ -144,6 +157,7 @@ class OpenAiDecoder : public StreamDecoder {
 
  private:
   std::string request_body_;
+  event_json::Parser parser_;
   std::string text_;
   std::map<int32_t, ToolCall> calls_;  // by index
   std::string finish_reason_;
