@@ -69,7 +69,7 @@ Status load_trace(const Context& ctx, const EventLog& log, const TraceStore* sto
   // all in memory at once.
   SpanBuilder builder(session, SpanBuilder::Changes::kUntracked);
   // Reserved, not touched: only the pages the spans fill are ever faulted in,
-  // and the vector never moves them.
+  // and up to 2^20 spans the vector never moves them.
   builder.reserve(static_cast<size_t>(std::min<uint64_t>(last, 1u << 20)));
   Status read;
   auto c = log.cursor(session, 1);

@@ -75,8 +75,9 @@ class OpenAiDecoder : public StreamDecoder {
     if (!ej::array(ej::field(j, "choices"), &choices)) return true;
     for (ej::Element choice : choices) {
       if (!choice.is_object()) continue;
-      if (ej::Value reason = ej::field(choice, "finish_reason"); reason && reason->is_string()) {
-        finish_reason_ = std::string(ej::str(choice, "finish_reason"));
+      std::string_view reason;
+      if (ej::Value r = ej::field(choice, "finish_reason"); r && r->get_string().get(reason) == simdjson::SUCCESS) {
+        finish_reason_ = std::string(reason);  // "" too: settle_finish_reason decides then
       }
       ej::Value d = ej::field(choice, "delta");
       if (!ej::is_object(d)) continue;

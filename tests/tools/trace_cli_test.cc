@@ -230,9 +230,6 @@ bool wait_gone(pid_t pid) {
   return wait_for([pid] { return ::kill(pid, 0) != 0 && errno == ESRCH; });
 }
 
-// A collector started before the first session (the natural order for a
-// daemon) used to exit at once ("no event log"): it waits, says so once,
-// and follows the log when it appears.
 // Spans built from the log and spans the collector stored read the same:
 // the skeleton line for line, and a bare seq handle names the same span
 // where one event opened two (a tool call and the hook about it).
@@ -261,6 +258,9 @@ BOOST_AUTO_TEST_CASE(show_and_span_read_the_same_from_the_log_and_from_the_store
   BOOST_TEST(run_json("trace span same " + std::to_string(shared))["data"]["kind"] == "tool");
 }
 
+// A collector started before the first session (the natural order for a
+// daemon) used to exit at once ("no event log"): it waits, says so once,
+// and follows the log when it appears.
 BOOST_AUTO_TEST_CASE(a_collector_started_on_a_new_home_waits_for_its_log) {
   BOOST_REQUIRE(!std::filesystem::exists(dir.sub("home")));
   pid_t collector = spawn(*this, "collector --interval-ms 20", dir.sub("collector.out"));
