@@ -40,7 +40,7 @@ uint16_t free_port() {
   return port;
 }
 
-std::string slurp(const std::string& path) {
+std::string file_text(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -69,7 +69,7 @@ Status TortureNodes::make_certificates(const std::string& carapace, const std::s
                                     dir + "/ca", "--name", w},
                                    dir + "/certs.log");
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      return Status::aborted("cannot make the nodes' certificates: " + slurp(dir + "/certs.log"));
+      return Status::aborted("cannot make the nodes' certificates: " + file_text(dir + "/certs.log"));
     }
   }
   return Status();
@@ -98,7 +98,7 @@ Status TortureNodes::launch(Node& n) {
   fs::create_directories(home, ec);
   ::chmod(home.c_str(), 0700);
   const std::string log = home_ + "/" + n.name + ".log";
-  const size_t said = slurp(log).size();  // a restarted node's log goes on after the last one's
+  const size_t said = file_text(log).size();  // a restarted node's log goes on after the last one's
   std::vector<std::string> args = {"--home", home, "node", "--listen", "127.0.0.1:" + std::to_string(n.port), "--tls",
                                    certs_ + "/tls-" + n.name, "--workspace", root_, "--heartbeat-ms", "200",
                                    "--connection-timeout-ms", "1000", "--exec-log", home_ + "/" + n.name + ".exec"};
@@ -106,7 +106,7 @@ Status TortureNodes::launch(Node& n) {
   n.pid = spawn_child_process(carapace_, args, log);
   if (n.pid <= 0) return Status::io_error("cannot start tools node " + n.name);
   for (int k = 0; k < 2000; ++k) {
-    const std::string text = slurp(log);
+    const std::string text = file_text(log);
     if (text.find("listening on", said) != std::string::npos) return Status();
     int status = 0;
     if (wait_child_process(n.pid, 5, &status)) {
@@ -114,7 +114,7 @@ Status TortureNodes::launch(Node& n) {
       return Status::aborted("tools node " + n.name + " did not start: " + text.substr(said));
     }
   }
-  return Status::aborted("tools node " + n.name + " did not listen within 10 s: " + slurp(log).substr(said));
+  return Status::aborted("tools node " + n.name + " did not listen within 10 s: " + file_text(log).substr(said));
 }
 
 Status TortureNodes::start() {

@@ -28,9 +28,11 @@
 #include <unistd.h>
 
 #include "actors/caf_types.h"
+#include "actors/collector/remote/collector_shipper.h"
 #include "actors/hook/hook_actor.h"
 #include "actors/hook/hook_registry.h"
 #include "actors/provider/provider_actor.h"
+#include "actors/provider/remote/remote_provider.h"
 #include "actors/provider/scripted_provider.h"
 #include "actors/session/session_actor.h"
 #include "actors/session/session_keeper.h"
@@ -39,13 +41,12 @@
 #include "actors/tool/file_tools.h"
 #include "actors/tool/mcp/mcp_hub.h"
 #include "actors/tool/process/scratch_dir.h"
-#include "actors/provider/remote/remote_provider.h"
 #include "actors/tool/remote/node_protocol.h"
-#include "actors/collector/remote/collector_shipper.h"
 #include "actors/tool/remote/tool_router.h"
 #include "actors/tool/shell_tool.h"
 #include "actors/tool/tool_actor.h"
 #include "actors/tool/workspace.h"
+#include "base/clock.h"
 #include "base/text.h"
 #include "events/fold.h"
 #include "replay/recovery.h"
@@ -65,11 +66,6 @@ const std::string Runtime::kNoStart = std::string("\0no-start", 9);
 const std::string kWakeForAnswer = std::string("\0answer", 7);
 
 namespace {
-
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // "2026-11-26T21:20:59Z".
 std::string format_time_us(int64_t us) {

@@ -11,16 +11,12 @@
 #include <iostream>
 
 #include "base/bounded_json.h"
+#include "base/clock.h"
 #include "runtime/approval_scan.h"
 #include "tools/cli_run.h"
 
 namespace carapace::cli {
 namespace {
-
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // "3 s", "4 min", "2 h", "3 d".
 std::string span(int64_t us) {

@@ -15,8 +15,9 @@
 #include <cstdlib>
 
 #include "base/bounded_file.h"
-#include "base/curl_lib.h"
 #include "base/bounded_json.h"
+#include "base/clock.h"
+#include "base/curl_lib.h"
 #include "schedule/schedule_json.h"
 #include "schedule/schedule_spec.h"
 #include "schedule/schedule_store.h"
@@ -43,11 +44,6 @@ struct ScheduleArgs {
   // backfill
   std::string from, to;
 };
-
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string who_am_i() {
   const char* user = std::getenv("USER");

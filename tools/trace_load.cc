@@ -7,6 +7,7 @@
 #include "actors/collector/log_watch.h"
 #include "actors/collector/span_builder.h"
 #include "base/bounded_json.h"
+#include "base/clock.h"
 #include "storage/db_lock.h"
 #include "storage/keys.h"
 
@@ -112,11 +113,6 @@ bool parse_since(const std::string& text, int64_t* us) {
   if (mult == 0) return false;
   *us = n * mult * 1'000'000;
   return true;
-}
-
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // The sessions a query covers: `session`, or every session updated since `since_us`.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "actors/collector/span.h"
+#include "base/clock.h"
 #include "storage/event_log.h"
 #include "storage/trace_store.h"
 #include "tools/cli.h"
@@ -35,8 +36,6 @@ int no_such_session(const Context& ctx, const Status& s);
 
 // "24h", "30m", "7d", "90s" → microseconds; false on anything else.
 bool parse_since(const std::string& text, int64_t* us);
-
-int64_t now_us();
 
 // The sessions a query covers: `session`, or every session updated since `since_us`.
 Status sessions_for(const Context& ctx, const EventLog& log, const std::string& session, int64_t since_us,

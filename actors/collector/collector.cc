@@ -10,6 +10,7 @@
 
 #include "actors/caf_types.h"
 #include "actors/collector/span_builder.h"
+#include "base/clock.h"
 #include "storage/event_log.h"
 #include "storage/trace_store.h"
 
@@ -20,11 +21,6 @@ using collect_tick_atom = caf::atom_constant<caf::atom("ctick")>;
 
 using CollectorActor = caf::typed_actor<caf::reacts_to<EventNotice>, caf::reacts_to<collect_tick_atom>,
                                         caf::replies_to<flush_atom>::with<bool>>;
-
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 

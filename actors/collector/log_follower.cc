@@ -2,18 +2,11 @@
 
 #include <chrono>
 
+#include "base/clock.h"
 #include "storage/event_log.h"
 #include "storage/trace_store.h"
 
 namespace carapace {
-namespace {
-
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 LogFollower::~LogFollower() = default;
 

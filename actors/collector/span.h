@@ -89,4 +89,25 @@ Status span_from_json(const nlohmann::json& j, Span* out);
 // The same, taking the attributes and events from `j` rather than copying them.
 Status span_from_json(nlohmann::json&& j, Span* out);
 
+// Lenient reads of one attribute: a value that is missing or of another type
+// reads as 0, 0.0, "" or false.
+namespace span_attr {
+inline uint64_t u(const nlohmann::json& attrs, const char* key) {
+  auto it = attrs.find(key);
+  return it != attrs.end() && it->is_number() ? it->get<uint64_t>() : 0;
+}
+inline double f(const nlohmann::json& attrs, const char* key) {
+  auto it = attrs.find(key);
+  return it != attrs.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+inline std::string s(const nlohmann::json& attrs, const char* key) {
+  auto it = attrs.find(key);
+  return it != attrs.end() && it->is_string() ? it->get<std::string>() : "";
+}
+inline bool b(const nlohmann::json& attrs, const char* key) {
+  auto it = attrs.find(key);
+  return it != attrs.end() && it->is_boolean() && it->get<bool>();
+}
+}  // namespace span_attr
+
 }  // namespace carapace

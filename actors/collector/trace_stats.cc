@@ -10,10 +10,7 @@
 namespace carapace {
 namespace {
 
-uint64_t u(const nlohmann::json& a, const char* key) {
-  auto it = a.find(key);
-  return it != a.end() && it->is_number() ? it->get<uint64_t>() : 0;
-}
+using span_attr::u;
 
 struct ToolAgg {
   uint64_t calls = 0, errors = 0, output_bytes = 0;

@@ -9,24 +9,12 @@
 namespace carapace {
 namespace {
 
-uint64_t u(const nlohmann::json& attrs, const char* key) {
-  auto it = attrs.find(key);
-  return it != attrs.end() && it->is_number() ? it->get<uint64_t>() : 0;
-}
-double f(const nlohmann::json& attrs, const char* key) {
-  auto it = attrs.find(key);
-  return it != attrs.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-std::string s(const nlohmann::json& attrs, const char* key) {
-  auto it = attrs.find(key);
-  return it != attrs.end() && it->is_string() ? it->get<std::string>() : "";
-}
-bool b(const nlohmann::json& attrs, const char* key) {
-  auto it = attrs.find(key);
-  return it != attrs.end() && it->is_boolean() && it->get<bool>();
-}
+using span_attr::b;
+using span_attr::f;
+using span_attr::s;
+using span_attr::u;
 
-std::string ms(uint64_t millis) { return format_duration_us(static_cast<int64_t>(millis) * 1000); }
+std::string ms_text(uint64_t millis) { return format_duration_us(static_cast<int64_t>(millis) * 1000); }
 
 std::string cut(const std::string& text, size_t max) {
   if (text.size() <= max) return text;
@@ -98,7 +86,7 @@ std::string describe(const Tree& tree, const Span& sp) {
                                       : "  → " + s(a, "tool_names");
     } else if (sp.status == "error") {
       d += "  ERROR " + (u(a, "http_status") ? "HTTP " + std::to_string(u(a, "http_status")) : cut(s(a, "error"), 60));
-      d += b(a, "will_retry") ? ", RETRY in " + ms(u(a, "retry_delay_ms")) : ", gave up";
+      d += b(a, "will_retry") ? ", RETRY in " + ms_text(u(a, "retry_delay_ms")) : ", gave up";
     } else if (sp.open()) {
       d += "  waiting for the model";
     } else {
@@ -125,7 +113,7 @@ std::string describe(const Tree& tree, const Span& sp) {
     if (sp.open()) {
       d = "WAITING (" + s(a, "asked_by") + "): " + cut(s(a, "kind") == "question" ? s(a, "question") : s(a, "reason"), 60);
     } else {
-      d = "→ " + sp.status + " by " + s(a, "by") + " after " + ms(u(a, "wait_ms"));
+      d = "→ " + sp.status + " by " + s(a, "by") + " after " + ms_text(u(a, "wait_ms"));
     }
   } else if (sp.kind == kSpanHook) {
     d = "→ " + s(a, "decision");

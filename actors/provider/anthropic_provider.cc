@@ -5,6 +5,7 @@
 #include <map>
 
 #include "actors/provider/event_json.h"
+#include "actors/provider/json_fields.h"
 #include "base/bounded_json.h"
 
 namespace carapace {
@@ -12,15 +13,8 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string str(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
-  return j[key].get<std::string>();
-}
-
-uint64_t num(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_number_unsigned()) return 0;
-  return j[key].get<uint64_t>();
-}
+using json_fields::num;
+using json_fields::str;
 
 // A streamed event's usage (message_start, message_delta).
 void read_usage(const event_json::Value& u, TokenUsage* usage) {

@@ -1,5 +1,6 @@
 #include "actors/provider/http_client.h"
 
+#include "base/clock.h"
 #include "base/curl_lib.h"
 
 #include <curl/curl.h>
@@ -17,10 +18,6 @@ namespace carapace {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-uint64_t ms_since(Clock::time_point t) {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
-}
 
 void global_init() {
   static std::once_flag once;

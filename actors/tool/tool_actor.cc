@@ -54,8 +54,8 @@ ToolActor::behavior_type tool_worker(ToolActor::pointer self, std::shared_ptr<To
   }};
 }
 
-struct SupervisorState {
-  SupervisorState() = default;
+struct ToolSupervisorState {
+  ToolSupervisorState() = default;
   std::shared_ptr<ToolRegistry> tools;
   std::shared_ptr<FaultInjector> faults;
   std::shared_ptr<CallTracker> tracker;
@@ -91,9 +91,9 @@ struct SupervisorState {
   }
 };
 
-using SupervisorPtr = ToolSupervisorActor::stateful_pointer<SupervisorState>;
+using ToolSupervisorPtr = ToolSupervisorActor::stateful_pointer<ToolSupervisorState>;
 
-ToolActor worker_for(SupervisorPtr self, const std::string& name) {
+ToolActor worker_for(ToolSupervisorPtr self, const std::string& name) {
   auto it = self->state.workers.find(name);
   if (it != self->state.workers.end()) return it->second;
   ToolActor worker = self->spawn(tool_worker, self->state.tools, name, self->state.faults, self->state.tracker);
@@ -104,7 +104,7 @@ ToolActor worker_for(SupervisorPtr self, const std::string& name) {
   return worker;
 }
 
-ToolSupervisorActor::behavior_type tool_supervisor(SupervisorPtr self, std::shared_ptr<ToolRegistry> tools,
+ToolSupervisorActor::behavior_type tool_supervisor(ToolSupervisorPtr self, std::shared_ptr<ToolRegistry> tools,
                                                    std::shared_ptr<FaultInjector> faults,
                                                    std::shared_ptr<CallTracker> tracker) {
   self->state.tools = std::move(tools);
@@ -147,7 +147,7 @@ ToolSupervisorActor::behavior_type tool_supervisor(SupervisorPtr self, std::shar
         uint64_t id = ++self->state.next_id;
         ToolActor worker = worker_for(self, name);
         self->state.in_flight.emplace(
-            id, SupervisorState::InFlight{.worker_tool = name,
+            id, ToolSupervisorState::InFlight{.worker_tool = name,
                                           .call_id = invocation.call.id,
                                           .promise = promise,
                                           .session = invocation.session_id,
@@ -176,7 +176,7 @@ ToolSupervisorActor::behavior_type tool_supervisor(SupervisorPtr self, std::shar
       [=](expire_atom, uint64_t id, bool final) {
         auto it = self->state.in_flight.find(id);
         if (it == self->state.in_flight.end()) return;
-        SupervisorState::InFlight& f = it->second;
+        ToolSupervisorState::InFlight& f = it->second;
         if (!final) {
           // Asked to stop; what it returns within the grace is recorded.
           f.expired = true;

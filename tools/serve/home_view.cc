@@ -173,6 +173,10 @@ json error_body(unsigned status, std::string message, std::string hint) {
   return {{"success", false}, {"error", std::move(error)}};
 }
 
+ApiReply api_ok(nlohmann::json data, std::string summary) {
+  return ApiReply{200, {{"success", true}, {"data", std::move(data)}, {"summary", std::move(summary)}}};
+}
+
 ApiReply api_error(unsigned status, std::string error, std::string hint) {
   return ApiReply{status, error_body(status, std::move(error), std::move(hint))};
 }

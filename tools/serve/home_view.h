@@ -46,6 +46,8 @@ struct LiveMessage {
   std::string watchers_of;
 };
 
+// 200 {"success": true, "data": ..., "summary": ...}.
+ApiReply api_ok(nlohmann::json data, std::string summary);
 // {"success": false, "error": ..., "hint": ...}.
 ApiReply api_error(unsigned status, std::string error, std::string hint = "");
 // The body of every refusal and error the server answers, the CLI's --json

@@ -7,6 +7,7 @@
 
 #include "base/bounded_file.h"
 #include "base/bounded_json.h"
+#include "base/clock.h"
 #include "runtime/runtime_internal.h"
 #include "schedule/planner.h"
 #include "schedule/schedule_json.h"
@@ -21,19 +22,6 @@ using nlohmann::json;
 using namespace carapace::schedule;
 
 namespace {
-
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-ApiReply ok(json data, std::string summary) {
-  return ApiReply{200, {{"success", true}, {"data", std::move(data)}, {"summary", std::move(summary)}}};
-}
-
-ApiReply failed(const Status& s, std::string hint = "") {
-  return api_error(http_status_of(s), s.message().empty() ? s.to_string() : s.message(), std::move(hint));
-}
 
 // The run's outcome once its run ended, or "" while it goes on (or waits for a person).
 std::string ended_outcome(Runtime& rt, const std::string& id, std::string* error, bool* missing) {
@@ -331,7 +319,7 @@ ApiReply ScheduleRunner::get(std::string_view path) {
     for (const auto& [name, e] : schedules_) {
       if (e.state.defined && !e.state.removed) list.push_back(describe_locked(e, now, false));
     }
-    return ok({{"schedules", list}}, std::to_string(list.size()) + " schedules");
+    return api_ok({{"schedules", list}}, std::to_string(list.size()) + " schedules");
   }
   std::string name;
   if (parts.size() == 2 && parts[0].empty() && percent_decode(parts[1], &name)) {
@@ -339,7 +327,7 @@ ApiReply ScheduleRunner::get(std::string_view path) {
     if (it == schedules_.end() || !it->second.state.defined || it->second.state.removed) {
       return api_error(404, "no schedule '" + name.substr(0, 64) + "'", "GET /api/schedules lists them");
     }
-    return ok(describe_locked(it->second, now, true), "schedule " + name);
+    return api_ok(describe_locked(it->second, now, true), "schedule " + name);
   }
   return api_error(404, "nothing at " + std::string(path), "GET /api/schedules, or /api/schedules/NAME");
 }
@@ -367,20 +355,20 @@ ApiReply ScheduleRunner::define_api(const json& body) {
   spec.erase("name");
   spec.erase("replace");
   Status s = validate_name(name);
-  if (!s.ok()) return failed(s);
+  if (!s.ok()) return api_failed(s);
   std::lock_guard lock(mu_);
   const int64_t now = now_us();
   ScheduleDefined d;
   s = definition_from_json(name, spec, "schedule " + name, now, &d);
-  if (!s.ok()) return failed(s, "docs/schedules.md lists the fields");
+  if (!s.ok()) return api_failed(s, "docs/schedules.md lists the fields");
   s = define_locked(d, replace, "api", now);
   if (s.is_already_decided()) {
     return api_error(409, s.message(), "send \"replace\": true to change it, or choose another name");
   }
-  if (!s.ok()) return failed(s);
+  if (!s.ok()) return api_failed(s);
   poke_ = true;
   cv_.notify_all();
-  return ok(describe_locked(schedules_[name], now, false), "schedule " + name + " defined: " + d.cron);
+  return api_ok(describe_locked(schedules_[name], now, false), "schedule " + name + " defined: " + d.cron);
 }
 
 ApiReply ScheduleRunner::act_api(const std::string& name, const std::string& action, const json& body) {
@@ -423,38 +411,38 @@ ApiReply ScheduleRunner::act_api(const std::string& name, const std::string& act
     if (!only({"reason"}, &refusal) || !text("reason", &reason, false, &refusal)) return refusal;
     if (e.state.paused) return api_error(409, "schedule '" + name + "' is paused already");
     s = append_locked(e, {SchedulePaused{.reason = reason, .source = "api", .who = options_.who}}, now);
-    if (!s.ok()) return failed(s);
-    return ok(describe_locked(e, now, false), "schedule " + name + " paused");
+    if (!s.ok()) return api_failed(s);
+    return api_ok(describe_locked(e, now, false), "schedule " + name + " paused");
   }
   if (action == "resume") {
     if (!only({}, &refusal)) return refusal;
     if (!e.state.paused) return api_error(409, "schedule '" + name + "' is not paused");
     s = append_locked(e, {ScheduleResumed{.source = "api", .who = options_.who}}, now);
-    if (!s.ok()) return failed(s);
+    if (!s.ok()) return api_failed(s);
     poke_ = true;
     cv_.notify_all();
-    return ok(describe_locked(e, now, false), "schedule " + name + " resumed");
+    return api_ok(describe_locked(e, now, false), "schedule " + name + " resumed");
   }
   if (action == "remove") {
     if (!only({}, &refusal)) return refusal;
     s = append_locked(e, {ScheduleRemoved{.source = "api", .who = options_.who}}, now);
-    if (!s.ok()) return failed(s);
-    return ok({{"name", name}, {"removed", true}}, "schedule " + name + " removed (its runs stay in the home)");
+    if (!s.ok()) return api_failed(s);
+    return api_ok({{"name", name}, {"removed", true}}, "schedule " + name + " removed (its runs stay in the home)");
   }
   if (action == "trigger") {
     if (!only({}, &refusal)) return refusal;
     ScheduleFired f;
     s = plan_trigger(e.state, now, options_.who, &f);
     if (s.is_busy()) return api_error(409, s.message(), "wait for the run to end, or define the schedule with overlap allow");
-    if (!s.ok()) return failed(s);
+    if (!s.ok()) return api_failed(s);
     std::vector<Event> none;
     if (runtime_->read_events(f.session, UINT64_MAX, &none).ok()) {
       return api_error(409, "session '" + f.session + "' exists already (a trigger in the same second)", "try again");
     }
     s = append_locked(e, {f}, now);
-    if (!s.ok()) return failed(s);
+    if (!s.ok()) return api_failed(s);
     start_fire_locked(e, f);
-    return ok({{"name", name}, {"session", f.session}}, "schedule " + name + " triggered: " + f.session);
+    return api_ok({{"name", name}, {"session", f.session}}, "schedule " + name + " triggered: " + f.session);
   }
   if (action == "backfill") {
     std::string from_text, to_text;
@@ -465,14 +453,14 @@ ApiReply ScheduleRunner::act_api(const std::string& name, const std::string& act
     int64_t from = 0, to = 0;
     s = parse_time(from_text, "\"from\"", &from);
     if (s.ok()) s = parse_time(to_text, "\"to\"", &to);
-    if (!s.ok()) return failed(s);
+    if (!s.ok()) return api_failed(s);
     Plan plan;
     auto exists = [this](const std::string& id) {
       std::vector<Event> none;
       return runtime_->read_events(id, UINT64_MAX, &none).ok();
     };
     s = plan_backfill(e.state, e.cron, e.zone, from, to, now, options_.who, exists, options_.max_backfill, &plan);
-    if (!s.ok()) return failed(s);
+    if (!s.ok()) return api_failed(s);
     std::vector<ScheduleFired> fires;
     json started = json::array();
     json skipped = json::array();
@@ -484,9 +472,9 @@ ApiReply ScheduleRunner::act_api(const std::string& name, const std::string& act
       if (const auto* k = std::get_if<ScheduleSkipped>(&b)) skipped.push_back(utc_text(k->nominal_us));
     }
     s = append_locked(e, plan.events, now);
-    if (!s.ok()) return failed(s);
+    if (!s.ok()) return api_failed(s);
     for (const auto& f : fires) start_fire_locked(e, f);
-    return ok({{"name", name}, {"started", started}, {"exists", skipped}},
+    return api_ok({{"name", name}, {"started", started}, {"exists", skipped}},
               "schedule " + name + " backfilled: " + std::to_string(fires.size()) + " runs started, " +
                   std::to_string(skipped.size()) + " had run already");
   }

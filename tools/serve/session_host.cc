@@ -94,15 +94,7 @@ class Body {
   std::string error_;
 };
 
-ApiReply ok(json data, std::string summary) {
-  return ApiReply{200, {{"success", true}, {"data", std::move(data)}, {"summary", std::move(summary)}}};
-}
-
 ApiReply refused(const Body& b, const std::string& hint = "") { return api_error(400, b.error(), hint); }
-
-ApiReply failed(const Status& s, std::string hint = "") {
-  return api_error(http_status_of(s), s.message().empty() ? s.to_string() : s.message(), std::move(hint));
-}
 
 bool plain_component(const std::string& c) {
   if (c.empty() || c == "." || c == ".." || c.size() > 128) return false;
@@ -113,6 +105,10 @@ bool plain_component(const std::string& c) {
 }
 
 }  // namespace
+
+ApiReply api_failed(const Status& s, std::string hint) {
+  return api_error(http_status_of(s), s.message().empty() ? s.to_string() : s.message(), std::move(hint));
+}
 
 unsigned http_status_of(const Status& s) {
   if (s.ok()) return 200;
@@ -155,7 +151,7 @@ ApiReply SessionHost::approvals(std::string_view query) {
   if (ApiReply refused; !approvals_query(query, &session, &refused)) return refused;
   std::vector<Approval> list;
   Status s = runtime_->list_approvals(session, &list);
-  if (!s.ok()) return failed(s, s.is_not_found() ? "GET /api/sessions lists the sessions" : "");
+  if (!s.ok()) return api_failed(s, s.is_not_found() ? "GET /api/sessions lists the sessions" : "");
   return approvals_reply(list, *options_.redactor);
 }
 
@@ -257,11 +253,11 @@ ApiReply SessionHost::start(const json& j) {
     }
   }
   Status ws = workspace_for(workspace.empty() ? o.id : workspace, &o.workspace);
-  if (!ws.ok()) return failed(ws);
+  if (!ws.ok()) return api_failed(ws);
   std::string id;
   Status s = runtime_->start_session(o, &id);
-  if (!s.ok()) return failed(s, s.is_busy() || s.is_invalid_argument() ? "choose another id, or leave it out" : "");
-  return ok({{"session", id}, {"workspace", o.workspace}}, "started " + id);
+  if (!s.ok()) return api_failed(s, s.is_busy() || s.is_invalid_argument() ? "choose another id, or leave it out" : "");
+  return api_ok({{"session", id}, {"workspace", o.workspace}}, "started " + id);
 }
 
 ApiReply SessionHost::get_schedules(std::string_view path) {
@@ -285,11 +281,11 @@ ApiReply SessionHost::message(const std::string& session, const json& j) {
   if (!b.text("text", &text, kTextLimit, true) || !b.no_other_fields()) return refused(b);
   Status s = runtime_->send_message(session, text);
   if (!s.ok()) {
-    return failed(s, s.is_needs_resume() ? "POST /api/sessions/" + session +
+    return api_failed(s, s.is_needs_resume() ? "POST /api/sessions/" + session +
                                                "/resume with {\"message\": TEXT} goes on with it and sends it"
                                          : "");
   }
-  return ok({{"session", session}}, "message sent to " + session);
+  return api_ok({{"session", session}}, "message sent to " + session);
 }
 
 ApiReply SessionHost::stop(const std::string& session, const json& j) {
@@ -300,8 +296,8 @@ ApiReply SessionHost::stop(const std::string& session, const json& j) {
   if (s.is_not_found()) {
     return api_error(409, "session " + session + " is not running in this server", "only a running session stops");
   }
-  if (!s.ok()) return failed(s);
-  return ok({{"session", session}}, "stopped " + session);
+  if (!s.ok()) return api_failed(s);
+  return api_ok({{"session", session}}, "stopped " + session);
 }
 
 ApiReply SessionHost::resume(const std::string& session, const json& j) {
@@ -321,10 +317,10 @@ ApiReply SessionHost::resume(const std::string& session, const json& j) {
   if (!message.empty()) o.follow_ups.push_back(message);
   Status s = runtime_->resume_session(session, o);
   if (!s.ok()) {
-    return failed(s, s.is_already_finished() ? "POST /api/sessions/" + session + "/messages goes on with it"
+    return api_failed(s, s.is_already_finished() ? "POST /api/sessions/" + session + "/messages goes on with it"
                                              : "");
   }
-  return ok({{"session", session}}, "resumed " + session);
+  return api_ok({{"session", session}}, "resumed " + session);
 }
 
 ApiReply SessionHost::fork(const std::string& session, const json& j) {
@@ -341,8 +337,8 @@ ApiReply SessionHost::fork(const std::string& session, const json& j) {
   }
   std::string id;
   Status s = runtime_->fork_session(session, at_turn, o, &id);
-  if (!s.ok()) return failed(s);
-  return ok({{"session", id}, {"parent", session}, {"at_turn", at_turn}}, "forked " + session + " as " + id);
+  if (!s.ok()) return api_failed(s);
+  return api_ok({{"session", id}, {"parent", session}, {"at_turn", at_turn}}, "forked " + session + " as " + id);
 }
 
 ApiReply SessionHost::decide(const std::string& session, const std::string& call, const json& j) {
@@ -373,10 +369,10 @@ ApiReply SessionHost::decide(const std::string& session, const std::string& call
   ApprovalDecided recorded;
   Status s = runtime_->decide(session, a, &recorded);
   if (!s.ok()) {
-    return failed(s, s.is_already_decided() ? "GET /api/sessions/" + session + "/events shows the decision"
+    return api_failed(s, s.is_already_decided() ? "GET /api/sessions/" + session + "/events shows the decision"
                                              : s.is_not_found() ? "GET /api/approvals lists what waits" : "");
   }
-  return ok({{"session", session}, {"call_id", call}, {"decision", recorded.decision}},
+  return api_ok({{"session", session}, {"call_id", call}, {"decision", recorded.decision}},
             recorded.decision + " " + call + " of " + session);
 }
 

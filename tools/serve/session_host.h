@@ -101,5 +101,7 @@ class SessionHost {
 
 // The HTTP status for a Status the runtime answered.
 unsigned http_status_of(const Status& s);
+// api_error() with that status and the Status's message.
+ApiReply api_failed(const Status& s, std::string hint = "");
 
 }  // namespace carapace::web

@@ -23,8 +23,8 @@ struct Copy {
   uint64_t used = 0;  // for eviction: the oldest use goes first
 };
 
-struct NodeState {
-  NodeState() = default;
+struct CollectorNodeState {
+  CollectorNodeState() = default;
   CollectorNodeOptions options;
   NodeHello hello;
   std::map<std::string, Copy> copies;
@@ -32,7 +32,7 @@ struct NodeState {
   static inline const char* name = "carapace.collector_node";
 };
 
-using Self = CollectorNodeActor::stateful_pointer<NodeState>;
+using Self = CollectorNodeActor::stateful_pointer<CollectorNodeState>;
 
 ShipmentAck refuse(const std::string& session, const std::string& why) {
   lib_log().warn("collector node: session {} refused: {}", session, why);
@@ -40,7 +40,7 @@ ShipmentAck refuse(const std::string& session, const std::string& why) {
 }
 
 // The session's copy, read and folded from the log when it is not in memory.
-Status load(NodeState& st, const std::string& session, Copy** out) {
+Status load(CollectorNodeState& st, const std::string& session, Copy** out) {
   auto it = st.copies.find(session);
   if (it == st.copies.end()) {
     if (st.copies.size() >= st.options.max_sessions) {
@@ -73,7 +73,7 @@ Status load(NodeState& st, const std::string& session, Copy** out) {
   return Status();
 }
 
-ShipmentAck receive(NodeState& st, EventShipment& shipment) {
+ShipmentAck receive(CollectorNodeState& st, EventShipment& shipment) {
   const std::string& session = shipment.session_id;
   if (Status s = keys::validate_session_id(session); !s.ok()) return refuse(session, s.message());
   const CollectorNodeOptions& o = st.options;

@@ -34,7 +34,7 @@ using pump_atom = caf::atom_constant<caf::atom("pump")>;
 constexpr size_t kMaxSessions = 10'000;
 
 // What one node holds, as far as its answers said.
-struct Held {
+struct HeldBatches {
   std::map<std::string, uint64_t> acked;  // session -> the node's copy ends here (absent: not asked yet)
   std::set<std::string> in_flight;
   std::set<std::string> refused;
@@ -52,7 +52,7 @@ struct ShipState {
   CollectorShipperOptions options;
   std::shared_ptr<CollectorShipper::Shared> shared;
   NodeLinks<CollectorNodeActor> links;
-  std::map<std::string, Held> held;  // per node
+  std::map<std::string, HeldBatches> held;  // per node
   std::map<std::string, Pending> sessions;
   size_t buffered = 0;
   std::vector<caf::response_promise> flush_waiters;
@@ -67,7 +67,7 @@ void pump(ShipSelf self, const std::string& node, const std::string& session);
 bool flushed(ShipState& st) {
   for (auto& [name, link] : st.links.all()) {
     if (!link.handle) continue;
-    const Held& h = st.held[name];
+    const HeldBatches& h = st.held[name];
     for (const auto& [session, p] : st.sessions) {
       if (h.refused.count(session)) continue;
       auto a = h.acked.find(session);
@@ -90,7 +90,7 @@ void answer_flushes(ShipSelf self) {
 uint64_t low_water(ShipState& st, const std::string& session) {
   uint64_t low = UINT64_MAX;
   for (auto& [name, link] : st.links.all()) {
-    const Held& h = st.held[name];
+    const HeldBatches& h = st.held[name];
     if (h.refused.count(session)) continue;
     auto a = h.acked.find(session);
     low = std::min(low, a == h.acked.end() ? 0 : a->second);
@@ -146,7 +146,7 @@ void acknowledged(ShipSelf self, const std::string& name, uint64_t generation, c
   auto& st = self->state;
   auto* link = st.links.find(name);
   if (link == nullptr || generation != link->generation) return;  // a late answer from a link since lost
-  Held& h = st.held[name];
+  HeldBatches& h = st.held[name];
   h.in_flight.erase(session);
   if (!ack.error.empty()) {
     h.refused.insert(session);
@@ -174,7 +174,7 @@ void acknowledged(ShipSelf self, const std::string& name, uint64_t generation, c
 void pump(ShipSelf self, const std::string& node, const std::string& session) {
   auto& st = self->state;
   auto* link = st.links.find(node);
-  Held& h = st.held[node];
+  HeldBatches& h = st.held[node];
   if (link == nullptr || !link->handle || h.in_flight.count(session) || h.refused.count(session)) return;
   auto pit = st.sessions.find(session);
   if (pit == st.sessions.end()) return;

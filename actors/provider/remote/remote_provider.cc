@@ -9,6 +9,7 @@
 
 #include "actors/node/node_links.h"
 #include "actors/tool/remote/node_protocol.h"
+#include "base/clock.h"
 #include "base/lib_log.h"
 
 namespace carapace {
@@ -63,8 +64,8 @@ struct Attempt {
   caf::actor sink;
 };
 
-struct RouterState {
-  RouterState() = default;
+struct ProviderRouterState {
+  ProviderRouterState() = default;
   RemoteProviderOptions options;
   std::shared_ptr<RemoteProvider::Calls> calls;
   std::shared_ptr<NodeDirectory> directory;  // up or down, attempts in flight (states() reads it)
@@ -75,13 +76,9 @@ struct RouterState {
   static inline const char* name = "carapace.provider_router";
 };
 
-using RouterSelf = caf::stateful_actor<RouterState>*;
+using ProviderRouterSelf = caf::stateful_actor<ProviderRouterState>*;
 
-void dispatch(RouterSelf self, uint64_t id, ProviderRequest request);
-
-uint64_t ms_since(Clock::time_point t) {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
-}
+void dispatch(ProviderRouterSelf self, uint64_t id, ProviderRequest request);
 
 ProviderReply transport_failure(std::string why) {
   ProviderReply r;
@@ -89,7 +86,7 @@ ProviderReply transport_failure(std::string why) {
   return r;
 }
 
-void finish(RouterSelf self, uint64_t id, ProviderReply reply) {
+void finish(ProviderRouterSelf self, uint64_t id, ProviderReply reply) {
   auto it = self->state.attempts.find(id);
   if (it == self->state.attempts.end()) return;  // answered already (the node was lost first)
   self->state.directory->answered(it->second.node, false);
@@ -113,7 +110,7 @@ void finish(RouterSelf self, uint64_t id, ProviderReply reply) {
 }
 
 // The attempts in flight on a node just lost fail as transport errors.
-void node_lost(RouterSelf self, const std::string& name, const std::string& address, const std::string& why) {
+void node_lost(ProviderRouterSelf self, const std::string& name, const std::string& address, const std::string& why) {
   auto& st = self->state;
   st.directory->set_down(name, "lost: " + why);
   std::vector<std::pair<uint64_t, uint64_t>> lost;  // id, ms in
@@ -129,14 +126,14 @@ void node_lost(RouterSelf self, const std::string& name, const std::string& addr
 }
 
 // Every node had its first try: the requests that waited for it go.
-void all_tried(RouterSelf self) {
+void all_tried(ProviderRouterSelf self) {
   auto& st = self->state;
   auto waiting = std::move(st.waiting);
   st.waiting.clear();
   for (auto& [id, request] : waiting) dispatch(self, id, std::move(request));
 }
 
-void dispatch(RouterSelf self, uint64_t id, ProviderRequest request) {
+void dispatch(ProviderRouterSelf self, uint64_t id, ProviderRequest request) {
   auto& st = self->state;
   NodeLinks<ProviderNodeActor>::Link* best = nullptr;
   uint64_t best_in_flight = 0;
@@ -183,7 +180,7 @@ void dispatch(RouterSelf self, uint64_t id, ProviderRequest request) {
             });
 }
 
-caf::behavior provider_router(RouterSelf self, RemoteProviderOptions options,
+caf::behavior provider_router(ProviderRouterSelf self, RemoteProviderOptions options,
                               std::shared_ptr<RemoteProvider::Calls> calls, std::shared_ptr<NodeDirectory> directory) {
   auto& st = self->state;
   st.directory = std::move(directory);

@@ -3,17 +3,10 @@
 #include <chrono>
 #include <charconv>
 
+#include "base/clock.h"
+
 namespace carapace {
 
-namespace {
-
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 NodeDirectory::NodeDirectory(std::vector<NodeRoute> nodes, NodeFallback fallback) : fallback_(fallback) {
   for (auto& route : nodes) nodes_.push_back(NodeState{.route = std::move(route), .changed_at_us = now_us()});

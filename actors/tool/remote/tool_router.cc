@@ -8,8 +8,9 @@
 #include <set>
 
 #include "actors/node/node_links.h"
-#include "actors/tool/tool_actor.h"
 #include "actors/tool/remote/node_protocol.h"
+#include "actors/tool/tool_actor.h"
+#include "base/clock.h"
 #include "base/fault_injection.h"
 #include "base/lib_log.h"
 
@@ -58,10 +59,6 @@ struct RouterState {
 using RouterSelf = caf::stateful_actor<RouterState>*;
 
 void send_call(RouterSelf self, ToolInvocation inv, caf::response_promise rp);
-
-uint64_t ms_since(Clock::time_point t) {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
-}
 
 // What a node's hello may make this host declare to the model: its MCP
 // tools (mcp__…), at most kMaxNodeTools of them and kMaxNodeToolBytes in
