@@ -114,7 +114,8 @@ Status TortureNodes::launch(Node& n) {
       return Status::aborted("tools node " + n.name + " did not start: " + text.substr(said));
     }
   }
-  return Status::aborted("tools node " + n.name + " did not listen within 10 s: " + file_text(log).substr(said));
+  return Status::aborted("tools node " + n.name +
+                         " did not listen within 10 s: " + file_text(log).substr(said));
 }
 
 Status TortureNodes::start() {

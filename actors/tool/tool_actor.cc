@@ -104,7 +104,8 @@ ToolActor worker_for(ToolSupervisorPtr self, const std::string& name) {
   return worker;
 }
 
-ToolSupervisorActor::behavior_type tool_supervisor(ToolSupervisorPtr self, std::shared_ptr<ToolRegistry> tools,
+ToolSupervisorActor::behavior_type tool_supervisor(ToolSupervisorPtr self,
+                                                   std::shared_ptr<ToolRegistry> tools,
                                                    std::shared_ptr<FaultInjector> faults,
                                                    std::shared_ptr<CallTracker> tracker) {
   self->state.tools = std::move(tools);
@@ -146,14 +147,13 @@ ToolSupervisorActor::behavior_type tool_supervisor(ToolSupervisorPtr self, std::
         }
         uint64_t id = ++self->state.next_id;
         ToolActor worker = worker_for(self, name);
-        self->state.in_flight.emplace(
-            id, ToolSupervisorState::InFlight{.worker_tool = name,
-                                          .call_id = invocation.call.id,
-                                          .promise = promise,
-                                          .session = invocation.session_id,
-                                          .timeout_ms = invocation.timeout_ms,
-                                          .blocking = def->blocking,
-                                          .worker = worker});
+        self->state.in_flight.emplace(id, ToolSupervisorState::InFlight{.worker_tool = name,
+                                                                        .call_id = invocation.call.id,
+                                                                        .promise = promise,
+                                                                        .session = invocation.session_id,
+                                                                        .timeout_ms = invocation.timeout_ms,
+                                                                        .blocking = def->blocking,
+                                                                        .worker = worker});
         // The deadline the call's context shows is the one its timer keeps.
         self->state.tracker->add(invocation.session_id, invocation.call.id,
                                  invocation.timeout_ms > 0

@@ -427,7 +427,8 @@ ApiReply ScheduleRunner::act_api(const std::string& name, const std::string& act
     if (!only({}, &refusal)) return refusal;
     s = append_locked(e, {ScheduleRemoved{.source = "api", .who = options_.who}}, now);
     if (!s.ok()) return api_failed(s);
-    return api_ok({{"name", name}, {"removed", true}}, "schedule " + name + " removed (its runs stay in the home)");
+    return api_ok({{"name", name}, {"removed", true}},
+                  "schedule " + name + " removed (its runs stay in the home)");
   }
   if (action == "trigger") {
     if (!only({}, &refusal)) return refusal;
@@ -475,8 +476,8 @@ ApiReply ScheduleRunner::act_api(const std::string& name, const std::string& act
     if (!s.ok()) return api_failed(s);
     for (const auto& f : fires) start_fire_locked(e, f);
     return api_ok({{"name", name}, {"started", started}, {"exists", skipped}},
-              "schedule " + name + " backfilled: " + std::to_string(fires.size()) + " runs started, " +
-                  std::to_string(skipped.size()) + " had run already");
+                  "schedule " + name + " backfilled: " + std::to_string(fires.size()) + " runs started, " +
+                      std::to_string(skipped.size()) + " had run already");
   }
   return api_error(404, "no action '" + action.substr(0, 32) + "' on a schedule",
                    "POST /api/schedules/NAME/pause, resume, trigger, backfill or remove");

@@ -256,7 +256,8 @@ ApiReply SessionHost::start(const json& j) {
   if (!ws.ok()) return api_failed(ws);
   std::string id;
   Status s = runtime_->start_session(o, &id);
-  if (!s.ok()) return api_failed(s, s.is_busy() || s.is_invalid_argument() ? "choose another id, or leave it out" : "");
+  if (!s.ok())
+    return api_failed(s, s.is_busy() || s.is_invalid_argument() ? "choose another id, or leave it out" : "");
   return api_ok({{"session", id}, {"workspace", o.workspace}}, "started " + id);
 }
 
@@ -281,9 +282,10 @@ ApiReply SessionHost::message(const std::string& session, const json& j) {
   if (!b.text("text", &text, kTextLimit, true) || !b.no_other_fields()) return refused(b);
   Status s = runtime_->send_message(session, text);
   if (!s.ok()) {
-    return api_failed(s, s.is_needs_resume() ? "POST /api/sessions/" + session +
-                                               "/resume with {\"message\": TEXT} goes on with it and sends it"
-                                         : "");
+    return api_failed(s, s.is_needs_resume()
+                             ? "POST /api/sessions/" + session +
+                                   "/resume with {\"message\": TEXT} goes on with it and sends it"
+                             : "");
   }
   return api_ok({{"session", session}}, "message sent to " + session);
 }
@@ -317,8 +319,8 @@ ApiReply SessionHost::resume(const std::string& session, const json& j) {
   if (!message.empty()) o.follow_ups.push_back(message);
   Status s = runtime_->resume_session(session, o);
   if (!s.ok()) {
-    return api_failed(s, s.is_already_finished() ? "POST /api/sessions/" + session + "/messages goes on with it"
-                                             : "");
+    return api_failed(
+        s, s.is_already_finished() ? "POST /api/sessions/" + session + "/messages goes on with it" : "");
   }
   return api_ok({{"session", session}}, "resumed " + session);
 }
@@ -338,7 +340,8 @@ ApiReply SessionHost::fork(const std::string& session, const json& j) {
   std::string id;
   Status s = runtime_->fork_session(session, at_turn, o, &id);
   if (!s.ok()) return api_failed(s);
-  return api_ok({{"session", id}, {"parent", session}, {"at_turn", at_turn}}, "forked " + session + " as " + id);
+  return api_ok({{"session", id}, {"parent", session}, {"at_turn", at_turn}},
+                "forked " + session + " as " + id);
 }
 
 ApiReply SessionHost::decide(const std::string& session, const std::string& call, const json& j) {
@@ -369,11 +372,13 @@ ApiReply SessionHost::decide(const std::string& session, const std::string& call
   ApprovalDecided recorded;
   Status s = runtime_->decide(session, a, &recorded);
   if (!s.ok()) {
-    return api_failed(s, s.is_already_decided() ? "GET /api/sessions/" + session + "/events shows the decision"
-                                             : s.is_not_found() ? "GET /api/approvals lists what waits" : "");
+    return api_failed(s, s.is_already_decided()
+                             ? "GET /api/sessions/" + session + "/events shows the decision"
+                         : s.is_not_found() ? "GET /api/approvals lists what waits"
+                                            : "");
   }
   return api_ok({{"session", session}, {"call_id", call}, {"decision", recorded.decision}},
-            recorded.decision + " " + call + " of " + session);
+                recorded.decision + " " + call + " of " + session);
 }
 
 }  // namespace carapace::web

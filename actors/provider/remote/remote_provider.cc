@@ -110,7 +110,8 @@ void finish(ProviderRouterSelf self, uint64_t id, ProviderReply reply) {
 }
 
 // The attempts in flight on a node just lost fail as transport errors.
-void node_lost(ProviderRouterSelf self, const std::string& name, const std::string& address, const std::string& why) {
+void node_lost(ProviderRouterSelf self, const std::string& name, const std::string& address,
+               const std::string& why) {
   auto& st = self->state;
   st.directory->set_down(name, "lost: " + why);
   std::vector<std::pair<uint64_t, uint64_t>> lost;  // id, ms in
@@ -181,7 +182,8 @@ void dispatch(ProviderRouterSelf self, uint64_t id, ProviderRequest request) {
 }
 
 caf::behavior provider_router(ProviderRouterSelf self, RemoteProviderOptions options,
-                              std::shared_ptr<RemoteProvider::Calls> calls, std::shared_ptr<NodeDirectory> directory) {
+                              std::shared_ptr<RemoteProvider::Calls> calls,
+                              std::shared_ptr<NodeDirectory> directory) {
   auto& st = self->state;
   st.directory = std::move(directory);
   st.options = std::move(options);

@@ -7,7 +7,6 @@
 
 namespace carapace {
 
-
 NodeDirectory::NodeDirectory(std::vector<NodeRoute> nodes, NodeFallback fallback) : fallback_(fallback) {
   for (auto& route : nodes) nodes_.push_back(NodeState{.route = std::move(route), .changed_at_us = now_us()});
 }
