@@ -223,7 +223,9 @@ BOOST_AUTO_TEST_CASE(a_host_killed_while_a_scheduled_run_goes_resumes_it_and_end
   // SIGTERM while a run goes: it is stopped (resumable), not ended; the next start goes on with it.
   BOOST_REQUIRE(post("/api/schedules/slow/trigger", json::object()).status == 200);
   std::string id = schedule("slow")["running"][0]["session"];
-  BOOST_REQUIRE(wait_for([&] { return status_of(id) == "running"; }));
+  std::string seen;
+  BOOST_REQUIRE_MESSAGE(wait_for([&] { return (seen = status_of(id)) == "running"; }),
+                        id + " was last seen as '" + seen + "'; the host's output:\n" + slurp(log));
   kill_server(SIGTERM);
   BOOST_TEST(stream("slow", "schedule.run_ended").size() == 1u);
   start_server(kSlow, "", "serve3.out", at(kDay + " 04:01:30"));
