@@ -611,12 +611,20 @@ int main(int argc, char** argv) {
   uint64_t turns = 2'000;
   std::string dir = fs::temp_directory_path().string();
   bool quick = false;
+  std::string only = "abcdef";
   app.add_option("--events", events, "Events for the append, fold and resume measurements")
       ->capture_default_str();
   app.add_option("--turns", turns, "Durable turns per measurement (16 sessions write a quarter each)")
       ->capture_default_str();
   app.add_option("--dir", dir, "Where to put the scratch databases (same disk as production data)")
       ->capture_default_str();
+  app.add_option("--only", only, "The measurements to run, by letter (e.g. cd: fold and resume)")
+      ->capture_default_str()
+      ->check([](const std::string& v) {
+        return !v.empty() && v.find_first_not_of("abcdef") == std::string::npos
+                   ? std::string()
+                   : std::string("letters a to f, e.g. --only cd");
+      });
   app.add_flag("--quick", quick, "Tiny sizes: checks the benchmark runs, measures nothing useful");
   CLI11_PARSE(app, argc, argv);
   if (quick) {
@@ -627,14 +635,23 @@ int main(int argc, char** argv) {
   fs::create_directories(root);
 
   Results r;
-  std::fprintf(stderr, "(a) append...\n");
-  bench_append(root, events, r);
-  std::fprintf(stderr, "(b, e) durable turns...\n");
-  bench_durable(root, turns, r);
-  std::fprintf(stderr, "(c, d) fold and resume of %llu events...\n", static_cast<unsigned long long>(events));
-  bench_fold_and_resume(root, events, r);
-  std::fprintf(stderr, "(f) end to end...\n");
-  bench_e2e(root, quick ? 20 : 500, r);
+  auto wanted = [&](const char* letters) { return only.find_first_of(letters) != std::string::npos; };
+  if (wanted("a")) {
+    std::fprintf(stderr, "(a) append...\n");
+    bench_append(root, events, r);
+  }
+  if (wanted("be")) {
+    std::fprintf(stderr, "(b, e) durable turns...\n");
+    bench_durable(root, turns, r);
+  }
+  if (wanted("cd")) {
+    std::fprintf(stderr, "(c, d) fold and resume of %llu events...\n", static_cast<unsigned long long>(events));
+    bench_fold_and_resume(root, events, r);
+  }
+  if (wanted("f")) {
+    std::fprintf(stderr, "(f) end to end...\n");
+    bench_e2e(root, quick ? 20 : 500, r);
+  }
   fs::remove_all(root);
 
   std::printf("%-58s %14s %14s %7s\n", "measurement", "carapace", "baseline", "ratio");
