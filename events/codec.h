@@ -54,6 +54,11 @@ concept Described = requires {
   T::fields();
 };
 
+// A struct's field list, built once at compile time: calling fields() in a
+// loop would build the tuple again on every call.
+template <Described T>
+inline constexpr auto kFieldsOf = T::fields();
+
 template <class T>
 struct IsVector : std::false_type {};
 template <class T, class A>
@@ -163,11 +168,15 @@ void encode(std::string& out, const T& value, uint32_t skip_tag, uint32_t max_ta
             }(),
             ...);
       },
-      T::fields());
+      kFieldsOf<T>);
 }
 
+// Decodes `in` into *out (which should hold defaults). Unknown tags are
+// skipped, and so are the tags set in `skip_tags` (bit t: tag t, below 64):
+// their values are stepped over, framing checked, content not decoded.
+// Returns false if the bytes are malformed or a known field has the wrong kind.
 template <Described T>
-bool decode(std::string_view in, T* out);
+bool decode(std::string_view in, T* out, uint64_t skip_tags = 0);
 
 // Decodes one value of the field's type from `in` given the wire kind.
 template <class M>
@@ -226,10 +235,8 @@ inline bool skip_value(Kind kind, std::string_view& in) {
   return false;
 }
 
-// Decodes `in` into *out (which should hold defaults). Unknown tags are skipped.
-// Returns false if the bytes are malformed or a known field has the wrong kind.
 template <Described T>
-bool decode(std::string_view in, T* out) {
+bool decode(std::string_view in, T* out, uint64_t skip_tags) {
   while (!in.empty()) {
     uint64_t key;
     if (!wire::get_varint(in, &key)) return false;
@@ -237,6 +244,10 @@ bool decode(std::string_view in, T* out) {
     auto raw_kind = static_cast<uint8_t>(key & 7);
     if (raw_kind > kBytes) return false;
     auto kind = static_cast<Kind>(raw_kind);
+    if (tag < 64 && ((skip_tags >> tag) & 1) != 0) {
+      if (!skip_value(kind, in)) return false;
+      continue;
+    }
     int outcome = 0;  // 0 = no field has this tag, 1 = decoded, -1 = malformed
     std::apply(
         [&](const auto&... f) {
@@ -258,7 +269,7 @@ bool decode(std::string_view in, T* out) {
                                : false) ||
                  ...);
         },
-        T::fields());
+        kFieldsOf<T>);
     if (outcome < 0) return false;
     if (outcome == 0 && !skip_value(kind, in)) return false;
   }

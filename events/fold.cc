@@ -1,7 +1,12 @@
 #include "events/fold.h"
 
 #include <algorithm>
+#include <array>
+#include <initializer_list>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <variant>
 
 namespace carapace {
 namespace {
@@ -197,11 +202,11 @@ struct Applier {
     if (p == nullptr) return violation(e, "no pending tool call has id '" + x.call_id + "'");
     Message m{.role = Role::kTool,
               .text = take(x.output),
-              .tool_call_id = x.call_id,
+              .tool_call_id = take(x.call_id),
               .tool_name = p->call.name,
               .is_error = x.is_error};
     if (p->requested) {  // it ran (or may have): its PostToolUse hooks follow
-      s.turn_last_call = p->call;
+      s.turn_last_call = std::move(p->call);  // erased from pending below
       s.turn_last_call_hooked = false;
     }
     s.pending.erase(s.pending.begin() + (p - s.pending.data()));
@@ -324,7 +329,66 @@ Status apply_event(SessionState& state, const Event& event, bool consume) {
   return Status();
 }
 
+constexpr uint64_t tags(std::initializer_list<uint32_t> list) {
+  uint64_t mask = 0;
+  for (uint32_t t : list) mask |= uint64_t{1} << t;
+  return mask;
+}
+
+template <class T>
+constexpr uint64_t all_tags() {
+  return std::apply([](const auto&... f) { return tags({f.tag...}); }, T::fields());
+}
+
+// What the Applier above does not read, by type; every other type is read
+// whole. Keep in step with the Applier (see fold.h).
+template <class T>
+constexpr uint64_t kUnread = 0;
+template <>
+constexpr uint64_t kUnread<PromptAssembled> = tags({2, 4});  // segments, total_chars
+template <>
+constexpr uint64_t kUnread<LlmRequested> = tags({2, 3, 4, 5, 6});  // all but turn
+template <>
+constexpr uint64_t kUnread<LlmFailed> = tags({2, 8, 9, 10});  // attempt, retry_after, latency, body_ref
+template <>
+constexpr uint64_t kUnread<LlmResponded> = tags({2, 5, 8, 9});  // attempt, finish_reason, latency, body_ref
+template <>
+constexpr uint64_t kUnread<HookDecided> = tags({2, 4, 5});  // hook_name, reason, modified_args
+template <>
+constexpr uint64_t kUnread<ToolRequested> = tags({2, 6});  // tool, retry_reason
+// All but call_id, output and is_error:
+template <>
+constexpr uint64_t kUnread<ToolCompleted> = tags({2, 5, 6, 7, 8, 9, 10, 11, 12});
+template <>
+constexpr uint64_t kUnread<ContextTrimmed> = tags({3, 4});  // chars before and after
+template <>
+constexpr uint64_t kUnread<TurnRolledBack> = tags({3, 4});  // turn, reason
+template <>
+constexpr uint64_t kUnread<SessionResumed> = tags({1, 2, 3, 4, 5});  // all but max_turns
+template <>
+constexpr uint64_t kUnread<FaultInjected> = all_tags<FaultInjected>();
+template <>
+constexpr uint64_t kUnread<SessionConfigured> = all_tags<SessionConfigured>();
+template <>
+constexpr uint64_t kUnread<SessionStopped> = all_tags<SessionStopped>();
+
+template <size_t... I>
+constexpr std::array<uint64_t, kMaxKnownEventType + 1> make_unread(std::index_sequence<I...>) {
+  std::array<uint64_t, kMaxKnownEventType + 1> table{};
+  (
+      [&] {
+        using T = std::variant_alternative_t<I, EventBody>;
+        if constexpr (!std::is_same_v<T, UnknownEvent>) table[static_cast<size_t>(T::kType)] = kUnread<T>;
+      }(),
+      ...);
+  return table;
+}
+
+constexpr auto kUnreadByType = make_unread(std::make_index_sequence<std::variant_size_v<EventBody>>{});
+
 }  // namespace
+
+uint64_t fold_unread_tags(uint16_t type) { return type < kUnreadByType.size() ? kUnreadByType[type] : 0; }
 
 Status apply(SessionState& state, const Event& event) { return apply_event(state, event, false); }
 
@@ -337,7 +401,7 @@ Folder::Folder(Options options) : options_(options) {}
 Folder::Folder(SessionState start, Options options)
     : options_(options), committed_(std::move(start)), last_seq_(committed_.last_seq) {}
 
-Status Folder::add(Event event) {
+Status Folder::add(Event&& event) {
   if (event.seq != last_seq_ + 1) {
     return Status::inconsistent("seq " + n(event.seq) + " follows seq " + n(last_seq_) +
                                 (event.seq > last_seq_ ? ": events are missing" : ": seq goes backwards"));

@@ -6,14 +6,12 @@
 namespace carapace {
 namespace {
 
-using DecodeFn = bool (*)(std::string_view, EventBody*);
+using DecodeFn = bool (*)(std::string_view, EventBody*, uint64_t);
 
 template <class T>
-bool decode_as(std::string_view payload, EventBody* out) {
-  T value{};
-  if (!codec::decode(payload, &value)) return false;
-  out->emplace<T>(std::move(value));
-  return true;
+bool decode_as(std::string_view payload, EventBody* out, uint64_t skip_tags) {
+  // Straight into the variant: no whole-struct move afterwards.
+  return codec::decode(payload, &out->emplace<T>(), skip_tags);
 }
 
 // Table indexed by type number, built from the variant's alternatives so that
@@ -49,9 +47,9 @@ void encode_payload(const EventBody& body, std::string& out) {
       body);
 }
 
-bool decode_payload(uint16_t type, std::string_view payload, EventBody* out) {
+bool decode_payload(uint16_t type, std::string_view payload, EventBody* out, uint64_t skip_tags) {
   if (type < kDecoders.size() && kDecoders[type] != nullptr) {
-    return kDecoders[type](payload, out);
+    return kDecoders[type](payload, out, skip_tags);
   }
   UnknownEvent unknown;
   unknown.type = type;

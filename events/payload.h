@@ -17,6 +17,8 @@ void encode_payload(const EventBody& body, std::string& out);
 
 // Decodes a payload of a known type. Returns false if the bytes are malformed.
 // A type this build does not know yields an UnknownEvent holding the bytes.
-bool decode_payload(uint16_t type, std::string_view payload, EventBody* out);
+// The fields whose tags are set in `skip_tags` (bit t: tag t) are stepped
+// over and keep their defaults (codec::decode).
+bool decode_payload(uint16_t type, std::string_view payload, EventBody* out, uint64_t skip_tags = 0);
 
 }  // namespace carapace

@@ -94,7 +94,8 @@ Status parse_record(std::string_view key, std::string_view value, RecordHeader* 
   return Status();
 }
 
-Status decode_record(std::string_view key, std::string_view value, uint64_t seq, Event* out) {
+Status decode_record(std::string_view key, std::string_view value, uint64_t seq, Event* out,
+                     uint64_t (*skip_tags)(uint16_t type)) {
   RecordHeader header;
   std::string_view payload;
   CARAPACE_RETURN_IF_ERROR(parse_record(key, value, &header, &payload));
@@ -121,7 +122,7 @@ Status decode_record(std::string_view key, std::string_view value, uint64_t seq,
     return Status::corruption("unknown flag bits " + hex32(header.flags) + " on a " +
                               std::string(wire_name(header.type)) + " record");
   }
-  if (!decode_payload(header.type, payload, &out->body)) {
+  if (!decode_payload(header.type, payload, &out->body, skip_tags != nullptr ? skip_tags(header.type) : 0)) {
     return Status::corruption("payload of " + std::string(wire_name(header.type)) + " does not decode (" +
                               std::to_string(payload.size()) + " bytes)");
   }

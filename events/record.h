@@ -35,6 +35,10 @@ Status parse_record(std::string_view key, std::string_view value, RecordHeader* 
 // parse_record, then decodes the payload into *out with the given seq. A
 // record of an unknown type (or a newer format version) becomes an
 // UnknownEvent, unless it carries kFlagRequired: then Status::unsupported.
-Status decode_record(std::string_view key, std::string_view value, uint64_t seq, Event* out);
+// `skip_tags`, when given, names for each type the payload fields to step
+// over (codec::decode); they keep their defaults. The fold uses it to leave
+// out what it never reads (fold_unread_tags, events/fold.h).
+Status decode_record(std::string_view key, std::string_view value, uint64_t seq, Event* out,
+                     uint64_t (*skip_tags)(uint16_t type) = nullptr);
 
 }  // namespace carapace

@@ -14,6 +14,10 @@
 namespace carapace::wire {
 
 inline void put_varint(std::string& out, uint64_t v) {
+  if (v < 0x80) {  // most keys and lengths
+    out.push_back(static_cast<char>(v));
+    return;
+  }
   char buf[10];
   size_t n = 0;
   while (v >= 0x80) {

@@ -10,12 +10,16 @@
 namespace carapace {
 namespace {
 
-// Folds the rest of the session's log from `cursor` into `folder`.
+// Folds the rest of the session's log from `cursor` into `folder`. The
+// records are decoded without the fields the fold never reads
+// (fold_unread_tags); take_events() reads the ones recovery hands on again.
 Status fold_rest(std::string_view session, EventCursor* cursor, Folder* folder) {
+  Event e;
   for (; cursor->valid(); cursor->next()) {
-    Event e;
-    CARAPACE_RETURN_IF_ERROR(cursor->event(&e));
-    Status s = folder->add(std::move(e));
+    Status s = decode_record(cursor->key(), cursor->value(), cursor->seq(), &e, fold_unread_tags);
+    if (!s.ok())
+      return s.with_context("session " + std::string(session) + " seq " + std::to_string(cursor->seq()));
+    s = folder->add(std::move(e));
     if (!s.ok()) return s.with_context("session " + std::string(session));
   }
   return cursor->status();
@@ -29,14 +33,32 @@ void warn_unknown(const RecoveredSession& r) {
   }
 }
 
-void take(const Folder& folder, uint64_t snapshot_seq, RecoveredSession* out) {
-  out->committed = folder.committed();
-  out->uncommitted = folder.uncommitted();
+// The folder's result into *out; the events after the last checkpoint are
+// read again in full (the fold's copies lack the fields it does not read).
+Status take(const EventLog& log, std::string_view session, Folder&& folder, uint64_t snapshot_seq,
+            RecoveredSession* out) {
+  out->uncommitted.clear();
+  if (!folder.uncommitted().empty()) {
+    auto cursor = log.cursor(session, folder.uncommitted().front().seq);
+    for (const Event& folded : folder.uncommitted()) {
+      if (!cursor->valid() || cursor->seq() != folded.seq) {
+        CARAPACE_RETURN_IF_ERROR(cursor->status());
+        return Status::corruption("session " + std::string(session) + ": seq " + std::to_string(folded.seq) +
+                                  " went missing while recovery read it");
+      }
+      Event e;
+      CARAPACE_RETURN_IF_ERROR(cursor->event(&e));
+      out->uncommitted.push_back(std::move(e));
+      cursor->next();
+    }
+  }
   out->last_seq = folder.last_seq();
   out->snapshot_seq = snapshot_seq;
   out->events_folded = folder.events_folded();
   out->checkpoints_verified = folder.checkpoints_verified();
   out->unknown_skipped = folder.unknown_skipped();
+  out->committed = std::move(folder).take_committed();
+  return Status();
 }
 
 // Recovers from `snap`. A failure that shows the snapshot wrong (it does not
@@ -74,8 +96,7 @@ Status recover_from_snapshot(const EventLog& log, std::string_view session, cons
   *snapshot_wrong = false;
   cursor->next();
   CARAPACE_RETURN_IF_ERROR(fold_rest(session, cursor.get(), &folder));
-  take(folder, snap.seq, out);
-  return Status();
+  return take(log, session, std::move(folder), snap.seq, out);
 }
 
 }  // namespace
@@ -113,7 +134,7 @@ Status recover(const EventLog& log, std::string_view session, const RecoverOptio
   Folder folder(fold_options);
   auto cursor = log.cursor(session, 1);
   CARAPACE_RETURN_IF_ERROR(fold_rest(session, cursor.get(), &folder));
-  take(folder, 0, &result);
+  CARAPACE_RETURN_IF_ERROR(take(log, session, std::move(folder), 0, &result));
   warn_unknown(result);
   *out = std::move(result);
   return Status();

@@ -1,6 +1,11 @@
 #include <boost/test/unit_test.hpp>
 
+#include <set>
+
+#include "events/codec.h"
 #include "events/fold.h"
+#include "events/record.h"
+#include "tests/support/fill.h"
 #include "tests/support/printing.h"
 #include "tests/support/session_builder.h"
 
@@ -340,6 +345,199 @@ BOOST_AUTO_TEST_CASE(folder_skips_unknown_events) {
   SessionState expected = b.state();
   expected.last_seq = b.next_seq();
   BOOST_TEST((s == expected));
+}
+
+namespace {
+
+// Events numbered from seq 1, each checkpoint hashed as the journal does.
+struct Written {
+  std::vector<Event> events;
+  Folder folder;
+  void add(EventBody body) {
+    Event e{events.size() + 1, 0, std::move(body)};
+    CHECK_OK(folder.add(e));
+    events.push_back(std::move(e));
+  }
+  void commit(uint64_t turn) {
+    SessionState s;
+    CHECK_OK(folder.state_with_uncommitted(&s));
+    add(TurnCommitted{.turn = turn,
+                      .last_seq = events.size(),
+                      .state_hash = state_hash(s),
+                      .hash_version = kStateHashVersion});
+  }
+};
+
+HookDecided hook(std::string event, std::string decision, std::string call_id, std::string message = "") {
+  HookDecided h;
+  h.hook_event = std::move(event);
+  h.hook_name = "guard";
+  h.decision = std::move(decision);
+  h.tool_call_id = std::move(call_id);
+  h.message = std::move(message);
+  return h;
+}
+
+// A session that holds every event type fold_unread_tags() leaves fields of
+// out: a configuration, a failed model call and its retry, a fault, tools
+// and hooks, a trim, a turn rolled back and run again after a resume, a
+// stop, and an open turn at the end.
+std::vector<Event> a_session_of_every_kind() {
+  Written w;
+  w.add(SessionStarted{.agent_id = "test", .provider = "scripted", .model = "m1", .rng_seed = 7});
+  SessionConfigured configured;
+  testing::fill(configured, 4);
+  w.add(configured);
+  w.add(UserMessage{"fix the bug"});
+  w.commit(0);
+  w.add(TurnStarted{1});
+  w.add(PromptAssembled{
+      .turn = 1, .segments = {{"system", "config", 120}}, .digest = {1, 2}, .total_chars = 120});
+  w.add(LlmRequested{.turn = 1, .attempt = 1, .model = "m1"});
+  w.add(
+      FaultInjected{.point = "provider.before_request", .action = "error", .detail = "HTTP 429", .turn = 1});
+  w.add(LlmFailed{.turn = 1,
+                  .attempt = 1,
+                  .http_status = 429,
+                  .error = "rate limited",
+                  .category = ErrorCategory::kTransient,
+                  .will_retry = true,
+                  .retry_delay_ms = 100,
+                  .provider_answered = true});
+  w.add(LlmRequested{.turn = 1, .attempt = 2, .model = "m1"});
+  w.add(LlmResponded{.turn = 1,
+                     .attempt = 2,
+                     .text = "reading",
+                     .tool_calls = {{"c1", "shell", JsonText{"{}"}}},
+                     .usage = {100, 20, 0, 0},
+                     .cost_usd = 0.01});
+  w.add(hook("PreToolUse", "allow", "c1"));
+  w.add(ToolRequested{"c1", "shell", JsonText{"{}"}});
+  w.add(ToolCompleted{.call_id = "c1", .tool = "shell", .output = "ok"});
+  w.add(hook("PostToolUse", "system_message", "c1", "be brief"));
+  w.add(ContextTrimmed{.first_index = 0, .messages_removed = 1});
+  w.commit(1);
+  uint64_t from = w.events.size() + 1;
+  w.add(TurnStarted{2});
+  w.add(LlmRequested{.turn = 2, .attempt = 1});
+  w.add(TurnRolledBack{.from_seq = from, .to_seq = from + 1, .turn = 2, .reason = "crash"});
+  w.add(SessionResumed{.max_turns = 9});
+  w.add(TurnStarted{2});
+  w.add(LlmResponded{.turn = 2, .attempt = 1, .text = "done"});
+  w.commit(2);
+  w.add(SessionStopped{.reason = "SIGTERM"});
+  w.add(TurnStarted{3});
+  w.add(LlmRequested{.turn = 3, .attempt = 1, .model = "m1"});
+  return w.events;
+}
+
+// Sets every field of `e` that the fold does not read to another value.
+void change_unread_fields(Event& e, uint64_t salt) {
+  uint64_t mask = fold_unread_tags(e.type_number());
+  std::visit(
+      [&](auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (codec::Described<T>) {
+          std::apply(
+              [&](const auto&... f) {
+                ((((mask >> f.tag) & 1) ? testing::fill(x.*(f.member), salt) : void()), ...);
+              },
+              T::fields());
+        }
+      },
+      e.body);
+}
+
+// The fields of `e` that the fold does not read, all at their defaults.
+bool unread_fields_are_defaults(const Event& e) {
+  uint64_t mask = fold_unread_tags(e.type_number());
+  return std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (codec::Described<T>) {
+          return std::apply(
+              [&](const auto&... f) {
+                return ((((mask >> f.tag) & 1) == 0 || codec::is_default(x.*(f.member))) && ...);
+              },
+              T::fields());
+        } else {
+          return true;
+        }
+      },
+      e.body);
+}
+
+struct Folded {
+  Status status;
+  SessionState committed, at_end;
+  uint64_t checkpoints = 0;
+};
+
+Folded fold_all(const std::vector<Event>& events) {
+  Folded out;
+  Folder folder;
+  for (const Event& e : events) {
+    out.status = folder.add(e);
+    if (!out.status.ok()) return out;
+  }
+  out.committed = folder.committed();
+  out.status = folder.state_with_uncommitted(&out.at_end);
+  out.checkpoints = folder.checkpoints_verified();
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(the_test_session_holds_every_type_whose_fields_the_fold_leaves_out) {
+  std::set<uint16_t> present;
+  for (const Event& e : a_session_of_every_kind()) present.insert(e.type_number());
+  for (uint16_t type = 1; type <= kMaxKnownEventType; ++type) {
+    if (fold_unread_tags(type) == 0) continue;
+    BOOST_TEST(present.count(type) == 1u, wire_name(type)
+                                              << " has fields the fold leaves out but no event here");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(records_decoded_for_the_fold_fold_to_the_same_state) {
+  std::vector<Event> events = a_session_of_every_kind();
+  std::vector<Event> decoded;
+  size_t lighter = 0;
+  for (const Event& e : events) {
+    std::string key = "s1/" + std::to_string(e.seq), value;
+    encode_record(key, e, &value);
+    Event light;
+    CHECK_OK(decode_record(key, value, e.seq, &light, fold_unread_tags));
+    BOOST_TEST(unread_fields_are_defaults(light), "seq " << e.seq << " (" << e.type_name() << ")");
+    if (!(light == e)) ++lighter;
+    Event whole;
+    CHECK_OK(decode_record(key, value, e.seq, &whole));
+    BOOST_TEST((whole == e));
+    decoded.push_back(std::move(light));
+  }
+  BOOST_TEST(lighter >= 10u);  // the decode did leave fields out
+  Folded full = fold_all(events), light = fold_all(decoded);
+  CHECK_OK(full.status);
+  CHECK_OK(light.status);
+  BOOST_TEST(light.checkpoints == full.checkpoints);
+  BOOST_TEST(full.checkpoints == 3u);
+  BOOST_TEST((light.committed == full.committed));
+  BOOST_TEST((light.at_end == full.at_end));
+}
+
+// The guard of fold_unread_tags(): apply() reading one of those fields would
+// make this fold differ (or its checkpoint hashes disagree).
+BOOST_AUTO_TEST_CASE(changing_the_fields_the_fold_leaves_out_changes_nothing_it_folds) {
+  std::vector<Event> events = a_session_of_every_kind();
+  Folded full = fold_all(events);
+  CHECK_OK(full.status);
+  for (uint64_t salt : {1u, 2u, 3u}) {
+    std::vector<Event> changed = events;
+    for (Event& e : changed) change_unread_fields(e, salt + e.seq);
+    Folded other = fold_all(changed);
+    BOOST_TEST(other.status.ok(), other.status.to_string());
+    BOOST_TEST((other.committed == full.committed));
+    BOOST_TEST((other.at_end == full.at_end));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -76,6 +76,11 @@ BOOST_AUTO_TEST_CASE(an_interrupted_turn_is_returned_uncommitted) {
   SessionState replayed = r.committed;
   for (const Event& e : r.uncommitted) CHECK_OK(apply(replayed, e));
   BOOST_TEST((replayed == at_crash));
+  // Handed on whole, as written, though the fold decoded them without the
+  // fields it does not read (a tool call's tool name, for one).
+  std::vector<Event> written = read_all("s1");
+  BOOST_TEST((r.uncommitted == std::vector<Event>(written.end() - 5, written.end())));
+  BOOST_TEST(get_if<ToolRequested>(r.uncommitted.back())->tool == "shell");
 }
 
 BOOST_AUTO_TEST_CASE(turn_mode_rolls_the_interrupted_turn_back_and_runs_it_again) {
