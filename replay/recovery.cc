@@ -12,7 +12,7 @@ namespace {
 
 // Folds the rest of the session's log from `cursor` into `folder`. The
 // records are decoded without the fields the fold never reads
-// (fold_unread_tags); take_events() reads the ones recovery hands on again.
+// (fold_unread_tags); take() reads the ones recovery hands on again.
 Status fold_rest(std::string_view session, EventCursor* cursor, Folder* folder) {
   Event e;
   for (; cursor->valid(); cursor->next()) {
