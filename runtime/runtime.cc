@@ -27,6 +27,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "actors/actor_scheduler.h"
 #include "actors/caf_types.h"
 #include "actors/collector/remote/collector_shipper.h"
 #include "actors/hook/hook_actor.h"
@@ -610,10 +611,9 @@ Status Runtime::open_with(Options options, const TestKnobs& knobs, std::unique_p
   } else {
     impl->owned_config = std::make_unique<caf::actor_system_config>();
     if (config.any_nodes()) CARAPACE_RETURN_IF_ERROR(configure_node_system(*impl->owned_config, config.node_net));
-    // An idle worker waits on a condition variable that new work signals at
-    // once, instead of CAF 0.17's default of polling with 50 us sleeps, which
-    // adds up to ~100 us (timer slack) to every message hop of a turn.
-    impl->owned_config->set("work-stealing.moderate-poll-attempts", 0);
+    // Idle workers wait on a condition variable, and timers wake the clock's
+    // thread only when they are due sooner (actors/actor_scheduler.h).
+    configure_scheduler(*impl->owned_config);
     impl->owned_system = std::make_unique<caf::actor_system>(*impl->owned_config);
     impl->system = impl->owned_system.get();
   }
@@ -773,7 +773,8 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
       .faults = impl_->options.faults,
       .on_settled = [impl = impl_.get(), id](const SessionOutcome& o) { impl->settled(id, o); },
       .on_durable = log_session_event,
-      .on_parked = [impl = impl_.get()](const std::string& sid, const PendingApproval& a) { impl->parked(sid, a); },
+      .on_parked = [impl = impl_.get()](const std::string& sid,
+                                        const PendingApproval& a) { impl->parked(sid, a); },
   });
 
   if (impl_->bodies) {

@@ -56,9 +56,10 @@ class Runtime {
     std::string home;  // data directory; the event log lives in home/log
     Config config;
     // Use this actor system instead of creating one. It must outlive the
-    // runtime. Latency hint: set "work-stealing.moderate-poll-attempts" to 0
-    // in its config, as the runtime does for its own system (CAF 0.17's
-    // default polling adds ~100 us to each message hop of a turn).
+    // runtime. Latency hint: call carapace::configure_scheduler on its
+    // config (<carapace/scheduler.h>), as the runtime does for its own
+    // system: CAF 0.17's default polling adds ~100 us to each message hop of
+    // a turn, and its clock wakes a thread for every timer set or cancelled.
     caf::actor_system* system = nullptr;
     // Use this provider instead of the configured one.
     std::shared_ptr<Provider> provider;

@@ -13,15 +13,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/actor_scheduler.h"
 #include "actors/collector/collector.h"
 #include "actors/collector/remote/collector_node.h"
 #include "actors/node/node_tls.h"
 #include "actors/provider/http_client.h"
 #include "actors/provider/provider_actor.h"
 #include "actors/provider/remote/provider_node.h"
+#include "actors/tool/mcp/mcp_hub.h"
 #include "actors/tool/remote/call_ledger.h"
 #include "actors/tool/remote/node_protocol.h"
-#include "actors/tool/mcp/mcp_hub.h"
 #include "actors/tool/remote/tool_node.h"
 #include "actors/tool/tool_actor.h"
 #include "actors/tool/workspace.h"
@@ -141,7 +142,7 @@ int run_node(Context& ctx, const NodeArgs& args) {
   }
 
   caf::actor_system_config cfg;
-  cfg.set("work-stealing.moderate-poll-attempts", 0);
+  configure_scheduler(cfg);
   std::string cn;
   NodeNetOptions net{.tls_dir = args.tls,
                      .insecure_loopback = args.insecure_loopback,

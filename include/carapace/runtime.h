@@ -10,6 +10,7 @@
 #include "carapace/options.h"
 #include "carapace/provider.h"
 #include "carapace/replay.h"
+#include "carapace/scheduler.h"
 #include "carapace/sessions.h"
 #include "carapace/status.h"
 #include "carapace/tools.h"
