@@ -27,15 +27,21 @@ struct ProviderRequest {
   uint64_t attempt_index = 0;  // attempts this session made before this one
   std::string model;
   std::string system_prompt;
-  std::vector<Message> messages;
+  std::vector<Message> messages;  // empty for a provider that does not read them
   std::vector<ToolSpec> tools;
+  uint64_t message_chars = 0;  // the conversation's size (context_chars), sent or not
 
   static constexpr auto fields() {
     using R = ProviderRequest;
-    return std::tuple{Field{1, "session_id", &R::session_id}, Field{2, "turn", &R::turn},
-                      Field{3, "attempt", &R::attempt},       Field{4, "attempt_index", &R::attempt_index},
-                      Field{5, "model", &R::model},           Field{6, "system_prompt", &R::system_prompt},
-                      Field{7, "messages", &R::messages},     Field{8, "tools", &R::tools}};
+    return std::tuple{Field{1, "session_id", &R::session_id},
+                      Field{2, "turn", &R::turn},
+                      Field{3, "attempt", &R::attempt},
+                      Field{4, "attempt_index", &R::attempt_index},
+                      Field{5, "model", &R::model},
+                      Field{6, "system_prompt", &R::system_prompt},
+                      Field{7, "messages", &R::messages},
+                      Field{8, "tools", &R::tools},
+                      Field{9, "message_chars", &R::message_chars}};
   }
   friend bool operator==(const ProviderRequest&, const ProviderRequest&) = default;
 };

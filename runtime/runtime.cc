@@ -773,6 +773,7 @@ Status Runtime::launch(const std::string& id, std::shared_ptr<SessionJournal> jo
       .faults = impl_->options.faults,
       .on_settled = [impl = impl_.get(), id](const SessionOutcome& o) { impl->settled(id, o); },
       .on_durable = log_session_event,
+      .provider_reads_messages = impl_->provider->reads_messages(),
       .on_parked = [impl = impl_.get()](const std::string& sid,
                                         const PendingApproval& a) { impl->parked(sid, a); },
   });

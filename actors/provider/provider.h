@@ -50,6 +50,12 @@ class Provider {
   // every reply call() returns counts as the provider's own.
   virtual bool reports_answered() const { return false; }
 
+  // Whether the provider reads ProviderRequest::messages. One that does not
+  // (it needs at most the conversation's size, ProviderRequest::message_chars)
+  // gets its requests without a copy of the conversation, which a session
+  // would otherwise make for every model call.
+  virtual bool reads_messages() const { return true; }
+
   // Whether start() is implemented (then the provider actor uses it).
   virtual bool asynchronous() const { return false; }
 

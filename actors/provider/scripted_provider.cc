@@ -197,7 +197,10 @@ ProviderReply ScriptedProvider::call(const ProviderRequest& request, const Delta
   }
   if (!entry.has_usage) {
     // About four characters a token, as real tokenizers average on English.
-    uint64_t in_chars = request.system_prompt.size() + context_chars(request.messages);
+    // The conversation's size as the session sends it; a request made
+    // elsewhere may carry the messages instead.
+    uint64_t in_chars = request.system_prompt.size() +
+                        (request.messages.empty() ? request.message_chars : context_chars(request.messages));
     uint64_t out_chars = reply.response.text.size();
     for (const auto& c : reply.response.tool_calls) out_chars += c.name.size() + c.args.text.size();
     reply.response.usage = TokenUsage{.input = in_chars / 4 + 1, .output = out_chars / 4 + 1};

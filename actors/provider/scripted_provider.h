@@ -49,6 +49,9 @@ class ScriptedProvider : public Provider {
 
   std::string name() const override { return "scripted"; }
   bool blocking() const override { return false; }
+  // It answers by attempt from its scenario; the conversation's size
+  // (ProviderRequest::message_chars) is all it uses, for usage it estimates.
+  bool reads_messages() const override { return false; }
   ProviderReply call(const ProviderRequest& request, const DeltaSink& on_delta) override;
 
   const Scenario& scenario() const { return scenario_; }

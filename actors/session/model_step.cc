@@ -139,7 +139,8 @@ bool SessionLoop::reassemble_prompt() {
 // One attempt. The request is built anew each time (retries see the same
 // prompt and messages: only llm.failed events come between attempts) and
 // moved into the message, so the conversation is copied once per attempt,
-// and not at all for a provider that does not read it (a replay's).
+// and not at all for a provider that does not read it (a replay's, the
+// scripted one's).
 void SessionLoop::call_model(uint32_t attempt) {
   uint64_t turn = state().turn;
   const std::string& model = state().model;
@@ -153,7 +154,8 @@ void SessionLoop::call_model(uint32_t attempt) {
                           .model = model,
                           .system_prompt = system_prompt_,
                           .messages = send_messages ? state().messages : std::vector<Message>{},
-                          .tools = tool_specs_};
+                          .tools = tool_specs_,
+                          .message_chars = context_chars(state().messages)};
   // The request body as the provider will send it, durable before the
   // event that references it.
   std::string body_ref = ctx_->capture_request ? ctx_->capture_request(request) : std::string();

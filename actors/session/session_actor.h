@@ -81,10 +81,11 @@ struct SessionContext {
   // Stores the body the provider will send for a request (durably) and
   // returns its body_ref; unset or "": nothing to capture (scripted).
   std::function<std::string(const ProviderRequest&)> capture_request;
-  // Whether the provider reads the conversation a request carries. A
-  // replay's does not (it answers by turn and attempt from the recording):
-  // its requests go without the copy of the conversation, which would make
-  // a replay quadratic in its turns. llm.requested records the
+  // Whether the provider reads the conversation a request carries
+  // (Provider::reads_messages). A replay's does not (it answers by turn and
+  // attempt from the recording), nor does the scripted one: their requests
+  // go without the copy of the conversation, which would make a replay
+  // quadratic in its turns. llm.requested records the
   // conversation's digest and size from the state either way, so a replay
   // whose conversation differs still diverges there.
   bool provider_reads_messages = true;

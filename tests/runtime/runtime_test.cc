@@ -9,11 +9,13 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <thread>
 
 #include "actors/caf_types.h"
 #include "actors/provider/scripted_provider.h"
+#include "actors/session/context_trim.h"
 #include "actors/tool/tool_actor.h"
 #include "events/fold.h"
 #include "replay/fault_plan.h"
@@ -956,4 +958,87 @@ BOOST_AUTO_TEST_CASE(a_session_actor_that_fails_is_recovered_from_its_log_and_it
   std::lock_guard lock(mu);
   BOOST_REQUIRE(!heard.empty());
   BOOST_TEST(heard.back() == events.back().seq);
+}
+
+namespace {
+
+// Answers from a scenario, records what each request carried, and says
+// whether it reads the conversation as it is told to.
+class MessageCountingProvider : public Provider {
+ public:
+  MessageCountingProvider(Scenario scenario, bool reads) : scripted_(std::move(scenario)), reads_(reads) {}
+  std::string name() const override { return "scripted"; }
+  bool blocking() const override { return false; }
+  bool reads_messages() const override { return reads_; }
+  ProviderReply call(const ProviderRequest& request, const DeltaSink& on_delta) override {
+    std::lock_guard lock(mu);
+    messages_sent.push_back(request.messages.size());
+    chars_sent.push_back(request.message_chars);
+    chars_of_messages.push_back(context_chars(request.messages));
+    return scripted_.call(request, on_delta);
+  }
+  std::mutex mu;
+  std::vector<size_t> messages_sent;
+  std::vector<uint64_t> chars_sent;
+  std::vector<uint64_t> chars_of_messages;
+
+ private:
+  ScriptedProvider scripted_;
+  bool reads_;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_provider_that_does_not_read_the_conversation_gets_its_size_without_a_copy) {
+  Scenario scenario;
+  CHECK_OK(parse_scenario(R"({"replies": [
+      {"text": "one", "tool_calls": [{"name": "list_dir", "args": {"path": "."}}]},
+      {"text": "two", "tool_calls": [{"name": "list_dir", "args": {"path": "."}}]},
+      {"text": "done"}]})",
+                          "s.json", &scenario));
+  std::map<bool, std::shared_ptr<MessageCountingProvider>> providers;
+  std::map<bool, std::vector<Event>> logs;
+  for (bool reads : {true, false}) {
+    testing::TempDir dir;
+    Config config;
+    config.workspace = dir.path();
+    auto provider = std::make_shared<MessageCountingProvider>(scenario, reads);
+    std::unique_ptr<Runtime> rt;
+    CHECK_OK(Runtime::open(
+        Runtime::Options{
+            .home = dir.sub("home"), .config = config, .provider = provider, .builtin_tools = true},
+        &rt));
+    CHECK_OK(rt->start_session(SessionOptions{.id = "s", .task = "look twice"}, nullptr));
+    SessionOutcome o;
+    CHECK_OK(rt->wait("s", 60s, &o));
+    BOOST_TEST((o.status == SessionStatus::kCompleted));
+    CHECK_OK(rt->read_events("s", 1, &logs[reads]));
+    providers[reads] = provider;
+  }
+  const auto& reading = *providers[true];
+  const auto& not_reading = *providers[false];
+  BOOST_REQUIRE_EQUAL(reading.messages_sent.size(), 3u);
+  BOOST_REQUIRE_EQUAL(not_reading.messages_sent.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    // The reading provider gets the conversation, growing turn by turn; the
+    // other gets none of it, only its size, which is the same.
+    BOOST_TEST(reading.messages_sent[i] >= 1 + 2 * i);
+    BOOST_TEST(not_reading.messages_sent[i] == 0u);
+    BOOST_TEST(reading.chars_sent[i] == reading.chars_of_messages[i]);
+    BOOST_TEST(not_reading.chars_sent[i] == reading.chars_of_messages[i]);
+  }
+  BOOST_TEST(reading.chars_sent[2] > reading.chars_sent[0]);
+  // What the scripted answers estimate from that size (no usage in the
+  // scenario) is recorded alike: the two logs hold the same replies.
+  std::vector<TokenUsage> usage[2];
+  for (bool reads : {true, false}) {
+    for (const auto& e : logs[reads]) {
+      if (const auto* r = get_if<LlmResponded>(e)) usage[reads].push_back(r->usage);
+    }
+  }
+  BOOST_REQUIRE_EQUAL(usage[1].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    BOOST_TEST(usage[0][i].input == usage[1][i].input);
+    BOOST_TEST(usage[0][i].output == usage[1][i].output);
+  }
 }
