@@ -20,6 +20,8 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -30,11 +32,12 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/logging.h"
+#include "actors/provider/scripted_provider.h"
 #include "events/event_json.h"
 #include "events/record.h"
 #include "events/synthetic.h"
 #include "replay/recovery.h"
+#include "runtime/logging.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_internal.h"
 #include "storage/db_options.h"
@@ -505,8 +508,40 @@ std::string e2e_scenario(uint64_t turns) {
   return nlohmann::json{{"replies", replies}}.dump();
 }
 
+// The scripted provider, but one that reads the conversation: each request
+// carries a copy of it, as for the HTTP providers (which render it).
+class ReadingScripted : public Provider {
+ public:
+  explicit ReadingScripted(Scenario scenario) : scripted_(std::move(scenario)) {}
+  std::string name() const override { return "scripted"; }
+  bool blocking() const override { return false; }
+  bool reads_messages() const override { return true; }
+  ProviderReply call(const ProviderRequest& request, const DeltaSink& on_delta) override {
+    return scripted_.call(request, on_delta);
+  }
+
+ private:
+  ScriptedProvider scripted_;
+};
+
+// The runtime as it is, and two baselines:
+//   kCafClock: on a system of the bench's own with CAF 0.17's scheduler as
+//     it comes, but for idle workers waiting on a condition variable (what
+//     the runtime configured before actors/actor_scheduler.h): its clock
+//     wakes its thread for every timer set or cancelled;
+//   kCopiedConversation: the provider reads the conversation, so every
+//     request carries a copy of it (as before Provider::reads_messages).
+enum class E2e { kRuntime, kCafClock, kCopiedConversation };
+
 double e2e_turns_per_s(const fs::path& root, int sessions, uint64_t turns,
-                       std::vector<std::vector<Kv>>* stored) {
+                       std::vector<std::vector<Kv>>* stored, E2e variant = E2e::kRuntime) {
+  std::unique_ptr<caf::actor_system_config> caf_config;
+  std::unique_ptr<caf::actor_system> caf_system;
+  if (variant == E2e::kCafClock) {
+    caf_config = std::make_unique<caf::actor_system_config>();
+    caf_config->set("work-stealing.moderate-poll-attempts", 0);
+    caf_system = std::make_unique<caf::actor_system>(*caf_config);
+  }
   Scratch dir(root, "e2e");
   std::string scenario = dir.str("scenario.json");
   {
@@ -519,7 +554,16 @@ double e2e_turns_per_s(const fs::path& root, int sessions, uint64_t turns,
   config.max_turns = turns + 1;
   config.workspace = dir.str();
   std::unique_ptr<Runtime> rt;
-  check(Runtime::open(Runtime::Options{.home = dir.str("home"), .config = config}, &rt),
+  std::shared_ptr<Provider> provider;
+  if (variant == E2e::kCopiedConversation) {
+    Scenario parsed;
+    check(load_scenario(scenario, &parsed), "loading the scenario");
+    provider = std::make_shared<ReadingScripted>(std::move(parsed));
+  }
+  check(Runtime::open(
+            Runtime::Options{
+                .home = dir.str("home"), .config = config, .system = caf_system.get(), .provider = provider},
+            &rt),
         "opening the runtime");
   check(rt->register_tool(ToolDefinition{
             // Idempotent: no durable intent before it runs, so a turn has the
@@ -552,6 +596,7 @@ double e2e_turns_per_s(const fs::path& root, int sessions, uint64_t turns,
     auto c = runtime_log(*rt).cursor(ids[0], 1);
     for (; c->valid(); c->next()) stored->push_back({Kv{std::string(c->key()), std::string(c->value())}});
   }
+  rt.reset();  // before the system it may borrow
   return rate;
 }
 
@@ -574,13 +619,19 @@ double raw_turn_ms(const fs::path& root, const std::vector<std::vector<Kv>>& rec
 
 void bench_e2e(const fs::path& root, uint64_t turns, Results& r) {
   std::vector<std::vector<Kv>> records;
-  std::vector<double> ones, raws;
+  std::vector<double> ones, raws, ones_caf, ones_copied, sixteens, sixteens_caf;
+  uint64_t turns16 = std::max<uint64_t>(turns / 4, 20);
+  // Rounds interleaved, so that the variants share the machine's noise.
   for (int round = 0; round < 3; ++round) {
     ones.push_back(e2e_turns_per_s(root, 1, turns, round == 0 ? &records : nullptr));
     raws.push_back(raw_turn_ms(root, records, turns));
+    ones_caf.push_back(e2e_turns_per_s(root, 1, turns, nullptr, E2e::kCafClock));
+    ones_copied.push_back(e2e_turns_per_s(root, 1, turns, nullptr, E2e::kCopiedConversation));
+    sixteens.push_back(e2e_turns_per_s(root, 16, turns16, nullptr));
+    sixteens_caf.push_back(e2e_turns_per_s(root, 16, turns16, nullptr, E2e::kCafClock));
   }
-  uint64_t turns16 = std::max<uint64_t>(turns / 4, 20);
-  double sixteen = e2e_turns_per_s(root, 16, turns16, nullptr);
+  double one_copied = median(ones_copied);
+  double sixteen = median(sixteens), sixteen_caf = median(sixteens_caf), one_caf = median(ones_caf);
   double one = median(ones), raw_ms = median(raws);
   double e2e_ms = 1000.0 / one;
   double events_per_turn = static_cast<double>(records.size()) / static_cast<double>(turns + 1);
@@ -591,13 +642,31 @@ void bench_e2e(const fs::path& root, uint64_t turns, Results& r) {
   r.json["e2e_overhead_ms_per_turn"] = e2e_ms - raw_ms;
   r.json["e2e_events_per_turn"] = events_per_turn;
   r.json["e2e_overhead_us_per_event"] = (e2e_ms - raw_ms) * 1000 / events_per_turn;
+  r.json["e2e_16_vs_1_session"] = sixteen / one;
+  r.json["e2e_caf_clock_turns_per_s_1"] = one_caf;
+  r.json["e2e_caf_clock_turns_per_s_16"] = sixteen_caf;
+  r.json["e2e_caf_clock_overhead_us_per_event"] = (1000.0 / one_caf - raw_ms) * 1000 / events_per_turn;
+  r.json["e2e_copied_conversation_turns_per_s_1"] = one_copied;
+  r.json["e2e_copied_conversation_overhead_us_per_event"] =
+      (1000.0 / one_copied - raw_ms) * 1000 / events_per_turn;
   r.row(fmt("(f) end to end, scripted + 1 tool, 1 session (%.0f events/turn) [turns/s]", events_per_turn),
         fmt("%.0f", one), fmt("%.0f", 1000.0 / raw_ms), fmt("%.2f", one * raw_ms / 1000.0));
   r.row("    end to end, 16 sessions [turns/s]", fmt("%.0f", sixteen), "", "");
+  r.row("    16 sessions vs 1 session", fmt("%.2fx", sixteen / one), "", "");
   r.row("    per turn: carapace vs raw writes, same batches and syncs [ms]", fmt("%.3f", e2e_ms),
         fmt("%.3f", raw_ms), "");
   r.row("    runtime overhead beyond the raw writes [us/event]",
         fmt("%.1f", (e2e_ms - raw_ms) * 1000 / events_per_turn), "", "");
+  r.row("    1 session: this scheduler vs CAF's own clock [turns/s]", fmt("%.0f", one), fmt("%.0f", one_caf),
+        fmt("%.2f", one / one_caf));
+  r.row("    16 sessions: this scheduler vs CAF's own clock [turns/s]", fmt("%.0f", sixteen),
+        fmt("%.0f", sixteen_caf), fmt("%.2f", sixteen / sixteen_caf));
+  r.row("    overhead with CAF's own clock [us/event]",
+        fmt("%.1f", (1000.0 / one_caf - raw_ms) * 1000 / events_per_turn), "", "");
+  r.row("    1 session: requests without vs with the conversation [turns/s]", fmt("%.0f", one),
+        fmt("%.0f", one_copied), fmt("%.2f", one / one_copied));
+  r.row("    overhead with the conversation copied per request [us/event]",
+        fmt("%.1f", (1000.0 / one_copied - raw_ms) * 1000 / events_per_turn), "", "");
 }
 
 }  // namespace
