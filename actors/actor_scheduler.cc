@@ -68,9 +68,15 @@ class LazyWakeClock final : public caf::detail::thread_safe_actor_clock {
     std::lock_guard<std::mutex> lock(mu_);
     Simple::cancel_timeouts(self);
   }
+  // What it drops may hold the last reference to an actor, whose cleanup
+  // cancels its timeouts here: it is destroyed outside the lock.
   void cancel_all() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    Simple::cancel_all();
+    schedule_map dropped;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      actor_lookup_.clear();
+      dropped.swap(schedule_);
+    }
   }
 
   // The clock's thread: waits for the earliest deadline (or for an earlier
