@@ -14,8 +14,10 @@
 // Header-only and pure; include it only from .cc files that encode or decode.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,10 +69,60 @@ struct IsVector<std::vector<T, A>> : std::true_type {};
 template <class T>
 constexpr bool is_varint_type = std::is_integral_v<T> || std::is_enum_v<T>;  // bool, ints and enums
 
-// Appends the encoding of `value`; a field whose tag is `skip_tag`, or is
-// above `max_tag`, is left out.
-template <Described T>
-void encode(std::string& out, const T& value, uint32_t skip_tag = 0, uint32_t max_tag = UINT32_MAX);
+// A growable byte buffer for encodings that are hashed and thrown away (the
+// state hash, message digests): small fields are written in place, where
+// std::string::append would copy each from the stack through memcpy.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  // Room for `n` more bytes at the end; advance() then keeps what was written.
+  [[gnu::always_inline]] char* room(size_t n) {
+    if (capacity_ - size_ < n) [[unlikely]]
+      grow(n);
+    return data_.get() + size_;
+  }
+  void advance(size_t n) { size_ += n; }
+  void append(std::string_view bytes) {
+    if (bytes.empty()) return;
+    std::memcpy(room(bytes.size()), bytes.data(), bytes.size());
+    size_ += bytes.size();
+  }
+  // Inserts `n` zero bytes at `pos`.
+  void insert_zeros(size_t pos, size_t n) {
+    room(n);
+    std::memmove(data_.get() + pos + n, data_.get() + pos, size_ - pos);
+    std::memset(data_.get() + pos, 0, n);
+    size_ += n;
+  }
+  void clear() { size_ = 0; }
+  size_t size() const { return size_; }
+  char* data() { return data_.get(); }
+  std::string_view view() const { return {data_.get(), size_}; }
+
+ private:
+  void grow(size_t n) {
+    size_t capacity = std::max<size_t>({capacity_ * 2, size_ + n, 256});
+    auto bigger = std::make_unique<char[]>(capacity);
+    if (size_ > 0) std::memcpy(bigger.get(), data_.get(), size_);
+    data_ = std::move(bigger);
+    capacity_ = capacity;
+  }
+
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
+template <class Out>
+concept Output = std::is_same_v<Out, std::string> || std::is_same_v<Out, Buffer>;
+
+// Appends the encoding of `value` to a std::string or a Buffer; a field whose
+// tag is `skip_tag`, or is above `max_tag`, is left out.
+template <Output Out, Described T>
+void encode(Out& out, const T& value, uint32_t skip_tag = 0, uint32_t max_tag = UINT32_MAX);
 
 template <class M>
 bool is_default(const M& v) {
@@ -94,65 +146,101 @@ bool is_default(const M& v) {
     return v == M{};  // a nested struct, omitted when all its fields are defaults
 }
 
-inline void put_key(std::string& out, uint32_t tag, Kind kind) {
-  wire::put_varint(out, (static_cast<uint64_t>(tag) << 3) | kind);
+[[gnu::always_inline]] inline size_t store_key(char* p, uint32_t tag, Kind kind) {
+  return wire::store_varint(p, (static_cast<uint64_t>(tag) << 3) | kind);
 }
 
-inline void put_bytes(std::string& out, uint32_t tag, std::string_view bytes) {
-  put_key(out, tag, kBytes);
-  wire::put_varint(out, bytes.size());
+// Writes at most `max` (≤ 32) bytes through `write(char*) -> size_t`: in
+// place into a Buffer; for a std::string, on the stack and appended once
+// (byte by byte, every push_back would reload the string's pointer and size).
+template <Output Out, class F>
+[[gnu::always_inline]] inline void put_small(Out& out, size_t max, F&& write) {
+  if constexpr (std::is_same_v<Out, Buffer>) {
+    out.advance(write(out.room(max)));
+  } else {
+    char buf[32];
+    out.append(buf, write(buf));
+  }
+}
+
+// A field's key and its varint value.
+template <Output Out>
+[[gnu::always_inline]] inline void put_varint_field(Out& out, uint32_t tag, uint64_t v) {
+  put_small(out, 20, [&](char* p) [[gnu::always_inline]] {
+    size_t n = store_key(p, tag, kVarint);
+    return n + wire::store_varint(p + n, v);
+  });
+}
+
+template <Output Out>
+void put_bytes(Out& out, uint32_t tag, std::string_view bytes) {
+  put_small(out, 20, [&](char* p) [[gnu::always_inline]] {
+    size_t n = store_key(p, tag, kBytes);
+    return n + wire::store_varint(p + n, bytes.size());
+  });
   out.append(bytes);
 }
 
 // Encodes one value (not a vector) under `tag`.
-template <class M>
-void encode_one(std::string& out, uint32_t tag, const M& v) {
+template <Output Out, class M>
+void encode_one(Out& out, uint32_t tag, const M& v) {
   if constexpr (std::is_same_v<M, bool>) {
-    put_key(out, tag, kVarint);
-    out.push_back(v ? 1 : 0);
+    put_varint_field(out, tag, v ? 1 : 0);
   } else if constexpr (std::is_enum_v<M>) {
-    put_key(out, tag, kVarint);
-    wire::put_varint(out, static_cast<uint64_t>(v));
+    put_varint_field(out, tag, static_cast<uint64_t>(v));
   } else if constexpr (std::is_integral_v<M> && std::is_signed_v<M>) {
-    put_key(out, tag, kVarint);
-    wire::put_varint(out, wire::zigzag(v));
+    put_varint_field(out, tag, wire::zigzag(v));
   } else if constexpr (std::is_integral_v<M>) {
-    put_key(out, tag, kVarint);
-    wire::put_varint(out, v);
+    put_varint_field(out, tag, v);
   } else if constexpr (std::is_same_v<M, double>) {
     uint64_t bits;
     std::memcpy(&bits, &v, 8);
-    put_key(out, tag, kFixed64);
-    wire::put_fixed64_le(out, bits);
+    put_small(out, 18, [&](char* p) {
+      size_t n = store_key(p, tag, kFixed64);
+      for (int i = 0; i < 8; ++i) p[n++] = static_cast<char>(bits >> (8 * i));
+      return n;
+    });
   } else if constexpr (std::is_same_v<M, std::string>) {
     put_bytes(out, tag, v);
   } else if constexpr (std::is_same_v<M, JsonText>) {
     put_bytes(out, tag, v.text);
   } else if constexpr (std::is_same_v<M, Digest128>) {
-    put_key(out, tag, kBytes);
-    out.push_back(16);
-    wire::put_fixed64_be(out, v.hi);
-    wire::put_fixed64_be(out, v.lo);
+    put_small(out, 27, [&](char* p) {
+      size_t n = store_key(p, tag, kBytes);
+      p[n++] = 16;
+      for (int i = 0; i < 8; ++i) p[n++] = static_cast<char>(v.hi >> (56 - 8 * i));
+      for (int i = 0; i < 8; ++i) p[n++] = static_cast<char>(v.lo >> (56 - 8 * i));
+      return n;
+    });
   } else {
     static_assert(Described<M>, "field type has no encoding");
     // Length-prefixed nested message. Reserve one length byte and shift the
     // body if its length needs more (rare: bodies under 128 bytes fit).
-    put_key(out, tag, kBytes);
-    size_t len_pos = out.size();
-    out.push_back(0);
+    put_small(out, 11, [&](char* p) {
+      size_t n = store_key(p, tag, kBytes);
+      p[n++] = 0;
+      return n;
+    });
+    size_t len_pos = out.size() - 1;
     size_t body_start = out.size();
     encode(out, v);
     size_t body_len = out.size() - body_start;
+    if (body_len < 0x80) [[likely]] {
+      out.data()[len_pos] = static_cast<char>(body_len);
+      return;
+    }
     size_t len_size = wire::varint_size(body_len);
-    if (len_size > 1) out.insert(len_pos + 1, len_size - 1, '\0');
-    std::string len_bytes;
-    wire::put_varint(len_bytes, body_len);
-    out.replace(len_pos, len_size, len_bytes);
+    if constexpr (std::is_same_v<Out, Buffer>) {
+      out.insert_zeros(len_pos + 1, len_size - 1);
+    } else {
+      out.insert(len_pos + 1, len_size - 1, '\0');
+    }
+    wire::store_varint(out.data() + len_pos, body_len);
   }
 }
 
-template <Described T>
-void encode(std::string& out, const T& value, uint32_t skip_tag, uint32_t max_tag) {
+template <Output Out, Described T>
+void encode(Out& out, const T& value, uint32_t skip_tag, uint32_t max_tag) {
   std::apply(
       [&](const auto&... f) {
         (

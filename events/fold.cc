@@ -402,6 +402,17 @@ Folder::Folder(SessionState start, Options options)
     : options_(options), committed_(std::move(start)), last_seq_(committed_.last_seq) {}
 
 Status Folder::add(Event&& event) {
+  staging() = std::move(event);
+  return add_staged();
+}
+
+Event& Folder::staging() {
+  if (uncommitted_count_ == uncommitted_.size()) uncommitted_.emplace_back();
+  return uncommitted_[uncommitted_count_];
+}
+
+Status Folder::add_staged() {
+  const Event& event = uncommitted_[uncommitted_count_];
   if (event.seq != last_seq_ + 1) {
     return Status::inconsistent("seq " + n(event.seq) + " follows seq " + n(last_seq_) +
                                 (event.seq > last_seq_ ? ": events are missing" : ": seq goes backwards"));
@@ -409,11 +420,11 @@ Status Folder::add(Event&& event) {
   if (std::holds_alternative<UnknownEvent>(event.body)) ++unknown_skipped_;
   Status s;
   if (std::holds_alternative<TurnCommitted>(event.body)) {
-    s = commit(std::move(event));
+    s = commit(event);
   } else if (std::holds_alternative<TurnRolledBack>(event.body)) {
-    s = roll_back(std::move(event));
+    s = roll_back(event);
   } else {
-    uncommitted_.push_back(std::move(event));
+    ++uncommitted_count_;
   }
   if (s.ok()) {
     ++last_seq_;
@@ -422,10 +433,11 @@ Status Folder::add(Event&& event) {
   return s;
 }
 
-Status Folder::commit(Event event) {
+Status Folder::commit(const Event& event) {
   // In place: copying the state at every checkpoint would make a fold O(n^2).
   SessionState& next = committed_;
-  for (Event& e : uncommitted_) CARAPACE_RETURN_IF_ERROR(apply(next, std::move(e)));
+  for (size_t i = 0; i < uncommitted_count_; ++i)
+    CARAPACE_RETURN_IF_ERROR(apply(next, std::move(uncommitted_[i])));
   const auto& c = std::get<TurnCommitted>(event.body);
   if (options_.verify_hashes) {
     if (!state_hash_version_known(c.hash_version)) {
@@ -445,27 +457,28 @@ Status Folder::commit(Event event) {
     ++checkpoints_verified_;
   }
   CARAPACE_RETURN_IF_ERROR(apply(next, event));
-  uncommitted_.clear();
+  uncommitted_count_ = 0;
   return Status();
 }
 
-Status Folder::roll_back(Event event) {
+Status Folder::roll_back(const Event& event) {
   const auto& r = std::get<TurnRolledBack>(event.body);
-  uint64_t first = uncommitted_.empty() ? 0 : uncommitted_.front().seq;
-  uint64_t last = uncommitted_.empty() ? 0 : uncommitted_.back().seq;
-  if (uncommitted_.empty() || r.from_seq != first || r.to_seq != last) {
+  auto pending = uncommitted();
+  uint64_t first = pending.empty() ? 0 : pending.front().seq;
+  uint64_t last = pending.empty() ? 0 : pending.back().seq;
+  if (pending.empty() || r.from_seq != first || r.to_seq != last) {
     return Status::inconsistent(
         "seq " + n(event.seq) + " (turn.rolled_back): rolls back [" + n(r.from_seq) + ", " + n(r.to_seq) +
         "] but the events after the last checkpoint are " +
-        (uncommitted_.empty() ? std::string("none") : "[" + n(first) + ", " + n(last) + "]"));
+        (pending.empty() ? std::string("none") : "[" + n(first) + ", " + n(last) + "]"));
   }
-  uncommitted_.clear();
+  uncommitted_count_ = 0;
   return apply(committed_, event);
 }
 
 Status Folder::state_with_uncommitted(SessionState* out) const {
   SessionState s = committed_;
-  for (const Event& e : uncommitted_) CARAPACE_RETURN_IF_ERROR(apply(s, e));
+  for (const Event& e : uncommitted()) CARAPACE_RETURN_IF_ERROR(apply(s, e));
   *out = std::move(s);
   return Status();
 }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "base/status.h"
@@ -44,7 +45,16 @@ class Folder {
   // Folds the next event; its seq must follow the previous one. After an
   // error the folder's state is unspecified and it must not be fed further.
   Status add(Event&& event);
-  Status add(const Event& event) { return add(Event(event)); }
+  Status add(const Event& event) {
+    staging() = event;
+    return add_staged();
+  }
+
+  // The same without moving the event: decode the next event into
+  // staging(), then fold it with add_staged(). The slot is the folder's and
+  // is reused; anything it held is overwritten by the decode.
+  Event& staging();
+  Status add_staged();
 
   // The state as of the last checkpoint.
   const SessionState& committed() const { return committed_; }
@@ -53,7 +63,7 @@ class Folder {
 
   // Events after the last checkpoint that no checkpoint or rollback covers yet
   // (an interrupted turn, when the log ends here).
-  const std::vector<Event>& uncommitted() const { return uncommitted_; }
+  std::span<const Event> uncommitted() const { return {uncommitted_.data(), uncommitted_count_}; }
 
   // committed() with uncommitted() applied: where the session really stopped.
   Status state_with_uncommitted(SessionState* out) const;
@@ -64,12 +74,15 @@ class Folder {
   uint64_t unknown_skipped() const { return unknown_skipped_; }
 
  private:
-  Status commit(Event event);
-  Status roll_back(Event event);
+  Status commit(const Event& event);
+  Status roll_back(const Event& event);
 
   Options options_;
   SessionState committed_;
+  // [0, uncommitted_count_) are the events after the last checkpoint; the
+  // slots past them are kept for reuse (no event is moved or freed per fold).
   std::vector<Event> uncommitted_;
+  size_t uncommitted_count_ = 0;
   uint64_t last_seq_ = 0;
   uint64_t events_folded_ = 0;
   uint64_t checkpoints_verified_ = 0;

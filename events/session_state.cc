@@ -30,10 +30,10 @@ std::string_view status_name(SessionStatus status) {
 
 Digest128 message_digest(const Message& message) {
   // A reused buffer: this runs once per message on the fold's hot path.
-  thread_local std::string buffer;
+  thread_local codec::Buffer buffer;
   buffer.clear();
   codec::encode(buffer, message);
-  return digest128(buffer);
+  return digest128(buffer.view());
 }
 
 Digest128 chain_digest(const Digest128& previous, const Digest128& message) {
@@ -115,14 +115,14 @@ bool note_approval(std::vector<PendingApproval>& approvals, const Event& e) {
 bool state_hash_version_known(uint32_t version) { return version >= 1 && version <= kStateHashVersion; }
 
 Digest128 state_hash(const SessionState& state, uint32_t version) {
-  thread_local std::string buffer;
+  thread_local codec::Buffer buffer;
   buffer.clear();
   // Version 1 knew the fields up to tag 41; version 2 added the progress of
   // the open turn, the stop reason, queued messages (tags 42 to 53).
   uint32_t max_tag = version == 1 ? 41 : UINT32_MAX;
   // messages_digest is itself a field, so the encoding already ends with it.
   codec::encode(buffer, state, SessionState::kMessagesTag, max_tag);
-  return digest128(buffer);
+  return digest128(buffer.view());
 }
 
 std::string encode_state(const SessionState& state) {

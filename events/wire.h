@@ -13,19 +13,22 @@
 
 namespace carapace::wire {
 
-inline void put_varint(std::string& out, uint64_t v) {
-  if (v < 0x80) {  // most keys and lengths
-    out.push_back(static_cast<char>(v));
-    return;
-  }
-  char buf[10];
+// Writes v as a varint at p (room for 10 bytes); returns the bytes written.
+[[gnu::always_inline]] inline size_t store_varint(char* p, uint64_t v) {
   size_t n = 0;
   while (v >= 0x80) {
-    buf[n++] = static_cast<char>(v | 0x80);
+    p[n++] = static_cast<char>(v | 0x80);
     v >>= 7;
   }
-  buf[n++] = static_cast<char>(v);
-  out.append(buf, n);
+  p[n++] = static_cast<char>(v);
+  return n;
+}
+
+// Built on the stack and appended once: byte by byte, every push_back would
+// reload the string's pointer and size (a char store may alias them).
+inline void put_varint(std::string& out, uint64_t v) {
+  char buf[10];
+  out.append(buf, store_varint(buf, v));
 }
 
 inline size_t varint_size(uint64_t v) {

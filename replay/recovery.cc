@@ -14,12 +14,13 @@ namespace {
 // records are decoded without the fields the fold never reads
 // (fold_unread_tags); take() reads the ones recovery hands on again.
 Status fold_rest(std::string_view session, EventCursor* cursor, Folder* folder) {
-  Event e;
   for (; cursor->valid(); cursor->next()) {
-    Status s = decode_record(cursor->key(), cursor->value(), cursor->seq(), &e, fold_unread_tags);
+    // Decoded straight into the folder's slot: no event moved or freed.
+    Status s =
+        decode_record(cursor->key(), cursor->value(), cursor->seq(), &folder->staging(), fold_unread_tags);
     if (!s.ok())
       return s.with_context("session " + std::string(session) + " seq " + std::to_string(cursor->seq()));
-    s = folder->add(std::move(e));
+    s = folder->add_staged();
     if (!s.ok()) return s.with_context("session " + std::string(session));
   }
   return cursor->status();

@@ -142,6 +142,41 @@ BOOST_AUTO_TEST_CASE(nested_messages_longer_than_127_bytes_round_trip) {
   BOOST_TEST((decoded == e));
 }
 
+// The hashes encode into a codec::Buffer (in place) and everything else into
+// a std::string: the two must give the same bytes, or a state hash would
+// change with the buffer it was computed in.
+BOOST_AUTO_TEST_CASE(a_buffer_and_a_string_hold_the_same_encoding) {
+  int types = 0;
+  codec::Buffer buffer;
+  for_each_event_type([&]<class T>() {
+    ++types;
+    T original{};
+    testing::fill(original, 7);
+    std::string text;
+    codec::encode(text, original);
+    buffer.clear();
+    codec::encode(buffer, original);
+    BOOST_TEST(buffer.view() == text, wire_name(T::kType));
+  });
+  BOOST_TEST(types == kMaxKnownEventType);
+  // Nested bodies whose lengths take two and three bytes (the body is moved
+  // up to make room), and a buffer that grows many times over.
+  for (size_t size : {100u, 127u, 128u, 16383u, 16384u, 300000u}) {
+    LlmResponded e{.turn = 3, .text = "before"};
+    e.tool_calls.push_back(ToolCall{"id", "write_file", JsonText{std::string(size, 'a')}});
+    e.tool_calls.push_back(ToolCall{"id2", "shell", JsonText{"{}"}});
+    e.usage.input = 300;
+    std::string text;
+    codec::encode(text, e);
+    buffer.clear();
+    codec::encode(buffer, e);
+    BOOST_TEST(buffer.view() == text, "argument of " << size << " bytes");
+    LlmResponded decoded;
+    BOOST_TEST(codec::decode(buffer.view(), &decoded));
+    BOOST_TEST((decoded == e));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(type_names_round_trip) {
   for (uint16_t t = 1; t <= kMaxKnownEventType; ++t) {
     auto type = event_type_from_name(wire_name(t));
