@@ -166,7 +166,7 @@ template <Output Out, class F>
 // A field's key and its varint value.
 template <Output Out>
 [[gnu::always_inline]] inline void put_varint_field(Out& out, uint32_t tag, uint64_t v) {
-  put_small(out, 20, [&](char* p) [[gnu::always_inline]] {
+  put_small(out, 20, [&](char* p) {
     size_t n = store_key(p, tag, kVarint);
     return n + wire::store_varint(p + n, v);
   });
@@ -174,7 +174,7 @@ template <Output Out>
 
 template <Output Out>
 void put_bytes(Out& out, uint32_t tag, std::string_view bytes) {
-  put_small(out, 20, [&](char* p) [[gnu::always_inline]] {
+  put_small(out, 20, [&](char* p) {
     size_t n = store_key(p, tag, kBytes);
     return n + wire::store_varint(p + n, bytes.size());
   });
