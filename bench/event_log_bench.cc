@@ -45,6 +45,7 @@
 #include "storage/keys.h"
 #include "storage/session_journal.h"
 #include "storage/synthetic_writer.h"
+#include "tools/allocator.h"
 
 using namespace carapace;
 namespace fs = std::filesystem;
@@ -724,11 +725,13 @@ int main(int argc, char** argv) {
   }
   fs::remove_all(root);
 
+  std::printf("allocator: %s (as the carapace program's; tools/allocator.h)\n", allocator_in_use().c_str());
   std::printf("%-58s %14s %14s %7s\n", "measurement", "carapace", "baseline", "ratio");
   for (const auto& row : r.rows)
     std::printf("%-58s %14s %14s %7s\n", row[0].c_str(), row[1].c_str(), row[2].c_str(), row[3].c_str());
   r.json["events"] = events;
   r.json["turns"] = turns;
+  r.json["allocator"] = allocator_in_use();
   std::printf("%s\n", r.json.dump().c_str());
   return 0;
 }

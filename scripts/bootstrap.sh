@@ -34,6 +34,7 @@ packages=(
   libboost-dev          # Boost.Beast and Asio: the HTTP and WebSocket server of carapace serve
   libcurl4-openssl-dev  # HTTP for the openai and anthropic providers
   libabsl-dev           # time zones for schedules: abseil's cctz over the system's tz database
+  libmimalloc-dev       # the carapace program's allocator: the fold and trace views allocate per field
 )
 if [ "$task" != demo ]; then
   packages+=(

@@ -16,6 +16,7 @@
 #include "runtime/config.h"
 #include "runtime/logging.h"
 
+#include "tools/allocator.h"
 #include "tools/cli.h"
 #include "tools/stop_signals.h"
 
@@ -114,10 +115,13 @@ int main(int argc, char** argv) {
   add_json_flag(version, ctx);
   version->callback([&ctx] {
     ctx.run = [&ctx] {
+      const std::string allocator = carapace::allocator_in_use();
       if (ctx.json) {
-        ctx.print_success({{"version", CARAPACE_VERSION}}, "carapace " CARAPACE_VERSION);
+        ctx.print_success({{"version", CARAPACE_VERSION}, {"allocator", allocator}},
+                          "carapace " CARAPACE_VERSION);
       } else {
-        std::cout << "carapace " CARAPACE_VERSION "\n";
+        std::cout << "carapace " CARAPACE_VERSION "\n"
+                  << "allocator: " << allocator << "\n";
       }
       return kExitOk;
     };

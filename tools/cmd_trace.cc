@@ -66,6 +66,7 @@ int run_show(Context& ctx, const ShowArgs& args) {
     std::fputs(text.c_str(), stdout);
     if (!info.warning.empty()) std::fprintf(stderr, "carapace: %s\n", ctx.shown(info.warning).c_str());
   }
+  left_to_exit(std::move(spans));
   return kExitOk;
 }
 

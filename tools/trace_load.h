@@ -28,6 +28,11 @@ struct TraceInfo {
 Status load_trace(const Context& ctx, const EventLog& log, const TraceStore* store, const std::string& session,
                   std::vector<Span>* spans, TraceInfo* info);
 
+// For a command about to exit: the spans are left for the exit to reclaim
+// with the rest of the process. Freed one by one, the attribute maps of a
+// 10,000-turn session's 61,000 spans took a tenth of `trace show`.
+void left_to_exit(std::vector<Span>&& spans);
+
 // The trace store, if the home has one (nullptr otherwise).
 std::unique_ptr<TraceStore> open_store(const Context& ctx);
 

@@ -22,6 +22,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "actors/collector/span.h"
@@ -76,9 +77,11 @@ class SpanBuilder {
   size_t root_ = kNone;
   size_t turn_ = kNone;                             // the open turn span
   std::map<std::pair<uint64_t, uint32_t>, size_t> llm_;  // open LLM spans by (turn, attempt)
-  std::map<std::string, size_t> tools_;             // tool spans by call id
-  std::map<std::string, size_t> approvals_;         // approval spans by call id (this turn's)
-  std::map<std::string, std::string> call_names_;   // call id -> tool name, from the model's answers
+  // Keyed by call id, and never iterated where order shows: hashed, as a long
+  // session holds one entry per call it made.
+  std::unordered_map<std::string, size_t> tools_;            // tool spans by call id
+  std::unordered_map<std::string, size_t> approvals_;        // approval spans by call id (this turn's)
+  std::unordered_map<std::string, std::string> call_names_;  // call id -> tool name, from the model's answers
   std::map<uint64_t, size_t> turn_by_number_;       // the latest turn span of each turn number
   // Fork: the parent and the seq of its checkpoint this session starts from.
   std::string parent_;

@@ -23,21 +23,43 @@ std::string cut(const std::string& text, size_t max) {
   return text.substr(0, end) + "\u2026";
 }
 
-std::string tokens(const nlohmann::json& a) {
-  std::string t = format_count(u(a, "tokens_in")) + " in / " + format_count(u(a, "tokens_out")) + " out tok";
-  if (u(a, "cache_read") || u(a, "cache_write")) {
-    t += " (cache " + format_count(u(a, "cache_read")) + "r/" + format_count(u(a, "cache_write")) + "w)";
+// Tokens of a span, or summed over a run of turns.
+struct Tokens {
+  uint64_t in = 0, out = 0, cache_read = 0, cache_write = 0;
+  explicit Tokens(const nlohmann::json& a)
+      : in(u(a, "tokens_in")),
+        out(u(a, "tokens_out")),
+        cache_read(u(a, "cache_read")),
+        cache_write(u(a, "cache_write")) {}
+  Tokens() = default;
+  void add(const Tokens& t) {
+    in += t.in;
+    out += t.out;
+    cache_read += t.cache_read;
+    cache_write += t.cache_write;
+  }
+};
+
+std::string tokens(const Tokens& k) {
+  std::string t = format_count(k.in) + " in / " + format_count(k.out) + " out tok";
+  if (k.cache_read || k.cache_write) {
+    t += " (cache " + format_count(k.cache_read) + "r/" + format_count(k.cache_write) + "w)";
   }
   return t;
 }
+std::string tokens(const nlohmann::json& a) { return tokens(Tokens(a)); }
 
 struct Tree {
   const std::vector<Span>& spans;
   std::unordered_map<std::string_view, size_t> by_id;
   std::vector<std::vector<size_t>> children;  // by the parent's index
   std::vector<bool> shares_seq;  // another span before it opened at the same seq
+  // notable() of each span, once known (-1: not yet): the layout asks it of
+  // a turn several times, and of its children each time.
+  mutable std::vector<signed char> notable;
 
-  explicit Tree(const std::vector<Span>& all) : spans(all), children(all.size()), shares_seq(all.size(), false) {
+  explicit Tree(const std::vector<Span>& all)
+      : spans(all), children(all.size()), shares_seq(all.size(), false), notable(all.size(), -1) {
     by_id.reserve(spans.size());
     std::unordered_map<uint64_t, size_t> opened_at;
     opened_at.reserve(spans.size());
@@ -150,14 +172,16 @@ std::string event_line(const SpanEvent& e) {
 
 // Whether a turn is worth showing whole: something in it did not go to plan.
 bool notable(const Tree& tree, size_t i) {
+  signed char& known = tree.notable[i];
+  if (known >= 0) return known != 0;
   const Span& sp = tree.spans[i];
-  if (sp.status != "ok" || !sp.events.empty() || !sp.links.empty()) return true;
+  bool is = sp.status != "ok" || !sp.events.empty() || !sp.links.empty();
   for (size_t k : tree.kids(i)) {
-    if (notable(tree, k)) return true;
-    const auto& a = tree.spans[k].attrs;
-    if (b(a, "truncated")) return true;
+    if (is) break;
+    is = notable(tree, k) || b(tree.spans[k].attrs, "truncated");
   }
-  return false;
+  known = is ? 1 : 0;
+  return is;
 }
 
 // What a turn did, to spot runs of turns doing the same: "llm → shell, read_file".
@@ -310,15 +334,14 @@ struct Renderer {
     }
     compact_turn(k, 1);
     if (m - n >= 4) {
-      nlohmann::json sum = nlohmann::json::object();
+      Tokens sum;
+      double cost = 0;
       int64_t us = 0;
       std::map<std::string, uint64_t> tools;
       for (size_t r = n + 1; r + 1 < m; ++r) {
         const auto& a = tree.spans[kids[r]].attrs;
-        for (const char* key : {"tokens_in", "tokens_out", "cache_read", "cache_write"}) {
-          sum[key] = u(sum, key) + u(a, key);
-        }
-        sum["cost_usd"] = f(sum, "cost_usd") + f(a, "cost_usd");
+        sum.add(Tokens(a));
+        cost += f(a, "cost_usd");
         us += tree.spans[kids[r]].end_us - tree.spans[kids[r]].start_us;
         for (size_t c : tree.kids(kids[r])) {
           if (tree.spans[c].kind == kSpanTool) ++tools[tree.spans[c].name.substr(5)];
@@ -335,7 +358,7 @@ struct Renderer {
         if (!list.empty()) text += ", tools " + list;
       }
       text += "  " + format_duration_us(us) + "  " + tokens(sum);
-      if (f(sum, "cost_usd") > 0) text += "  " + format_cost(f(sum, "cost_usd"));
+      if (cost > 0) text += "  " + format_cost(cost);
       line(tree.handle(kids[n + 1]), 1, text + "  (--full expands)");
       item(SkeletonItem::Show::kFold, kids[n + 1], kids[m - 2], m - n - 2, std::move(text));
       compact_turn(kids[m - 1], 1);

@@ -119,6 +119,13 @@ BOOST_AUTO_TEST_CASE(the_command_line_contract) {
     BOOST_TEST(r.code == 0, v);
     BOOST_TEST(r.out.rfind("carapace 0.", 0) == 0u, v << ": " << r.out);
   }
+  // The program runs on the allocator it was built with (tools/allocator.h).
+  json version = run_json("version");
+#if CARAPACE_WITH_MIMALLOC
+  BOOST_TEST(version["data"]["allocator"].get<std::string>().rfind("mimalloc 2.", 0) == 0u, version.dump());
+#else
+  BOOST_TEST(version["data"]["allocator"] == "system", version.dump());
+#endif
   Result typo = run("sesions");
   BOOST_TEST(typo.code == 2);
   BOOST_TEST(contains(typo.err, "did you mean `carapace sessions`?"), typo.err);
@@ -506,6 +513,33 @@ BOOST_AUTO_TEST_CASE(a_session_is_written_once) {
   Result bad = run("log synth --session 'a b' --turns 2");
   BOOST_TEST(bad.code == 1);
   BOOST_TEST(contains(bad.err, "has character 32"));
+}
+
+// The spans of a session long enough to be read in several batches (the
+// reader runs ahead of the builder, tools/trace_load.cc) are those of a
+// one-by-one fold; a damaged record ends them there, with a warning.
+BOOST_AUTO_TEST_CASE(a_long_trace_is_read_in_batches_up_to_a_damaged_record) {
+  BOOST_TEST(run("log synth --session long --turns 400").code == 0);
+  json whole = run_json("trace show long");
+  BOOST_TEST(whole["data"]["source"] == "log");
+  uint64_t last = whole["data"]["last_seq"].get<uint64_t>();
+  BOOST_REQUIRE(last > 4000u);                       // more than the reader's queue holds at once
+  std::map<uint64_t, std::set<std::string>> opened;  // span ids by their opening seq
+  for (const auto& sp : whole["data"]["spans"]) opened[sp["open_seq"].get<uint64_t>()].insert(sp["span_id"]);
+  // Every span the events open is there, the session's last included.
+  BOOST_TEST(whole["data"]["spans"].size() > 2000u);
+  BOOST_TEST(opened.rbegin()->first > last - 20);
+
+  const uint64_t damaged = 3001;
+  corrupt("long", damaged);
+  json cut = run_json("trace show long");
+  BOOST_TEST(contains(cut["data"].value("warning", ""), "seq 3001"), cut.dump().substr(0, 300));
+  std::set<std::string> expected, got;
+  for (const auto& [seq, ids] : opened) {
+    if (seq < damaged) expected.insert(ids.begin(), ids.end());
+  }
+  for (const auto& sp : cut["data"]["spans"]) got.insert(sp["span_id"].get<std::string>());
+  BOOST_TEST((got == expected), got.size() << " spans, expected " << expected.size());
 }
 
 BOOST_AUTO_TEST_CASE(verify_names_the_damaged_record) {
