@@ -72,6 +72,8 @@ Status read_in_batches(const EventLog& log, const std::string& session, uint64_t
       if (!batch.empty()) ready.push_back(std::move(batch));
     } catch (const std::exception& e) {
       s = Status::io_error(std::string("reading the log: ") + e.what());
+    } catch (...) {
+      s = Status::io_error("reading the log: an unknown exception");
     }
     std::lock_guard lock(mu);
     read = s;
