@@ -207,11 +207,19 @@ Status TraceStore::remove_spans(const std::vector<std::string>& sessions, uint64
 }
 
 Status TraceStore::spans_of(const std::string& session, std::vector<std::string>* values) const {
+  return scan_spans(session, [&](std::string_view value) {
+    values->emplace_back(value);
+    return true;
+  });
+}
+
+Status TraceStore::scan_spans(const std::string& session,
+                              const std::function<bool(std::string_view)>& visit) const {
   std::string prefix = session;
   prefix.push_back('\0');
   std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->families[kSpans]));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    values->push_back(it->value().ToString());
+    if (!visit(std::string_view(it->value().data(), it->value().size()))) break;
   }
   return from_rocks(it->status(), "reading the trace store " + impl_->path);
 }

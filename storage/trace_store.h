@@ -23,9 +23,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -76,6 +78,9 @@ class TraceStore {
 
   // A session's span values in (open_seq, span_id) order; empty if none.
   Status spans_of(const std::string& session, std::vector<std::string>* values) const;
+  // The same values, each handed to `visit` (valid during the call) until it
+  // returns false.
+  Status scan_spans(const std::string& session, const std::function<bool(std::string_view)>& visit) const;
   // not_found if the collector has not seen the session.
   Status progress(const std::string& session, TraceProgress* out) const;
   // Every session with progress, and its progress.

@@ -120,9 +120,11 @@ int run_gc(Context& ctx, const GcArgs& args) {
     std::vector<std::pair<std::string, TraceProgress>> progress;
     if (Status p = traces->all_progress(&progress); !p.ok()) return ctx.fail(p);
     for (const auto& [id, p] : progress) {
-      std::vector<std::string> values;
-      if (Status v = traces->spans_of(id, &values); !v.ok()) return ctx.fail(v);
-      if (values.empty()) continue;  // nothing stored (or pruned before)
+      bool stored = false;  // the first span answers it
+      if (Status v = traces->scan_spans(id, [&](std::string_view) { return !(stored = true); }); !v.ok()) {
+        return ctx.fail(v);
+      }
+      if (!stored) continue;  // nothing stored (or pruned before)
       auto it = updated.find(id);
       in.session_updated_us[id] = std::max(p.updated_us, it == updated.end() ? 0 : it->second);
     }

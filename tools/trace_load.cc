@@ -2,18 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <mutex>
-#include <thread>
 
 #include "actors/collector/log_watch.h"
 #include "actors/collector/span_builder.h"
-#include "base/bounded_json.h"
+#include "actors/collector/stored_span.h"
 #include "base/clock.h"
 #include "storage/db_lock.h"
 #include "storage/keys.h"
+#include "tools/batch_pipe.h"
 
 namespace carapace::cli {
 
@@ -34,79 +31,78 @@ void attribute_crash(const Context& ctx, const EventLog& log, const std::string&
 }
 
 // Reads events [1, last] of `session` on a thread of its own, in batches
-// handed to `fold` on this one, at most kQueued batches ahead. Returns the
-// reading's status: an error stops it at the damaged record, after `fold`
-// had every event before it.
+// handed to `fold` on this one. Returns the reading's status: an error
+// stops it at the damaged record, after `fold` had every event before it.
 Status read_in_batches(const EventLog& log, const std::string& session, uint64_t last,
                        const std::function<void(std::vector<Event>&)>& fold) {
-  constexpr size_t kBatch = 512, kQueued = 4;
-  std::mutex mu;
-  std::condition_variable changed;
-  std::deque<std::vector<Event>> ready;
-  bool done = false, quit = false;
-  Status read;
-  std::thread reader([&] {
-    Status s;
-    try {
-      auto c = log.cursor(session, 1);
-      std::vector<Event> batch;
-      batch.reserve(kBatch);
-      for (; c->valid() && c->seq() <= last; c->next()) {
-        s = c->event(&batch.emplace_back());
-        if (!s.ok()) {
-          batch.pop_back();
-          break;
-        }
-        if (batch.size() < kBatch) continue;
-        std::unique_lock lock(mu);
-        changed.wait(lock, [&] { return ready.size() < kQueued || quit; });
-        if (quit) return;
-        ready.push_back(std::move(batch));
-        changed.notify_all();
-        lock.unlock();
-        batch = {};
+  constexpr size_t kBatch = 512;
+  return pipe_batches<Event>(
+      "reading the log",
+      [&](const PushBatch<Event>& push) {
+        auto c = log.cursor(session, 1);
+        std::vector<Event> batch;
         batch.reserve(kBatch);
-      }
-      if (s.ok()) s = c->status();
-      std::lock_guard lock(mu);
-      if (!batch.empty()) ready.push_back(std::move(batch));
-    } catch (const std::exception& e) {
-      s = Status::io_error(std::string("reading the log: ") + e.what());
-    } catch (...) {
-      s = Status::io_error("reading the log: an unknown exception");
-    }
-    std::lock_guard lock(mu);
-    read = s;
-    done = true;
-    changed.notify_all();
-  });
-  // Whatever happens here, the reader is told to quit and joined.
-  struct Join {
-    std::thread& t;
-    std::mutex& mu;
-    bool& quit;
-    std::condition_variable& changed;
-    ~Join() {
-      {
-        std::lock_guard lock(mu);
-        quit = true;
-      }
-      changed.notify_all();
-      t.join();
-    }
-  } join{reader, mu, quit, changed};
-  for (;;) {
-    std::vector<Event> batch;
-    {
-      std::unique_lock lock(mu);
-      changed.wait(lock, [&] { return !ready.empty() || done; });
-      if (ready.empty()) return read;
-      batch = std::move(ready.front());
-      ready.pop_front();
-      changed.notify_all();
-    }
-    fold(batch);
+        Status s;
+        for (; c->valid() && c->seq() <= last; c->next()) {
+          s = c->event(&batch.emplace_back());
+          if (!s.ok()) {
+            batch.pop_back();
+            break;
+          }
+          if (batch.size() < kBatch) continue;
+          if (!push(std::move(batch))) return Status();
+          batch = {};
+          batch.reserve(kBatch);
+        }
+        if (s.ok()) s = c->status();
+        if (!batch.empty() && !push(std::move(batch))) return Status();
+        return s;
+      },
+      [&](std::vector<Event>& batch) {
+        fold(batch);
+        return true;
+      });
+}
+
+// The spans the collector stored for `session`, in the order a builder
+// gives them, read on a thread of their own while this one parses them.
+// False when there are none, or one does not read: the caller builds them
+// from the log instead.
+bool read_stored(const TraceStore& store, const std::string& session, uint64_t last, std::vector<Span>* out) {
+  constexpr size_t kBatch = 256;
+  out->reserve(static_cast<size_t>(std::min<uint64_t>(last, 1u << 20)));  // as the builder's
+  StoredSpanReader reader;
+  bool good = true;
+  Status read = pipe_batches<std::string>(
+      "reading the trace store",
+      [&](const PushBatch<std::string>& push) {
+        std::vector<std::string> batch;
+        bool more = true;
+        Status s = store.scan_spans(session, [&](std::string_view value) {
+          batch.emplace_back(value);
+          if (batch.size() < kBatch) return true;
+          more = push(std::move(batch));
+          batch.clear();
+          return more;
+        });
+        if (s.ok() && more && !batch.empty()) push(std::move(batch));
+        return s;
+      },
+      [&](std::vector<std::string>& batch) {
+        for (const auto& value : batch) {
+          if (!reader.read(value, &out->emplace_back()).ok()) {
+            good = false;
+            return false;
+          }
+        }
+        return true;
+      });
+  if (!read.ok() || !good || out->empty()) {
+    out->clear();
+    return false;
   }
+  order_as_built(out);
+  return true;
 }
 
 }  // namespace
@@ -125,20 +121,8 @@ Status load_trace(const Context& ctx, const EventLog& log, const TraceStore* sto
     info->dropped = progress.dropped;
     info->crashed_after_seq = progress.crashed_after_seq;
     if (progress.last_seq == last) {
-      std::vector<std::string> values;
-      bool good = store->spans_of(session, &values).ok() && !values.empty();
       std::vector<Span> stored;
-      stored.reserve(values.size());
-      for (const auto& v : values) {
-        Span sp;
-        if (!good || !span_from_json(parse_stored_json(v), &sp).ok()) {
-          good = false;
-          break;
-        }
-        stored.push_back(std::move(sp));
-      }
-      if (good) {
-        order_as_built(&stored);
+      if (read_stored(*store, session, last, &stored)) {
         *spans = std::move(stored);
         info->source = "store";
         attribute_crash(ctx, log, session, *spans, info);

@@ -14,8 +14,9 @@ Parser::Parser() = default;
 Value Parser::parse(std::string_view data) {
   if (!allocated_) {
     // Capacity grows with the largest event; depth stays bounded. simdjson
-    // counts the document itself as a level: kJsonDepth + 1 admits exactly
-    // the nesting parse_stored_json admits.
+    // counts a container that holds a scalar as one level more than its
+    // brackets: kJsonDepth + 1 admits what parse_stored_json admits, and at
+    // most one level more (an empty container innermost).
     if (parser_.allocate(std::max<size_t>(data.size(), 4096), static_cast<size_t>(limits::kJsonDepth) + 1) !=
         simdjson::SUCCESS) {
       return std::nullopt;

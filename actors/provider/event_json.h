@@ -20,7 +20,8 @@ using Element = simdjson::dom::element;
 using Value = std::optional<Element>;
 
 // One per decoder (one per attempt): it keeps its buffers from event to
-// event. Depth is bounded at limits::kJsonDepth, as parse_stored_json's.
+// event. Depth is bounded at limits::kJsonDepth, as parse_stored_json's (one
+// level more with an empty container innermost: event_json.cc).
 class Parser {
  public:
   Parser();

@@ -18,9 +18,10 @@
 #include <signal.h>
 #include <cerrno>
 
+#include "storage/trace_store.h"
+#include "tests/support/cli_home.h"
 #include "tests/support/fake_model.h"
 #include "tests/support/mock_llm_server.h"
-#include "tests/support/cli_home.h"
 #include "tests/support/temp_dir.h"
 
 using namespace carapace;
@@ -256,6 +257,41 @@ BOOST_AUTO_TEST_CASE(show_and_span_read_the_same_from_the_log_and_from_the_store
   BOOST_TEST(run("trace show same --full").out == full_from_log);
   BOOST_TEST(run_json("trace span same " + std::to_string(shared))["data"]["span_id"] == span_from_log);
   BOOST_TEST(run_json("trace span same " + std::to_string(shared))["data"]["kind"] == "tool");
+}
+
+// A stored span that does not read (a damaged store, or one a stranger
+// wrote) sends the whole trace back to the log: the same output, built from
+// the events. The damaged span sits in the third of three batches the
+// store's reader hands over, so the reading stops part way.
+BOOST_AUTO_TEST_CASE(a_stored_span_that_does_not_read_sends_the_trace_back_to_the_log) {
+  BOOST_REQUIRE(run("log synth --session dmg --turns 100").code == 0);
+  const std::string from_log = run("trace show dmg").out;
+  const std::string full_from_log = run("trace show dmg --full").out;
+  const json spans = run_json("trace show dmg --full")["data"]["spans"];
+  BOOST_REQUIRE(spans.size() > 600u);
+  Result folded = run("collector --once");
+  BOOST_REQUIRE_MESSAGE(folded.code == 0, folded.err);
+  BOOST_REQUIRE(run_json("trace show dmg")["data"]["source"] == "store");
+  BOOST_TEST(run("trace show dmg").out == from_log);
+  const json& victim = spans[spans.size() * 5 / 6];
+  json no_status = victim;
+  no_status.erase("status");
+  for (const std::string& damage : {std::string("{\"trace_id\":"), std::string("[1,2]"), no_status.dump(),
+                                    std::string(100000, '[') + std::string(100000, ']')}) {
+    {
+      std::unique_ptr<TraceStore> store;
+      BOOST_REQUIRE(TraceStore::open(home() + "/traces", TraceStore::Mode::kWriter, &store).ok());
+      StoredSpan replaced{.session = "dmg",
+                          .span_id = victim["span_id"],
+                          .open_seq = victim["open_seq"],
+                          .start_us = victim["start_us"],
+                          .value = damage};
+      BOOST_REQUIRE(store->write({&replaced, 1}, {}).ok());
+    }
+    BOOST_TEST(run_json("trace show dmg")["data"]["source"] == "log", damage.substr(0, 40));
+    BOOST_TEST(run("trace show dmg").out == from_log, damage.substr(0, 40));
+    BOOST_TEST(run("trace show dmg --full").out == full_from_log, damage.substr(0, 40));
+  }
 }
 
 // A collector started before the first session (the natural order for a

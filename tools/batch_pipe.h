@@ -1,0 +1,90 @@
+// pipe_batches: a producer on a thread of its own handing batches to a
+// consumer on the caller's thread, at most kQueued batches ahead of it, so
+// that reading (the log, the trace store) and building (spans) share the
+// two cores. The producer's exceptions become its status; however the
+// consumer's side ends (done, stopped, or an exception), the producer is
+// told to quit and joined before pipe_batches returns.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+
+namespace carapace::cli {
+
+// What the producer calls with each full batch: false when the consumer has
+// stopped, and the producer should return.
+template <class T>
+using PushBatch = std::function<bool(std::vector<T>&&)>;
+
+// Runs `produce(push)` on a new thread and `consume(batch)` here for each
+// batch pushed, in order, until the producer returns and every batch was
+// consumed, or `consume` returns false. Returns the producer's status (ok
+// when the consumer stopped it). `what` names the producer in the status of
+// an exception it threw.
+template <class T>
+Status pipe_batches(const std::string& what, const std::function<Status(const PushBatch<T>&)>& produce,
+                    const std::function<bool(std::vector<T>&)>& consume) {
+  constexpr size_t kQueued = 4;
+  std::mutex mu;
+  std::condition_variable changed;
+  std::deque<std::vector<T>> ready;
+  bool done = false, quit = false;
+  Status produced;
+  std::thread producer([&] {
+    Status s;
+    PushBatch<T> push = [&](std::vector<T>&& batch) {
+      std::unique_lock lock(mu);
+      changed.wait(lock, [&] { return ready.size() < kQueued || quit; });
+      if (quit) return false;
+      ready.push_back(std::move(batch));
+      changed.notify_all();
+      return true;
+    };
+    try {
+      s = produce(push);
+    } catch (const std::exception& e) {
+      s = Status::io_error(what + ": " + e.what());
+    } catch (...) {
+      s = Status::io_error(what + ": an unknown exception");
+    }
+    std::lock_guard lock(mu);
+    produced = s;
+    done = true;
+    changed.notify_all();
+  });
+  struct Join {
+    std::thread& t;
+    std::mutex& mu;
+    bool& quit;
+    std::condition_variable& changed;
+    ~Join() {
+      {
+        std::lock_guard lock(mu);
+        quit = true;
+      }
+      changed.notify_all();
+      t.join();
+    }
+  } join{producer, mu, quit, changed};
+  for (;;) {
+    std::vector<T> batch;
+    {
+      std::unique_lock lock(mu);
+      changed.wait(lock, [&] { return !ready.empty() || done; });
+      if (ready.empty()) return produced;
+      batch = std::move(ready.front());
+      ready.pop_front();
+      changed.notify_all();
+    }
+    if (!consume(batch)) return Status();
+  }
+}
+
+}  // namespace carapace::cli
