@@ -555,6 +555,7 @@ Status EventLog::append(const AppendRequest& request) {
   // Alone: written from this thread, without a hand-off to the committer.
   rocksdb::WriteOptions wo;
   wo.sync = synced && !impl_->options.scratch;
+  wo.disableWAL = impl_->options.scratch;  // thrown away: the memtable is enough
   rocksdb::Status s = impl_->db->Write(wo, &batch);
   impl_->note_failure(s);
   if (s.ok() && !request.events.empty()) w.last_seq = request.events.back().seq;
@@ -590,6 +591,7 @@ void EventLog::append_async(const AppendRequest& request, std::function<void(Sta
     return;
   }
   rocksdb::WriteOptions wo;
+  wo.disableWAL = impl_->options.scratch;
   rocksdb::Status s = impl_->db->Write(wo, &batch);
   impl_->note_failure(s);
   if (s.ok() && !request.events.empty()) w.last_seq = request.events.back().seq;

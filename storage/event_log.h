@@ -88,7 +88,9 @@ class EventLog {
     // which must never hear from another thread.
     bool inline_durable_appends = false;
     // A scratch log, thrown away afterwards (a replay's): durable appends
-    // are not synced. Never for a log whose contents matter.
+    // are not synced, and appends skip the write-ahead log (the memtable
+    // holds them until a flush; a crash loses them). Never for a log whose
+    // contents matter.
     bool scratch = false;
     // The file system under the database; null: the operating system's.
     // Tests put storage/sync_ledger_fs.h here to simulate power loss.

@@ -18,7 +18,12 @@ uint64_t context_chars(const std::vector<Message>& messages) {
 }
 
 std::optional<ContextTrimmed> plan_trim(const std::vector<Message>& messages, uint64_t max_chars) {
-  uint64_t before = context_chars(messages);
+  return plan_trim(messages, max_chars, context_chars(messages));
+}
+
+std::optional<ContextTrimmed> plan_trim(const std::vector<Message>& messages, uint64_t max_chars,
+                                        uint64_t chars) {
+  const uint64_t before = chars;
   if (max_chars == 0 || before <= max_chars || messages.size() < 3) return std::nullopt;
   const uint64_t target = max_chars / 4 * 3;
   // The latest turn stays whole: it starts at the last message that is not a
@@ -38,6 +43,24 @@ std::optional<ContextTrimmed> plan_trim(const std::vector<Message>& messages, ui
   if (end == 1) return std::nullopt;
   return ContextTrimmed{
       .first_index = 1, .messages_removed = end - 1, .chars_before = before, .chars_after = now};
+}
+
+uint64_t ContextSize::of(const SessionState& state) {
+  const std::vector<Message>& messages = state.messages;
+  if (counted_ <= messages.size() && state.message_digests.size() == messages.size()) {
+    Digest128 d = digest_;
+    for (size_t i = counted_; i < messages.size(); ++i) d = chain_digest(d, state.message_digests[i]);
+    if (d == state.messages_digest) {
+      for (size_t i = counted_; i < messages.size(); ++i) chars_ += message_chars(messages[i]);
+      counted_ = messages.size();
+      digest_ = d;
+      return chars_;
+    }
+  }
+  chars_ = context_chars(messages);
+  counted_ = messages.size();
+  digest_ = state.messages_digest;
+  return chars_;
 }
 
 }  // namespace carapace

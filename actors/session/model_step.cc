@@ -108,7 +108,9 @@ void SessionLoop::prepare_request() {
   std::vector<EventBody> step;
   step.emplace_back(PromptAssembled{
       .turn = turn, .segments = prompt.segments, .digest = prompt.digest, .total_chars = prompt.text.size()});
-  if (auto trim = plan_trim(state().messages, settings().context_max_chars)) step.emplace_back(*trim);
+  if (auto trim = plan_trim(state().messages, settings().context_max_chars, context_size_.of(state()))) {
+    step.emplace_back(*trim);
+  }
   if (!append(std::move(step))) return;
   system_prompt_ = std::move(prompt.text);
   tool_specs_ = std::move(specs);
@@ -155,7 +157,7 @@ void SessionLoop::call_model(uint32_t attempt) {
                           .system_prompt = system_prompt_,
                           .messages = send_messages ? state().messages : std::vector<Message>{},
                           .tools = tool_specs_,
-                          .message_chars = context_chars(state().messages)};
+                          .message_chars = context_size_.of(state())};
   // The request body as the provider will send it, durable before the
   // event that references it.
   std::string body_ref = ctx_->capture_request ? ctx_->capture_request(request) : std::string();

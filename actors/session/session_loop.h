@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/session/context_trim.h"
 #include "actors/session/session_actor.h"
 
 namespace carapace {
@@ -150,6 +151,7 @@ class SessionLoop {
   std::string system_prompt_;
   std::vector<ToolSpec> tool_specs_;
   Digest128 request_digest_;
+  ContextSize context_size_;  // the conversation's size, counted as it grows
   // The model's answer being worked through.
   std::string assistant_text_;
   std::vector<ToolCall> calls_;

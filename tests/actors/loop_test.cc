@@ -8,14 +8,16 @@
 #include <fstream>
 #include <set>
 
-#include "actors/session/context_trim.h"
 #include "actors/hook/hook_registry.h"
-#include "actors/session/pricing.h"
-#include "actors/session/prompt.h"
 #include "actors/provider/retry_policy.h"
 #include "actors/provider/scripted_provider.h"
+#include "actors/session/context_trim.h"
+#include "actors/session/pricing.h"
+#include "actors/session/prompt.h"
+#include "events/fold.h"
 #include "runtime/config.h"
 #include "tests/support/printing.h"
+#include "tests/support/session_builder.h"
 #include "tests/support/temp_dir.h"
 
 using namespace carapace;
@@ -227,6 +229,66 @@ BOOST_AUTO_TEST_CASE(whole_turns_leave_oldest_first_and_the_task_stays) {
   BOOST_REQUIRE(more.has_value());
   BOOST_TEST(more->messages_removed == 5u);  // turns 1 and 2, never half a turn
   BOOST_TEST(more->chars_after == 300u);
+}
+
+// ContextSize counts what each turn adds; whatever changed the conversation
+// otherwise (a trim, then enough new messages to pass its old length; another
+// state) it counts again, so it always says what context_chars says.
+BOOST_AUTO_TEST_CASE(the_context_size_kept_as_it_grows_is_always_the_whole_count) {
+  testing::SessionBuilder b;
+  ContextSize size;
+  auto same = [&](const SessionState& s) { return size.of(s) == context_chars(s.messages); };
+  // A turn whose model call asks for `n` tools: 1 + n messages.
+  auto calls = [&](size_t n, const std::string& text) {
+    const uint64_t t = b.state().turn;
+    b.add(LlmRequested{.turn = t, .attempt = 1, .model = "m1"});
+    LlmResponded r{.turn = t, .attempt = 1, .text = text};
+    for (size_t i = 0; i < n; ++i) {
+      r.tool_calls.push_back({"c" + std::to_string(t) + "_" + std::to_string(i), "shell",
+                              JsonText{"{\"command\":\"" + std::string(i + 1, 'x') + "\"}"}});
+    }
+    std::vector<ToolCall> asked = r.tool_calls;
+    b.add(std::move(r));
+    for (const auto& c : asked) {
+      b.add(ToolRequested{c.id, c.name, c.args});
+      b.add(ToolCompleted{.call_id = c.id, .tool = c.name, .output = std::string(10 * n, 'o')});
+    }
+    b.commit();
+  };
+  b.start();
+  BOOST_TEST(same(b.state()));
+  for (int t = 0; t < 4; ++t) {
+    b.turn({"shell", "read_file"});
+    BOOST_TEST(same(b.state()), "turn " << t);
+  }
+  BOOST_REQUIRE(b.state().messages.size() == 13u);
+  // Two turns trimmed, then a turn of seven messages: more messages than were
+  // counted, but not the same ones.
+  b.add(TurnStarted{b.state().turn + 1});
+  b.add(ContextTrimmed{.first_index = 1, .messages_removed = 6});
+  BOOST_TEST(same(b.state()));
+  calls(6, "six");
+  BOOST_REQUIRE(b.state().messages.size() == 14u);
+  BOOST_TEST(same(b.state()));
+  // A trim never looked at, then a longer turn.
+  b.add(TurnStarted{b.state().turn + 1});
+  b.add(ContextTrimmed{.first_index = 1, .messages_removed = 3});
+  calls(8, "eight");
+  BOOST_REQUIRE(b.state().messages.size() == 20u);
+  BOOST_TEST(same(b.state()));
+  // Another session's state, longer; then this one again.
+  testing::SessionBuilder other;
+  other.start("another task");
+  for (int t = 0; t < 8; ++t) other.turn({"shell", "shell"});
+  BOOST_TEST(same(other.state()));
+  BOOST_TEST(same(b.state()));
+  // The budget's decision is the same with the count given.
+  for (uint64_t budget : {50u, 200u, 400u, 5000u}) {
+    auto given = plan_trim(b.state().messages, budget, size.of(b.state()));
+    auto counted = plan_trim(b.state().messages, budget);
+    BOOST_TEST(given.has_value() == counted.has_value(), budget);
+    if (given && counted) BOOST_TEST((*given == *counted), budget);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(the_latest_turn_is_never_cut) {
