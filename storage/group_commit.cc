@@ -98,12 +98,16 @@ rocksdb::Status GroupCommitter::write_group(std::vector<Pending>& group) {
   // After a failed write nothing more is written: what reached the disk is
   // unknown, and a later batch must never land without an earlier one.
   if (!failed_.ok()) return failed_;
+  // Not a synced write: RocksDB would hold its write queue through the
+  // fsync, and every other writer with it. Written, then synced (the header).
   rocksdb::WriteOptions options;
-  options.sync = true;
   rocksdb::Status s;
   if (group.size() == 1) {
     if (group[0].batch.Count() == 0) return s;  // a barrier (drain)
     s = db_->Write(options, &group[0].batch);
+    if (s.ok()) s = db_->SyncWAL();
+    if (!s.ok()) failed_ = s;
+    return s;
   } else {
     rocksdb::WriteBatch merged;
     Copier copier(&merged, handles_);
@@ -114,6 +118,7 @@ rocksdb::Status GroupCommitter::write_group(std::vector<Pending>& group) {
     if (merged.Count() == 0) return s;
     s = db_->Write(options, &merged);
   }
+  if (s.ok()) s = db_->SyncWAL();
   if (!s.ok()) failed_ = s;
   return s;
 }
