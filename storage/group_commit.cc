@@ -105,9 +105,6 @@ rocksdb::Status GroupCommitter::write_group(std::vector<Pending>& group) {
   if (group.size() == 1) {
     if (group[0].batch.Count() == 0) return s;  // a barrier (drain)
     s = db_->Write(options, &group[0].batch);
-    if (s.ok()) s = db_->SyncWAL();
-    if (!s.ok()) failed_ = s;
-    return s;
   } else {
     rocksdb::WriteBatch merged;
     Copier copier(&merged, handles_);
