@@ -120,8 +120,12 @@ int run_gc(Context& ctx, const GcArgs& args) {
     std::vector<std::pair<std::string, TraceProgress>> progress;
     if (Status p = traces->all_progress(&progress); !p.ok()) return ctx.fail(p);
     for (const auto& [id, p] : progress) {
-      bool stored = false;  // the first span answers it
-      if (Status v = traces->scan_spans(id, [&](std::string_view) { return !(stored = true); }); !v.ok()) {
+      bool stored = false;
+      auto first_answers = [&](std::string_view) {
+        stored = true;
+        return false;
+      };
+      if (Status v = traces->scan_spans(id, first_answers); !v.ok()) {
         return ctx.fail(v);
       }
       if (!stored) continue;  // nothing stored (or pruned before)

@@ -525,15 +525,10 @@ void order_as_built(std::vector<Span>* spans) {
   };
   auto by_rank = [&](const Span& a, const Span& b) { return rank(a.kind) < rank(b.kind); };
   auto by_seq = [](const Span& a, const Span& b) { return a.open_seq < b.open_seq; };
-  if (!std::is_sorted(spans->begin(), spans->end(), by_seq)) {
-    std::stable_sort(spans->begin(), spans->end(), [&](const Span& a, const Span& b) {
-      if (a.open_seq != b.open_seq) return a.open_seq < b.open_seq;
-      return by_rank(a, b);
-    });
-    return;
-  }
-  // Already in seq order (the trace store's): only the few spans an event
-  // opens together are put in order, the rest do not move.
+  // The trace store's spans come in seq order already: they do not move, and
+  // only the few an event opens together are put in order.
+  if (!std::is_sorted(spans->begin(), spans->end(), by_seq))
+    std::stable_sort(spans->begin(), spans->end(), by_seq);
   for (auto run = spans->begin(); run != spans->end();) {
     auto end = std::find_if(run, spans->end(), [&](const Span& s) { return s.open_seq != run->open_seq; });
     if (end - run > 1) std::stable_sort(run, end, by_rank);
