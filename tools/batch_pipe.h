@@ -4,10 +4,17 @@
 // two cores. The producer's exceptions become its status; however the
 // consumer's side ends (done, stopped, or an exception), the producer is
 // told to quit and joined before pipe_batches returns.
+//
+// A short read is not worth a thread: starting and joining one costs more
+// than it saves, and a command that reads thousands of small sessions
+// (`trace stats`) would start thousands. Given `own_thread` false, the
+// producer runs on the caller's thread and each batch is consumed as it is
+// pushed, with the same results.
 #pragma once
 
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -23,14 +30,41 @@ namespace carapace::cli {
 template <class T>
 using PushBatch = std::function<bool(std::vector<T>&&)>;
 
-// Runs `produce(push)` on a new thread and `consume(batch)` here for each
-// batch pushed, in order, until the producer returns and every batch was
-// consumed, or `consume` returns false. Returns the producer's status (ok
-// when the consumer stopped it). `what` names the producer in the status of
-// an exception it threw.
+// Runs `produce(push)` on a new thread (or here, unless `own_thread`) and
+// `consume(batch)` here for each batch pushed, in order, until the producer
+// returns and every batch was consumed, or `consume` returns false. Returns
+// the producer's status (ok when the consumer stopped it). `what` names the
+// producer in the status of an exception it threw; an exception `consume`
+// throws reaches the caller.
 template <class T>
-Status pipe_batches(const std::string& what, const std::function<Status(const PushBatch<T>&)>& produce,
+Status pipe_batches(const std::string& what, bool own_thread,
+                    const std::function<Status(const PushBatch<T>&)>& produce,
                     const std::function<bool(std::vector<T>&)>& consume) {
+  if (!own_thread) {
+    bool stopped = false;
+    std::exception_ptr consumer_threw;
+    PushBatch<T> push = [&](std::vector<T>&& pushed) {
+      if (stopped) return false;
+      std::vector<T> batch = std::move(pushed);
+      try {
+        stopped = !consume(batch);
+      } catch (...) {
+        consumer_threw = std::current_exception();
+        stopped = true;
+      }
+      return !stopped;
+    };
+    Status s;
+    try {
+      s = produce(push);
+    } catch (const std::exception& e) {
+      s = Status::io_error(what + ": " + e.what());
+    } catch (...) {
+      s = Status::io_error(what + ": an unknown exception");
+    }
+    if (consumer_threw) std::rethrow_exception(consumer_threw);
+    return stopped ? Status() : s;
+  }
   constexpr size_t kQueued = 4;
   std::mutex mu;
   std::condition_variable changed;

@@ -30,14 +30,19 @@ void attribute_crash(const Context& ctx, const EventLog& log, const std::string&
   info->crashed_after_seq = info->last_seq;
 }
 
-// Reads events [1, last] of `session` on a thread of its own, in batches
-// handed to `fold` on this one. Returns the reading's status: an error
-// stops it at the damaged record, after `fold` had every event before it.
+// From this many events (or spans) on, a session is read on a thread of its
+// own while this one builds; below, on this one (tools/batch_pipe.h).
+constexpr uint64_t kReadOnAThreadFrom = 4096;
+
+// Reads events [1, last] of `session` in batches handed to `fold` on this
+// thread (read on a thread of their own for a long session). Returns the
+// reading's status: an error stops it at the damaged record, after `fold`
+// had every event before it.
 Status read_in_batches(const EventLog& log, const std::string& session, uint64_t last,
                        const std::function<void(std::vector<Event>&)>& fold) {
   constexpr size_t kBatch = 512;
   return pipe_batches<Event>(
-      "reading the log",
+      "reading the log", last >= kReadOnAThreadFrom,
       [&](const PushBatch<Event>& push) {
         auto c = log.cursor(session, 1);
         std::vector<Event> batch;
@@ -65,7 +70,8 @@ Status read_in_batches(const EventLog& log, const std::string& session, uint64_t
 }
 
 // The spans the collector stored for `session`, in the order a builder
-// gives them, read on a thread of their own while this one parses them.
+// gives them; for a long session, read on a thread of their own while this
+// one parses them.
 // False when there are none, or one does not read: the caller builds them
 // from the log instead.
 bool read_stored(const TraceStore& store, const std::string& session, uint64_t last, std::vector<Span>* out) {
@@ -74,7 +80,7 @@ bool read_stored(const TraceStore& store, const std::string& session, uint64_t l
   StoredSpanReader reader;
   bool good = true;
   Status read = pipe_batches<std::string>(
-      "reading the trace store",
+      "reading the trace store", last >= kReadOnAThreadFrom,
       [&](const PushBatch<std::string>& push) {
         std::vector<std::string> batch;
         bool more = true;
