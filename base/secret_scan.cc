@@ -14,12 +14,19 @@
 namespace carapace {
 
 struct SecretScan::Tables {
-  // AVX2: [group][position][nibble], each 16-entry table twice (shuffles
-  // look up within each 128-bit lane).
+  // AVX2, [position][nibble], each 16-entry table twice (shuffles look up
+  // within each 128-bit lane): the fingerprints in one set of 8 buckets, a
+  // filter that passes a superset of the candidates (`first_lo`,
+  // `first_hi`); then, for a block the filter passes, in the two sets of 8
+  // that VBMI has ([group][position][nibble]).
+  alignas(32) uint8_t first_lo[4][32] = {};
+  alignas(32) uint8_t first_hi[4][32] = {};
   alignas(32) uint8_t lo[2][4][32] = {};
   alignas(32) uint8_t hi[2][4][32] = {};
-  alignas(32) uint8_t hex_lo[32] = {};  // bit 0: 0-9; bit 1: a-f, A-F
-  alignas(32) uint8_t hex_hi[32] = {};
+  // bit 0: 0-9; bit 1: a-f, A-F; bit 2: '\\'; bit 3: '%' (each exact: one low
+  // and one high nibble set per bit).
+  alignas(32) uint8_t class_lo[32] = {};
+  alignas(32) uint8_t class_hi[32] = {};
   // VBMI: [group][position][byte] for the 128 ASCII bytes.
   alignas(64) uint8_t bytes[2][4][128] = {};
   alignas(64) uint8_t classes[128] = {};  // bit 0: a hexadecimal digit; bit 1: '\\' or '%'
@@ -29,10 +36,14 @@ namespace {
 
 // One fingerprint: the bytes each of its four positions may hold (an empty
 // position holds any byte). Fingerprints share a bucket (a bit of a table
-// set) when their sets combine without many false candidates.
+// set) when their sets combine without many false candidates. The AVX2
+// filter's single set of 8 (`first_bucket`) was chosen by a search for the
+// fewest candidates on this repository's sources and docs; the needles have
+// a bucket of their own, since a needle may be any path.
 struct Fingerprint {
   int group;  // which of the two 8-bucket table sets
   int bucket;
+  int first_bucket;
   std::array<std::string_view, 4> at;
   bool caseless;
 };
@@ -40,24 +51,29 @@ struct Fingerprint {
 // What may follow a secret-looking name; a backslash too, for the escaped
 // quote or tab that ends a name inside a JSON string.
 constexpr std::string_view kNameEnd = "=:\"'. \t\\";
-constexpr int kNeedleBucket = 7;                    // group 0
+constexpr int kNeedleBucket = 7;       // group 0
+constexpr int kNeedleFirstBucket = 7;  // alone
 
 constexpr Fingerprint kFingerprints[] = {
-    {0, 0, {"s", "k", "-", ""}, false},          // sk-...
-    {0, 1, {"A", "KSBCI", "ICz", ""}, false},    // AKIA ASIA ABIA ACCA AIza
-    {0, 2, {"g", "h", "pousr", ""}, false},      // ghp_ gho_ ghu_ ghs_ ghr_
-    {0, 3, {"b-", "_B", "pE", "aG"}, false},     // github_pat_, -----BEGIN
-    {0, 4, {"xe", "oy", "xJ", ""}, false},       // xox?- (Slack), eyJ (JWT)
-    {0, 5, {"\\%", "u\\0123456789abcdefABCDEF", "", ""}, false},  // \uXXXX, \\, %XX
-    {0, 6, {"a", "t", "a", ":"}, false},         // data: (a stream)
-    {1, 0, {"k", "e", "y", kNameEnd}, true},     // api_key apikey api-key accountkey access_key private_key ...
-    {1, 1, {"r", "e", "t", kNameEnd}, true},     // secret client_secret
-    {1, 2, {"k", "e", "n", kNameEnd}, true},     // token
-    {1, 3, {"o", "r", "d", kNameEnd}, true},     // password
-    {1, 4, {"s", "w", "d", kNameEnd}, true},     // passwd
-    {1, 5, {"n", "t", "i", "a"}, true},          // credential credentials
-    {1, 6, {"u", "t", "h", kNameEnd}, true},     // auth
-    {1, 7, {"r", "e", "r", kNameEnd}, true},     // bearer
+    {0, 0, 0, {"s", "k", "-", ""}, false},                           // sk-...
+    {0, 1, 4, {"A", "KSBCI", "ICz", ""}, false},                     // AKIA ASIA ABIA ACCA AIza
+    {0, 2, 5, {"g", "h", "pousr", ""}, false},                       // ghp_ gho_ ghu_ ghs_ ghr_
+    {0, 3, 4, {"b-", "_B", "pE", "aG"}, false},                      // github_pat_, -----BEGIN
+    {0, 4, 1, {"xe", "oy", "xJ", ""}, false},                        // xox?- (Slack), eyJ (JWT)
+    {0, 5, 3, {"\\%", "u\\0123456789abcdefABCDEF", "", ""}, false},  // \uXXXX, \\, %XX
+    {0, 6, 6, {"a", "t", "a", ":"}, false},                          // data: (a stream)
+    {1,
+     0,
+     2,
+     {"k", "e", "y", kNameEnd},
+     true},  // api_key apikey api-key accountkey access_key private_key ...
+    {1, 1, 2, {"r", "e", "t", kNameEnd}, true},  // secret client_secret
+    {1, 2, 2, {"k", "e", "n", kNameEnd}, true},  // token
+    {1, 3, 0, {"o", "r", "d", kNameEnd}, true},  // password
+    {1, 4, 0, {"s", "w", "d", kNameEnd}, true},  // passwd
+    {1, 5, 6, {"n", "t", "i", "a"}, true},       // credential credentials
+    {1, 6, 1, {"u", "t", "h", kNameEnd}, true},  // auth
+    {1, 7, 2, {"r", "e", "r", kNameEnd}, true},  // bearer
 };
 
 void set_nibble(uint8_t (&table)[32], int nibble, uint8_t bit) {
@@ -65,11 +81,16 @@ void set_nibble(uint8_t (&table)[32], int nibble, uint8_t bit) {
   table[nibble + 16] |= bit;
 }
 
-// Position `position` of bucket `bucket` of `group` holds `bytes` (empty: any byte).
-void add(SecretScan::Tables* t, int group, int bucket, int position, std::string_view bytes) {
+// Position `position` of bucket `bucket` of `group`, and of the AVX2
+// filter's bucket `first_bucket`, holds `bytes` (empty: any byte).
+void add(SecretScan::Tables* t, int group, int bucket, int first_bucket, int position,
+         std::string_view bytes) {
   const auto bit = static_cast<uint8_t>(1u << bucket);
+  const auto first_bit = static_cast<uint8_t>(1u << first_bucket);
   if (bytes.empty()) {
     for (int nib = 0; nib < 16; ++nib) {
+      set_nibble(t->first_lo[position], nib, first_bit);
+      set_nibble(t->first_hi[position], nib, first_bit);
       set_nibble(t->lo[group][position], nib, bit);
       set_nibble(t->hi[group][position], nib, bit);
     }
@@ -78,9 +99,11 @@ void add(SecretScan::Tables* t, int group, int bucket, int position, std::string
   }
   for (char c : bytes) {
     const auto u = static_cast<uint8_t>(c);
+    set_nibble(t->first_lo[position], u & 0x0f, first_bit);
+    set_nibble(t->first_hi[position], u >> 4, first_bit);
     set_nibble(t->lo[group][position], u & 0x0f, bit);
     set_nibble(t->hi[group][position], u >> 4, bit);
-    // A needle's byte past ASCII is no candidate for the VBMI kernel; the
+    // A needle's byte past ASCII is no candidate for either kernel; the
     // redactor then finds that needle by its own search.
     if (u < 128) t->bytes[group][position][u] |= bit;
   }
@@ -123,62 +146,94 @@ void take(size_t at, Mask cand, std::vector<size_t>* out) {
 
 #if defined(__x86_64__)
 
-// AVX2, per 32 positions of `p` (which must have 35 readable bytes): the
-// candidates, which bytes are hexadecimal digits, and escape bytes (OR-ed
-// into *escapes).
-__attribute__((target("avx2"), always_inline)) inline void block_avx2(const SecretScan::Tables& t,
-                                                                      const uint8_t* p, uint32_t* candidates,
-                                                                      uint32_t* hex, __m256i* escapes) {
+// The AVX2 lookups of position k of a block: the byte's low nibble (the
+// byte itself where no fingerprint has "any byte" at k: a shuffle gives 0
+// for a byte past ASCII, its top bit set, so it is no candidate there) and
+// its high nibble.
+template <int k>
+__attribute__((target("avx2"), always_inline)) inline void nibbles(__m256i v, __m256i* lo, __m256i* hi) {
   const __m256i low4 = _mm256_set1_epi8(0x0f);
-  __m256i lo[4], hi[4];
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k));
-    lo[k] = _mm256_and_si256(v, low4);
-    hi[k] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-    if (k == 0) {
-      *escapes = _mm256_or_si256(*escapes, _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\\')),
-                                                           _mm256_cmpeq_epi8(v, _mm256_set1_epi8('%'))));
-    }
-  }
+  *lo = k < 2 ? v : _mm256_and_si256(v, low4);
+  *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+}
+
 #define CARAPACE_TABLE(bytes) _mm256_load_si256(reinterpret_cast<const __m256i*>(bytes))
+
+// The candidates of a block that the filter passed: the two sets of buckets.
+__attribute__((target("avx2"), noinline)) uint32_t exact_avx2(const SecretScan::Tables& t, const uint8_t* p) {
   __m256i any = _mm256_setzero_si256();
 #pragma GCC unroll 2
   for (int g = 0; g < 2; ++g) {
-    __m256i m = _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.lo[g][0]), lo[0]),
-                                 _mm256_shuffle_epi8(CARAPACE_TABLE(t.hi[g][0]), hi[0]));
-#pragma GCC unroll 3
-    for (int k = 1; k < 4; ++k) {
-      m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.lo[g][k]), lo[k]),
-                                               _mm256_shuffle_epi8(CARAPACE_TABLE(t.hi[g][k]), hi[k])));
-    }
+    __m256i lo, hi;
+    nibbles<0>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), &lo, &hi);
+    __m256i m = _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.lo[g][0]), lo),
+                                 _mm256_shuffle_epi8(CARAPACE_TABLE(t.hi[g][0]), hi));
+    nibbles<1>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 1)), &lo, &hi);
+    m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.lo[g][1]), lo),
+                                             _mm256_shuffle_epi8(CARAPACE_TABLE(t.hi[g][1]), hi)));
+    nibbles<2>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2)), &lo, &hi);
+    m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.lo[g][2]), lo),
+                                             _mm256_shuffle_epi8(CARAPACE_TABLE(t.hi[g][2]), hi)));
+    nibbles<3>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 3)), &lo, &hi);
+    m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.lo[g][3]), lo),
+                                             _mm256_shuffle_epi8(CARAPACE_TABLE(t.hi[g][3]), hi)));
     any = _mm256_or_si256(any, m);
   }
-  const __m256i zero = _mm256_setzero_si256();
-  *candidates = ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(any, zero)));
-  const __m256i h = _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.hex_lo), lo[0]),
-                                     _mm256_shuffle_epi8(CARAPACE_TABLE(t.hex_hi), hi[0]));
-#undef CARAPACE_TABLE
-  *hex = ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(h, zero)));
+  return ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(any, _mm256_setzero_si256())));
 }
+
+// AVX2, per 32 positions of `p` (which must have 35 readable bytes): the
+// candidates, which bytes are hexadecimal digits, and the class bits of
+// every byte (OR-ed into *classes, for the escapes). The filter's one set
+// of buckets passes most text with half the shuffles of two; a block it
+// passes is looked at again with the two sets, which give fewer candidates.
+__attribute__((target("avx2"), always_inline)) inline void block_avx2(const SecretScan::Tables& t,
+                                                                      const uint8_t* p, uint32_t* candidates,
+                                                                      uint32_t* hex, __m256i* classes) {
+  __m256i lo0, hi0, lo, hi;
+  nibbles<0>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), &lo0, &hi0);
+  __m256i m = _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.first_lo[0]), lo0),
+                               _mm256_shuffle_epi8(CARAPACE_TABLE(t.first_hi[0]), hi0));
+  nibbles<1>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 1)), &lo, &hi);
+  m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.first_lo[1]), lo),
+                                           _mm256_shuffle_epi8(CARAPACE_TABLE(t.first_hi[1]), hi)));
+  nibbles<2>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2)), &lo, &hi);
+  m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.first_lo[2]), lo),
+                                           _mm256_shuffle_epi8(CARAPACE_TABLE(t.first_hi[2]), hi)));
+  nibbles<3>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 3)), &lo, &hi);
+  m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.first_lo[3]), lo),
+                                           _mm256_shuffle_epi8(CARAPACE_TABLE(t.first_hi[3]), hi)));
+  const __m256i zero = _mm256_setzero_si256();
+  *candidates = ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero)));
+  if (*candidates != 0) [[unlikely]] {
+    *candidates &= exact_avx2(t, p);
+  }
+  const __m256i c = _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.class_lo), lo0),
+                                     _mm256_shuffle_epi8(CARAPACE_TABLE(t.class_hi), hi0));
+  *classes = _mm256_or_si256(*classes, c);
+  *hex = ~static_cast<uint32_t>(
+      _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(c, _mm256_set1_epi8(3)), zero)));
+}
+
+#undef CARAPACE_TABLE
 
 __attribute__((target("avx2"))) void scan_avx2(const SecretScan::Tables& t, std::string_view text,
                                                SecretScan::Found* out) {
   const auto* p = reinterpret_cast<const uint8_t*>(text.data());
   const size_t n = text.size();
   size_t run = 0;
-  __m256i escapes = _mm256_setzero_si256();
+  __m256i classes = _mm256_setzero_si256();
   alignas(32) uint8_t pad[64];
   for (size_t i = 0; i < n; i += 32) {
     uint32_t cand, hex;
     if (i + 35 <= n) [[likely]] {
-      block_avx2(t, p + i, &cand, &hex, &escapes);
+      block_avx2(t, p + i, &cand, &hex, &classes);
     } else {
       // The tail, from a zero-padded copy (a zero byte is no fingerprint's
       // first three bytes, no hexadecimal digit and no escape).
       std::memset(pad, 0, sizeof pad);
       std::memcpy(pad, p + i, std::min<size_t>(n - i, 35));
-      block_avx2(t, pad, &cand, &hex, &escapes);
+      block_avx2(t, pad, &cand, &hex, &classes);
       if (n - i < 32) {
         const uint32_t keep = (1u << (n - i)) - 1;
         cand &= keep;
@@ -187,7 +242,9 @@ __attribute__((target("avx2"))) void scan_avx2(const SecretScan::Tables& t, std:
     }
     take(i, cand | hex_run_candidates(hex, &run), &out->candidates);
   }
-  out->escapes = _mm256_movemask_epi8(escapes) != 0;
+  // Bits 2 and 3: a backslash or a percent sign.
+  const __m256i escape_bits = _mm256_and_si256(classes, _mm256_set1_epi8(0x0c));
+  out->escapes = _mm256_movemask_epi8(_mm256_cmpeq_epi8(escape_bits, _mm256_setzero_si256())) != -1;
 }
 
 // VBMI: 64 positions at a time; a byte past ASCII is no candidate.
@@ -284,19 +341,25 @@ SecretScan::SecretScan(const std::vector<std::string>& needles, Kernel kernel)
           if (c >= 'a' && c <= 'z') bytes += static_cast<char>(c - 'a' + 'A');
         }
       }
-      add(&t, f.group, f.bucket, k, bytes);
+      add(&t, f.group, f.bucket, f.first_bucket, k, bytes);
     }
   }
   for (const std::string& needle : needles) {
     for (int k = 0; k < 4; ++k) {
-      add(&t, 0, kNeedleBucket, k, k < static_cast<int>(needle.size()) ? std::string_view(needle).substr(k, 1) : "");
+      add(&t, 0, kNeedleBucket, kNeedleFirstBucket, k,
+          k < static_cast<int>(needle.size()) ? std::string_view(needle).substr(k, 1) : "");
     }
   }
-  for (int nib = 0; nib <= 9; ++nib) set_nibble(t.hex_lo, nib, 1);
-  set_nibble(t.hex_hi, 3, 1);
-  for (int nib = 1; nib <= 6; ++nib) set_nibble(t.hex_lo, nib, 2);
-  set_nibble(t.hex_hi, 4, 2);
-  set_nibble(t.hex_hi, 6, 2);
+  // One bit each, so that crossing the nibble sets adds no byte.
+  for (int nib = 0; nib <= 9; ++nib) set_nibble(t.class_lo, nib, 1);  // 0-9
+  set_nibble(t.class_hi, 3, 1);
+  for (int nib = 1; nib <= 6; ++nib) set_nibble(t.class_lo, nib, 2);  // a-f, A-F
+  set_nibble(t.class_hi, 4, 2);
+  set_nibble(t.class_hi, 6, 2);
+  set_nibble(t.class_lo, '\\' & 0x0f, 4);
+  set_nibble(t.class_hi, '\\' >> 4, 4);
+  set_nibble(t.class_lo, '%' & 0x0f, 8);
+  set_nibble(t.class_hi, '%' >> 4, 8);
   for (int c = 0; c < 128; ++c) {
     const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
     t.classes[c] = static_cast<uint8_t>((hex ? 1 : 0) | (c == '\\' || c == '%' ? 2 : 0));

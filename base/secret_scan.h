@@ -30,8 +30,13 @@
 // with AVX2, 32 bytes at a time with nibble tables (the Teddy technique of
 // Hyperscan's literal matcher: each byte a set of low and high nibbles,
 // looked up with one shuffle each; the sets are crossed, so a few more
-// candidates). On other CPUs available() is false and the redactor looks
-// at every word.
+// candidates). The AVX2 kernel first looks a block up in one set of 8
+// buckets, the fingerprints paired (8 shuffles): most text has no
+// candidate there. A block that has one is looked up again in the two sets
+// of 8 (16 shuffles), which give its candidates: the same as two sets
+// alone, at about two thirds of the cost on clean text. Both kernels take
+// a byte past ASCII as no fingerprint's first or second byte. On other
+// CPUs available() is false and the redactor looks at every word.
 //
 // Thread-safety: const methods only.
 #pragma once
