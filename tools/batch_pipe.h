@@ -30,6 +30,19 @@ namespace carapace::cli {
 template <class T>
 using PushBatch = std::function<bool(std::vector<T>&&)>;
 
+// produce(push), an exception it throws made its status.
+template <class T>
+Status produce_caught(const std::string& what, const std::function<Status(const PushBatch<T>&)>& produce,
+                      const PushBatch<T>& push) {
+  try {
+    return produce(push);
+  } catch (const std::exception& e) {
+    return Status::io_error(what + ": " + e.what());
+  } catch (...) {
+    return Status::io_error(what + ": an unknown exception");
+  }
+}
+
 // Runs `produce(push)` on a new thread (or here, unless `own_thread`) and
 // `consume(batch)` here for each batch pushed, in order, until the producer
 // returns and every batch was consumed, or `consume` returns false. Returns
@@ -54,14 +67,7 @@ Status pipe_batches(const std::string& what, bool own_thread,
       }
       return !stopped;
     };
-    Status s;
-    try {
-      s = produce(push);
-    } catch (const std::exception& e) {
-      s = Status::io_error(what + ": " + e.what());
-    } catch (...) {
-      s = Status::io_error(what + ": an unknown exception");
-    }
+    Status s = produce_caught(what, produce, push);
     if (consumer_threw) std::rethrow_exception(consumer_threw);
     return stopped ? Status() : s;
   }
@@ -72,7 +78,6 @@ Status pipe_batches(const std::string& what, bool own_thread,
   bool done = false, quit = false;
   Status produced;
   std::thread producer([&] {
-    Status s;
     PushBatch<T> push = [&](std::vector<T>&& batch) {
       std::unique_lock lock(mu);
       changed.wait(lock, [&] { return ready.size() < kQueued || quit; });
@@ -81,13 +86,7 @@ Status pipe_batches(const std::string& what, bool own_thread,
       changed.notify_all();
       return true;
     };
-    try {
-      s = produce(push);
-    } catch (const std::exception& e) {
-      s = Status::io_error(what + ": " + e.what());
-    } catch (...) {
-      s = Status::io_error(what + ": an unknown exception");
-    }
+    Status s = produce_caught(what, produce, push);
     std::lock_guard lock(mu);
     produced = s;
     done = true;
