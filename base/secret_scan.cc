@@ -62,11 +62,7 @@ constexpr Fingerprint kFingerprints[] = {
     {0, 4, 1, {"xe", "oy", "xJ", ""}, false},                        // xox?- (Slack), eyJ (JWT)
     {0, 5, 3, {"\\%", "u\\0123456789abcdefABCDEF", "", ""}, false},  // \uXXXX, \\, %XX
     {0, 6, 6, {"a", "t", "a", ":"}, false},                          // data: (a stream)
-    {1,
-     0,
-     2,
-     {"k", "e", "y", kNameEnd},
-     true},  // api_key apikey api-key accountkey access_key private_key ...
+    {1, 0, 2, {"k", "e", "y", kNameEnd}, true},  // api_key apikey api-key access_key private_key ...
     {1, 1, 2, {"r", "e", "t", kNameEnd}, true},  // secret client_secret
     {1, 2, 2, {"k", "e", "n", kNameEnd}, true},  // token
     {1, 3, 0, {"o", "r", "d", kNameEnd}, true},  // password
@@ -159,26 +155,32 @@ __attribute__((target("avx2"), always_inline)) inline void nibbles(__m256i v, __
 
 #define CARAPACE_TABLE(bytes) _mm256_load_si256(reinterpret_cast<const __m256i*>(bytes))
 
+// The bucket bits of the 32 positions of `p` in one set of tables
+// ([position][nibble]); *lo0 and *hi0 get the nibbles of position 0.
+__attribute__((target("avx2"), always_inline)) inline __m256i lookup(const uint8_t (&lo_tables)[4][32],
+                                                                     const uint8_t (&hi_tables)[4][32],
+                                                                     const uint8_t* p, __m256i* lo0,
+                                                                     __m256i* hi0) {
+  __m256i lo, hi;
+  nibbles<0>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), lo0, hi0);
+  __m256i m = _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(lo_tables[0]), *lo0),
+                               _mm256_shuffle_epi8(CARAPACE_TABLE(hi_tables[0]), *hi0));
+  nibbles<1>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 1)), &lo, &hi);
+  m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(lo_tables[1]), lo),
+                                           _mm256_shuffle_epi8(CARAPACE_TABLE(hi_tables[1]), hi)));
+  nibbles<2>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2)), &lo, &hi);
+  m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(lo_tables[2]), lo),
+                                           _mm256_shuffle_epi8(CARAPACE_TABLE(hi_tables[2]), hi)));
+  nibbles<3>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 3)), &lo, &hi);
+  return _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(lo_tables[3]), lo),
+                                              _mm256_shuffle_epi8(CARAPACE_TABLE(hi_tables[3]), hi)));
+}
+
 // The candidates of a block that the filter passed: the two sets of buckets.
 __attribute__((target("avx2"), noinline)) uint32_t exact_avx2(const SecretScan::Tables& t, const uint8_t* p) {
-  __m256i any = _mm256_setzero_si256();
-#pragma GCC unroll 2
-  for (int g = 0; g < 2; ++g) {
-    __m256i lo, hi;
-    nibbles<0>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), &lo, &hi);
-    __m256i m = _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.lo[g][0]), lo),
-                                 _mm256_shuffle_epi8(CARAPACE_TABLE(t.hi[g][0]), hi));
-    nibbles<1>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 1)), &lo, &hi);
-    m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.lo[g][1]), lo),
-                                             _mm256_shuffle_epi8(CARAPACE_TABLE(t.hi[g][1]), hi)));
-    nibbles<2>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2)), &lo, &hi);
-    m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.lo[g][2]), lo),
-                                             _mm256_shuffle_epi8(CARAPACE_TABLE(t.hi[g][2]), hi)));
-    nibbles<3>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 3)), &lo, &hi);
-    m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.lo[g][3]), lo),
-                                             _mm256_shuffle_epi8(CARAPACE_TABLE(t.hi[g][3]), hi)));
-    any = _mm256_or_si256(any, m);
-  }
+  __m256i lo0, hi0;
+  const __m256i any =
+      _mm256_or_si256(lookup(t.lo[0], t.hi[0], p, &lo0, &hi0), lookup(t.lo[1], t.hi[1], p, &lo0, &hi0));
   return ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(any, _mm256_setzero_si256())));
 }
 
@@ -190,19 +192,8 @@ __attribute__((target("avx2"), noinline)) uint32_t exact_avx2(const SecretScan::
 __attribute__((target("avx2"), always_inline)) inline void block_avx2(const SecretScan::Tables& t,
                                                                       const uint8_t* p, uint32_t* candidates,
                                                                       uint32_t* hex, __m256i* classes) {
-  __m256i lo0, hi0, lo, hi;
-  nibbles<0>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), &lo0, &hi0);
-  __m256i m = _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.first_lo[0]), lo0),
-                               _mm256_shuffle_epi8(CARAPACE_TABLE(t.first_hi[0]), hi0));
-  nibbles<1>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 1)), &lo, &hi);
-  m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.first_lo[1]), lo),
-                                           _mm256_shuffle_epi8(CARAPACE_TABLE(t.first_hi[1]), hi)));
-  nibbles<2>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2)), &lo, &hi);
-  m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.first_lo[2]), lo),
-                                           _mm256_shuffle_epi8(CARAPACE_TABLE(t.first_hi[2]), hi)));
-  nibbles<3>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 3)), &lo, &hi);
-  m = _mm256_and_si256(m, _mm256_and_si256(_mm256_shuffle_epi8(CARAPACE_TABLE(t.first_lo[3]), lo),
-                                           _mm256_shuffle_epi8(CARAPACE_TABLE(t.first_hi[3]), hi)));
+  __m256i lo0, hi0;
+  const __m256i m = lookup(t.first_lo, t.first_hi, p, &lo0, &hi0);
   const __m256i zero = _mm256_setzero_si256();
   *candidates = ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero)));
   if (*candidates != 0) [[unlikely]] {
