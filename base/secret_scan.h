@@ -33,10 +33,11 @@
 // candidates). The AVX2 kernel first looks a block up in one set of 8
 // buckets, the fingerprints paired (8 shuffles): most text has no
 // candidate there. A block that has one is looked up again in the two sets
-// of 8 (16 shuffles), which give its candidates: the same as two sets
-// alone, at about two thirds of the cost on clean text. Both kernels take
-// a byte past ASCII as no fingerprint's first or second byte. On other
-// CPUs available() is false and the redactor looks at every word.
+// of 8 (16 shuffles), which give its candidates, at about two thirds of
+// the cost of the two sets alone on clean text. A byte past ASCII is no
+// fingerprint's first byte for either kernel, nor its second for AVX2 (a
+// needle that begins with one is found by the redactor's own search). On
+// other CPUs available() is false and the redactor looks at every word.
 //
 // Thread-safety: const methods only.
 #pragma once

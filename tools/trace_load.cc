@@ -30,8 +30,9 @@ void attribute_crash(const Context& ctx, const EventLog& log, const std::string&
   info->crashed_after_seq = info->last_seq;
 }
 
-// From this many events (or spans) on, a session is read on a thread of its
-// own while this one builds; below, on this one (tools/batch_pipe.h).
+// A session of this many events or more is read (its events, or its stored
+// spans) on a thread of its own while this one builds; a shorter one on
+// this one (tools/batch_pipe.h).
 constexpr uint64_t kReadOnAThreadFrom = 4096;
 
 // Reads events [1, last] of `session` in batches handed to `fold` on this
