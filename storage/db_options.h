@@ -15,7 +15,10 @@ namespace carapace {
 
 struct LogDbOptions {
   rocksdb::DBOptions db;
-  rocksdb::ColumnFamilyOptions family;  // every column family's
+  rocksdb::ColumnFamilyOptions family;  // every column family's but the snapshots'
+  // `family` with a bloom filter on each key's session (session_id 0x00):
+  // an iterator on it, unless `total_order_seek`, stays in its seek key's session.
+  rocksdb::ColumnFamilyOptions snapshots;
   std::shared_ptr<rocksdb::Cache> block_cache;
 };
 
@@ -33,7 +36,8 @@ LogDbOptions log_db_options(bool writer, size_t block_cache_bytes, size_t write_
 
 // The log's column families (default, events, sessions, checkpoints,
 // snapshots, and sessions_by_time unless `with_time_index` is false: a log
-// written before it), each with `options.family`; the default family's merge
+// written before it), each with `options.family` (the snapshots family with
+// `options.snapshots`); the default family's merge
 // operator adds the session count (storage/session_time_index.h).
 std::vector<rocksdb::ColumnFamilyDescriptor> log_families(const LogDbOptions& options,
                                                           bool with_time_index = true);

@@ -1,3 +1,5 @@
+#include <rocksdb/perf_context.h>
+#include <rocksdb/perf_level.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -50,6 +52,18 @@ struct LogFixture {
 std::vector<Event> slice(const std::vector<Event>& events, size_t from, size_t to) {
   return std::vector<Event>(events.begin() + static_cast<std::ptrdiff_t>(from),
                             events.begin() + static_cast<std::ptrdiff_t>(to));
+}
+
+// A state of `bytes` pseudo-random bytes: compression cannot shrink it.
+std::string incompressible(size_t bytes, uint64_t seed) {
+  std::string out(bytes, '\0');
+  for (char& c : out) {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    c = static_cast<char>(seed);
+  }
+  return out;
 }
 
 }  // namespace
@@ -408,6 +422,53 @@ BOOST_AUTO_TEST_CASE(the_latest_intact_snapshot_is_found) {
   BOOST_REQUIRE(all.size() == 2u);
   BOOST_TEST(all[0].second.ok());
   BOOST_TEST(all[1].second.is_corruption());
+}
+
+// A block of the snapshots family is often one whole state. Finding one
+// session's snapshot must not read the blocks of the session that sorts
+// next, in the table files that hold only that one's (a bloom filter on the
+// session prefix skips them), from a writer or a reader.
+BOOST_AUTO_TEST_CASE(finding_a_snapshot_reads_no_block_of_another_session) {
+  // Past the 16 KB block size: the block that holds it holds nothing else.
+  const std::string small = incompressible(20 << 10, 1);
+  CHECK_OK(log->put_snapshot("a", SnapshotEntry{.seq = 7, .turn = 1, .state = small}));
+  constexpr size_t kBig = 2 << 20;
+  for (uint64_t seq = 10; seq < 300; seq += 10) {  // 58 MB: several table files, none with "a"
+    CHECK_OK(
+        log->put_snapshot("b", SnapshotEntry{.seq = seq, .turn = seq, .state = incompressible(kBig, seq)}));
+  }
+  for (auto mode : {EventLog::Mode::kWriter, EventLog::Mode::kReader}) {
+    open(mode);  // an empty block cache
+    rocksdb::SetPerfLevel(rocksdb::PerfLevel::kEnableCount);
+    rocksdb::get_perf_context()->Reset();
+    SnapshotEntry snap;
+    CHECK_OK(log->latest_snapshot("a", UINT64_MAX, &snap));
+    uint64_t read = rocksdb::get_perf_context()->block_read_byte;
+    rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
+    BOOST_TEST((snap.state == small));
+    BOOST_TEST(read < 2 * small.size(), read << " bytes of blocks read to find a snapshot of 20 KB");
+    CHECK_OK(log->latest_snapshot("b", UINT64_MAX, &snap));
+    BOOST_TEST(snap.seq == 290u);
+    BOOST_TEST((snap.state == incompressible(kBig, 290)));
+    CHECK_OK(log->latest_snapshot("b", 285, &snap));
+    BOOST_TEST(snap.seq == 280u);
+    BOOST_TEST(log->latest_snapshot("b", 275, &snap).is_not_found());  // two are kept
+    BOOST_TEST(log->latest_snapshot("c", UINT64_MAX, &snap).is_not_found());
+  }
+  // A removed session's range deletion reaches past the filter: the files
+  // that hold the snapshots are not the file that holds their deletion.
+  open();
+  CHECK_OK(log->remove_session("b"));
+  for (auto mode : {EventLog::Mode::kWriter, EventLog::Mode::kReader}) {
+    open(mode);
+    SnapshotEntry snap;
+    BOOST_TEST(log->latest_snapshot("b", UINT64_MAX, &snap).is_not_found());
+    std::vector<std::pair<SnapshotEntry, Status>> all;
+    CHECK_OK(log->snapshots("b", &all));
+    BOOST_TEST(all.empty());
+    CHECK_OK(log->latest_snapshot("a", UINT64_MAX, &snap));
+    BOOST_TEST(snap.seq == 7u);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_cursor_reports_the_damaged_record_by_seq) {
