@@ -12,6 +12,8 @@
 //   spans     on the recorded log: SpanBuilder over every event (the
 //             collector's work) against a plain fold (Folder) of the same
 //             events, both from memory, best of three.
+//   render    the stored text of every span built: span_to_json().dump()
+//             against span_json_text(), per span, best of three.
 // Prints a table, then one JSON object as the last line.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -86,8 +88,9 @@ int main(int argc, char** argv) {
   fs::path root = dir_flag.empty() ? fs::temp_directory_path() / ("collector-bench-" + std::to_string(::getpid()))
                                    : fs::path(dir_flag);
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%7s %8s | %12s %12s %6s %8s | %12s %12s %6s\n", "turns", "events", "off turns/s", "on turns/s", "ratio",
-              "flush s", "fold ev/s", "spans ev/s", "ratio");
+  std::printf("%7s %8s | %12s %12s %6s %8s | %12s %12s %6s | %9s %9s %6s\n", "turns", "events", "off turns/s",
+              "on turns/s", "ratio", "flush s", "fold ev/s", "spans ev/s", "ratio", "dump us", "text us",
+              "ratio");
   for (uint64_t n : turns) {
     double off_s = 1e100, on_s = 1e100, flush_s = 0;
     std::string id;
@@ -118,10 +121,26 @@ int main(int argc, char** argv) {
       for (const auto& e : all) builder.add(e);
       spans = builder.spans().size();
     });
+    // Rendering the spans' stored text: the JSON value built and dumped
+    // (as the collector did) against the text written straight.
+    SpanBuilder built(id);
+    for (const auto& e : all) built.add(e);
+    size_t bytes = 0;
+    double dump_s = best_of_three([&] {
+      for (const Span& sp : built.spans()) {
+        bytes += span_to_json(sp).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
+      }
+    });
+    double text_s = best_of_three([&] {
+      for (const Span& sp : built.spans()) bytes += span_json_text(sp).size();
+    });
+    if (bytes == 0) std::exit(1);
+    const double span_count = static_cast<double>(built.spans().size());
     const double events = static_cast<double>(all.size());
-    std::printf("%7llu %8zu | %12.0f %12.0f %5.2fx %8.3f | %12.0f %12.0f %5.2fx\n",
+    std::printf("%7llu %8zu | %12.0f %12.0f %5.2fx %8.3f | %12.0f %12.0f %5.2fx | %9.2f %9.2f %5.2fx\n",
                 static_cast<unsigned long long>(n), all.size(), n / off_s, n / on_s, off_s / on_s, flush_s,
-                events / fold_s, events / spans_s, fold_s / spans_s);
+                events / fold_s, events / spans_s, fold_s / spans_s, dump_s / span_count * 1e6,
+                text_s / span_count * 1e6, dump_s / text_s);
     rows.push_back({{"turns", n},
                     {"events", all.size()},
                     {"spans", spans},
@@ -131,7 +150,9 @@ int main(int argc, char** argv) {
                     {"flush_s", flush_s},
                     {"fold_events_per_s", events / fold_s},
                     {"spans_events_per_s", events / spans_s},
-                    {"spans_fold_ratio", fold_s / spans_s}});
+                    {"spans_fold_ratio", fold_s / spans_s},
+                    {"render_dump_us_per_span", dump_s / span_count * 1e6},
+                    {"render_text_us_per_span", text_s / span_count * 1e6}});
   }
   if (dir_flag.empty()) fs::remove_all(root);
   std::printf("%s\n", nlohmann::json{{"collector", rows}}.dump().c_str());

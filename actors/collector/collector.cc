@@ -141,7 +141,7 @@ void write(CollectorState& st) {
       StoredSpan stored{.session = session, .span_id = sp.span_id, .open_seq = sp.open_seq, .start_us = sp.start_us};
       if (sp.kind == kSpanLlm) stored.model = sp.attrs.value("model", std::string());
       if (sp.kind == kSpanTool) stored.tool = sp.attrs.value("tool", std::string());
-      stored.value = span_to_json(sp).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      stored.value = span_json_text(sp);
       spans.push_back(std::move(stored));
     }
     progress.emplace_back(session, TraceProgress{.last_seq = st.incomplete.count(session) ? 0 : it->second->last_seq(),

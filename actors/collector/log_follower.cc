@@ -52,7 +52,7 @@ Status LogFollower::poll(FollowReport* report) {
       StoredSpan stored{.session = id, .span_id = sp.span_id, .open_seq = sp.open_seq, .start_us = sp.start_us};
       if (sp.kind == kSpanLlm) stored.model = sp.attrs.value("model", std::string());
       if (sp.kind == kSpanTool) stored.tool = sp.attrs.value("tool", std::string());
-      stored.value = span_to_json(sp).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      stored.value = span_json_text(sp);
       spans.push_back(std::move(stored));
       if (report_finished_ && !sp.open()) report->finished[id].push_back(std::move(sp));
     }

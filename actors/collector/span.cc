@@ -1,5 +1,6 @@
 #include "actors/collector/span.h"
 
+#include <charconv>
 #include <type_traits>
 
 #include "base/digest.h"
@@ -40,6 +41,93 @@ nlohmann::json span_to_json(const Span& s) {
           {"open_seq", s.open_seq}, {"close_seq", s.close_seq}, {"start_us", s.start_us},
           {"end_us", s.end_us},     {"status", s.status},   {"attrs", s.attrs},
           {"events", events},       {"links", links}};
+}
+
+namespace {
+
+using nlohmann::json;
+
+// Appends JSON text to a string, as nlohmann_json's dump() writes it:
+// compact, invalid UTF-8 replaced.
+class SpanWriter {
+ public:
+  explicit SpanWriter(std::string* out)
+      : out_(out),
+        serializer_(nlohmann::detail::output_adapter<char, std::string>(*out), ' ',
+                    json::error_handler_t::replace) {}
+
+  SpanWriter& raw(std::string_view text) {
+    out_->append(text);
+    return *this;
+  }
+  SpanWriter& string(std::string_view s) {
+    // Printable ASCII but the quote and the backslash is written as it is;
+    // anything else as dump() writes it (its escapes, its UTF-8 checks).
+    for (unsigned char c : s) {
+      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+        serializer_.dump(json(s), false, false, 0);
+        return *this;
+      }
+    }
+    out_->push_back('"');
+    out_->append(s);
+    out_->push_back('"');
+    return *this;
+  }
+  template <typename Int>
+  SpanWriter& integer(Int v) {
+    char buf[24];
+    auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+    out_->append(buf, end);
+    return *this;
+  }
+  SpanWriter& value(const json& j) {
+    serializer_.dump(j, false, false, 0);
+    return *this;
+  }
+
+ private:
+  std::string* out_;
+  nlohmann::detail::serializer<json> serializer_;
+};
+
+}  // namespace
+
+// The keys in the order dump() gives them: an object's keys sorted.
+std::string span_json_text(const Span& s) {
+  std::string out;
+  out.reserve(256);
+  SpanWriter w(&out);
+  w.raw("{\"attrs\":").value(s.attrs);
+  w.raw(",\"close_seq\":").integer(s.close_seq);
+  w.raw(",\"end_us\":").integer(s.end_us);
+  w.raw(",\"events\":[");
+  for (size_t i = 0; i < s.events.size(); ++i) {
+    const SpanEvent& e = s.events[i];
+    w.raw(i == 0 ? "{\"attrs\":" : ",{\"attrs\":").value(e.attrs);
+    w.raw(",\"name\":").string(e.name);
+    w.raw(",\"seq\":").integer(e.seq);
+    w.raw(",\"ts_us\":").integer(e.ts_us).raw("}");
+  }
+  w.raw("],\"kind\":").string(s.kind);
+  w.raw(",\"links\":[");
+  for (size_t i = 0; i < s.links.size(); ++i) {
+    const SpanLink& l = s.links[i];
+    w.raw(i == 0 ? "{\"reason\":" : ",{\"reason\":").string(l.reason);
+    w.raw(",\"seq\":").integer(l.seq);
+    w.raw(",\"session\":").string(l.session);
+    w.raw(",\"span_id\":").string(l.span_id);
+    w.raw(",\"trace_id\":").string(l.trace_id).raw("}");
+  }
+  w.raw("],\"name\":").string(s.name);
+  w.raw(",\"open_seq\":").integer(s.open_seq);
+  w.raw(",\"parent_id\":").string(s.parent_id);
+  w.raw(",\"session\":").string(s.session);
+  w.raw(",\"span_id\":").string(s.span_id);
+  w.raw(",\"start_us\":").integer(s.start_us);
+  w.raw(",\"status\":").string(s.status);
+  w.raw(",\"trace_id\":").string(s.trace_id).raw("}");
+  return out;
 }
 
 namespace {

@@ -84,6 +84,10 @@ std::string trace_id_of(std::string_view session);
 std::string span_id_of(std::string_view session, uint64_t seq, std::string_view kind);
 
 nlohmann::json span_to_json(const Span& span);
+// The stored form of a span: byte for byte span_to_json(span).dump() with
+// invalid UTF-8 replaced (U+FFFD), written without building the JSON value
+// (the collector renders every span it stores).
+std::string span_json_text(const Span& span);
 // Parses span_to_json(); an error names the field that is wrong.
 Status span_from_json(const nlohmann::json& j, Span* out);
 // The same, taking the attributes and events from `j` rather than copying them.

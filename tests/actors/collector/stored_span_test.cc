@@ -57,9 +57,65 @@ std::string nested_objects(int depth) {
   return text + "1" + std::string(static_cast<size_t>(depth), '}');
 }
 
+// Text of every kind a string can hold: printable ASCII, what JSON escapes,
+// control characters, DEL, UTF-8 of two to four bytes, and bytes that are
+// not UTF-8 (a lone continuation byte, a cut-short sequence, 0xff).
+std::string random_text(std::mt19937_64& rng) {
+  static const std::vector<std::string> pieces = {
+      "a",    "Z",    "7",        " ",    "-",           "\"",       "\\",           "/",
+      "\n",   "\t",   "\x01",     "\x1f", "\x7f",        "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+      "\x80", "\xc3", "\xe2\x82", "\xff", "\xed\xa0\x80"};
+  std::string out;
+  const size_t n = rng() % 12;
+  for (size_t i = 0; i < n; ++i) out += pieces[rng() % pieces.size()];
+  return out;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(stored_span)
+
+// The collector stores span_json_text(); readers were written against
+// span_to_json().dump(): the two must be the same bytes.
+BOOST_AUTO_TEST_CASE(the_stored_text_is_the_json_values_dump) {
+  auto dump = [](const Span& s) {
+    return span_to_json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  const std::vector<Span> spans = varied_spans();
+  for (const Span& s : spans) BOOST_TEST(span_json_text(s) == dump(s));
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 3000; ++i) {
+    Span s = spans[static_cast<size_t>(i) % spans.size()];
+    for (std::string* text :
+         {&s.trace_id, &s.span_id, &s.parent_id, &s.session, &s.kind, &s.name, &s.status}) {
+      if (rng() % 2) *text = random_text(rng);
+    }
+    s.open_seq = rng() % 3 ? rng() % 1000 : rng();
+    s.close_seq = rng() % 3 ? 0 : rng();
+    s.start_us = static_cast<int64_t>(rng());
+    s.end_us = rng() % 2 ? 0 : -static_cast<int64_t>(rng() % 1000);
+    s.attrs[random_text(rng)] = random_text(rng);
+    s.attrs["i"] = -static_cast<int64_t>(rng() % 100000);
+    s.attrs["u"] = rng();
+    s.attrs["f"] = static_cast<double>(rng() % 1000) / 7.0;
+    s.attrs["b"] = rng() % 2 == 0;
+    for (size_t k = rng() % 3; k > 0; --k) {
+      s.events.push_back(SpanEvent{.seq = rng(),
+                                   .ts_us = static_cast<int64_t>(rng()),
+                                   .name = random_text(rng),
+                                   .attrs = {{random_text(rng), static_cast<int64_t>(rng() % 9) - 4}}});
+    }
+    for (size_t k = rng() % 3; k > 0; --k) {
+      s.links.push_back(SpanLink{.trace_id = random_text(rng),
+                                 .span_id = random_text(rng),
+                                 .session = random_text(rng),
+                                 .seq = rng(),
+                                 .reason = random_text(rng)});
+    }
+    const std::string expected = dump(s);
+    BOOST_TEST(span_json_text(s) == expected);
+  }
+}
 
 BOOST_AUTO_TEST_CASE(a_stored_span_reads_back_as_the_span_that_was_stored) {
   std::vector<Span> spans = varied_spans();
