@@ -2,8 +2,10 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <mutex>
 
 #include "actors/caf_types.h"
 #include "actors/hook/replay_hook_actor.h"
@@ -240,6 +242,10 @@ class Replay {
         // The recording answers by turn and attempt: no conversation to copy.
         .provider_reads_messages = false,
     });
+    context->on_durable = [this](const std::string&, const Event& e) {
+      std::lock_guard lock(published_mu_);
+      published_.push_back(e);
+    };
     context_ = context;
     session_ = spawn_session(*system_, context);
     actors_.push_back(caf::actor_cast<caf::actor>(session_));
@@ -255,26 +261,58 @@ class Replay {
   Status compare_new(bool* diverged) {
     uint64_t last = journal_->last_seq();
     if (last <= compared_) return Status();
-    std::vector<Event> produced;
-    CARAPACE_RETURN_IF_ERROR(log_->read(id_, compared_ + 1, last, &produced));
-    for (Event& e : produced) {
-      if (e.seq > recorded_.size()) {
-        diverge(e.seq, std::nullopt, std::move(e), {});
-        *diverged = true;
-        return Status();
+    // The events as the session published them when it has published them
+    // all; else, or to confirm a difference, as the scratch log stores them:
+    // a divergence is always reported from the stored records.
+    for (bool from_memory : {true, false}) {
+      std::vector<Event> produced;
+      if (!from_memory || !take_published(last, &produced)) {
+        if (from_memory) continue;
+        produced.clear();
+        CARAPACE_RETURN_IF_ERROR(log_->read(id_, compared_ + 1, last, &produced));
       }
-      const Event& expected = recorded_[e.seq - 1];
-      std::vector<FieldDiff> fields = diff_events(expected, e);
-      if (!fields.empty()) {
-        diverge(e.seq, expected, std::move(e), std::move(fields));
-        *diverged = true;
-        return Status();
+      bool confirm = false;
+      for (Event& e : produced) {
+        const Event* expected = e.seq <= recorded_.size() ? &recorded_[e.seq - 1] : nullptr;
+        std::vector<FieldDiff> fields;
+        if (expected == nullptr || !(fields = diff_events(*expected, e)).empty()) {
+          if (from_memory) {
+            confirm = true;
+            break;
+          }
+          if (expected == nullptr) {
+            diverge(e.seq, std::nullopt, std::move(e), {});
+          } else {
+            diverge(e.seq, *expected, std::move(e), std::move(fields));
+          }
+          *diverged = true;
+          return Status();
+        }
+        if (const auto* c = get_if<TurnCommitted>(e)) turns_ = c->turn;
+        compared_ = e.seq;
       }
-      if (const auto* c = get_if<TurnCommitted>(e)) turns_ = c->turn;
-      compared_ = e.seq;
+      if (!confirm) break;
     }
     written_ = compared_;
     return Status();
+  }
+
+  // The events after compared_ up to `last` as the session published them,
+  // false unless they are all there, in order (the journal wrote one it has
+  // not published yet): then the scratch log has them.
+  bool take_published(uint64_t last, std::vector<Event>* out) {
+    std::lock_guard lock(published_mu_);
+    auto first = std::find_if(published_.begin(), published_.end(),
+                              [this](const Event& e) { return e.seq > compared_; });
+    published_.erase(published_.begin(), first);
+    uint64_t want = compared_ + 1;
+    size_t n = 0;
+    while (n < published_.size() && published_[n].seq == want && want <= last) ++n, ++want;
+    if (want != last + 1) return false;
+    out->assign(std::make_move_iterator(published_.begin()),
+                std::make_move_iterator(published_.begin() + static_cast<std::ptrdiff_t>(n)));
+    published_.erase(published_.begin(), published_.begin() + static_cast<std::ptrdiff_t>(n));
+    return true;
   }
 
   void diverge(uint64_t seq, std::optional<Event> expected, std::optional<Event> actual,
@@ -432,6 +470,10 @@ class Replay {
   ReplayConfiguration current_;
   std::vector<caf::actor> actors_;
 
+  // What the session published (SessionContext::on_durable), not compared yet:
+  // compare_new takes them rather than reading the scratch log back.
+  std::mutex published_mu_;
+  std::vector<Event> published_;      // under published_mu_
   std::atomic<uint64_t> written_{0};  // the replay's last seq, as compared
   uint64_t compared_ = 0;
   uint64_t sent_ = UINT64_MAX;  // the recorded index of the last user message sent
