@@ -49,8 +49,10 @@ rocksdb::CompressionType pick_compression() {
 class SessionPrefix : public rocksdb::SliceTransform {
  public:
   const char* Name() const override { return "carapace.SessionPrefix"; }
+  // RocksDB transforms only keys InDomain() accepts; any other is its own prefix.
   rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
     const void* separator = std::memchr(key.data(), '\0', key.size());
+    if (separator == nullptr) return key;
     return rocksdb::Slice(key.data(), static_cast<const char*>(separator) - key.data() + 1);
   }
   bool InDomain(const rocksdb::Slice& key) const override {
