@@ -471,6 +471,49 @@ BOOST_AUTO_TEST_CASE(finding_a_snapshot_reads_no_block_of_another_session) {
   }
 }
 
+// Table files of the snapshots family written without the session filter
+// (as a build before it wrote them) are read as before, beside files that
+// have it, and pruning old snapshots reaches into them.
+BOOST_AUTO_TEST_CASE(snapshots_in_table_files_without_the_filter_are_found) {
+  for (uint64_t seq : {10, 20}) {
+    CHECK_OK(
+        log->put_snapshot("a", SnapshotEntry{.seq = seq, .turn = seq, .state = "a@" + std::to_string(seq)}));
+    CHECK_OK(
+        log->put_snapshot("b", SnapshotEntry{.seq = seq, .turn = seq, .state = "b@" + std::to_string(seq)}));
+  }
+  log.reset();
+  {
+    testing::RawDb raw(path());  // recovers the log's writes with RocksDB's defaults
+    raw.flush();
+    std::vector<std::string> extractors = raw.prefix_extractors(kSnapshotsFamily);
+    BOOST_REQUIRE(!extractors.empty());
+    for (const auto& name : extractors) BOOST_TEST(name == "nullptr");
+  }
+  open();
+  CHECK_OK(log->put_snapshot("a", SnapshotEntry{.seq = 30, .turn = 30, .state = "a@30"}));
+  open();  // recovers that write into a table file of its own, with the filter
+  log.reset();
+  {
+    testing::RawDb raw(path());
+    std::vector<std::string> extractors = raw.prefix_extractors(kSnapshotsFamily);
+    BOOST_TEST(std::count(extractors.begin(), extractors.end(), "nullptr") >= 1);
+    BOOST_TEST(std::count(extractors.begin(), extractors.end(), "carapace.SessionPrefix") >= 1);
+  }
+  for (auto mode : {EventLog::Mode::kWriter, EventLog::Mode::kReader}) {
+    open(mode);
+    SnapshotEntry snap;
+    CHECK_OK(log->latest_snapshot("a", UINT64_MAX, &snap));
+    BOOST_TEST(snap.state == "a@30");
+    CHECK_OK(log->latest_snapshot("a", 29, &snap));
+    BOOST_TEST(snap.state == "a@20");
+    BOOST_TEST(log->latest_snapshot("a", 19, &snap).is_not_found());  // pruned, in the older file
+    CHECK_OK(log->latest_snapshot("b", UINT64_MAX, &snap));
+    BOOST_TEST(snap.state == "b@20");
+    CHECK_OK(log->latest_snapshot("b", 15, &snap));
+    BOOST_TEST(snap.state == "b@10");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_cursor_reports_the_damaged_record_by_seq) {
   SessionBuilder b;
   b.start().turn();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <rocksdb/db.h>
+#include <rocksdb/table_properties.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -66,6 +67,24 @@ class RawDb {
     if (!s.ok()) throw std::runtime_error("RawDb drop: " + s.ToString());
     db_->DestroyColumnFamilyHandle(h);
     handles_.erase(std::find(handles_.begin(), handles_.end(), h));
+  }
+
+  // Writes every family's memtable to a table file, with RocksDB's default
+  // table options (as a build before some option would have).
+  void flush() {
+    rocksdb::Status s = db_->Flush(rocksdb::FlushOptions(), handles_);
+    if (!s.ok()) throw std::runtime_error("RawDb flush: " + s.ToString());
+  }
+
+  // The prefix extractor each table file of a family was built with
+  // ("nullptr" for none), from the files' properties.
+  std::vector<std::string> prefix_extractors(std::string_view family_name) const {
+    rocksdb::TablePropertiesCollection tables;
+    rocksdb::Status s = db_->GetPropertiesOfAllTables(family(family_name), &tables);
+    if (!s.ok()) throw std::runtime_error("RawDb table properties: " + s.ToString());
+    std::vector<std::string> out;
+    for (const auto& [file, props] : tables) out.push_back(props->prefix_extractor_name);
+    return out;
   }
 
   void erase(std::string_view family_name, const std::string& key) {
