@@ -257,44 +257,44 @@ class Replay {
     }
   }
 
-  // Compares what the replay wrote since the last look; false at the first divergence.
+  // Compares what the replay wrote since the last look; *diverged at the first divergence.
+  // The events as the session published them, when it has published them all
+  // and they match the recording; else, or to confirm a difference, as the
+  // scratch log stores them: a divergence is reported from the stored records.
   Status compare_new(bool* diverged) {
     uint64_t last = journal_->last_seq();
     if (last <= compared_) return Status();
-    // The events as the session published them when it has published them
-    // all; else, or to confirm a difference, as the scratch log stores them:
-    // a divergence is always reported from the stored records.
-    for (bool from_memory : {true, false}) {
-      std::vector<Event> produced;
-      if (!from_memory || !take_published(last, &produced)) {
-        if (from_memory) continue;
-        produced.clear();
-        CARAPACE_RETURN_IF_ERROR(log_->read(id_, compared_ + 1, last, &produced));
-      }
-      bool confirm = false;
-      for (Event& e : produced) {
-        const Event* expected = e.seq <= recorded_.size() ? &recorded_[e.seq - 1] : nullptr;
-        std::vector<FieldDiff> fields;
-        if (expected == nullptr || !(fields = diff_events(*expected, e)).empty()) {
-          if (from_memory) {
-            confirm = true;
-            break;
-          }
-          if (expected == nullptr) {
-            diverge(e.seq, std::nullopt, std::move(e), {});
-          } else {
-            diverge(e.seq, *expected, std::move(e), std::move(fields));
-          }
-          *diverged = true;
-          return Status();
-        }
-        if (const auto* c = get_if<TurnCommitted>(e)) turns_ = c->turn;
-        compared_ = e.seq;
-      }
-      if (!confirm) break;
+    std::vector<Event> produced;
+    if (!take_published(last, &produced) || !compare(produced, nullptr)) {
+      produced.clear();
+      CARAPACE_RETURN_IF_ERROR(log_->read(id_, compared_ + 1, last, &produced));
+      if (!compare(produced, diverged)) return Status();
     }
     written_ = compared_;
     return Status();
+  }
+
+  // Compares `produced` (the events after compared_) with the recording,
+  // moving compared_ on; false at the first difference, which is reported
+  // (*diverged set) unless `diverged` is null.
+  bool compare(std::vector<Event>& produced, bool* diverged) {
+    for (Event& e : produced) {
+      const Event* expected = e.seq <= recorded_.size() ? &recorded_[e.seq - 1] : nullptr;
+      std::vector<FieldDiff> fields;
+      if (expected == nullptr || !(fields = diff_events(*expected, e)).empty()) {
+        if (diverged == nullptr) return false;
+        if (expected == nullptr) {
+          diverge(e.seq, std::nullopt, std::move(e), {});
+        } else {
+          diverge(e.seq, *expected, std::move(e), std::move(fields));
+        }
+        *diverged = true;
+        return false;
+      }
+      if (const auto* c = get_if<TurnCommitted>(e)) turns_ = c->turn;
+      compared_ = e.seq;
+    }
+    return true;
   }
 
   // The events after compared_ up to `last` as the session published them,

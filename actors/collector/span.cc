@@ -85,6 +85,17 @@ class SpanWriter {
     serializer_.dump(j, false, false, 0);
     return *this;
   }
+  // [each(item), ...]
+  template <typename T, typename Each>
+  SpanWriter& array(const std::vector<T>& items, Each each) {
+    out_->push_back('[');
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i != 0) out_->push_back(',');
+      each(items[i]);
+    }
+    out_->push_back(']');
+    return *this;
+  }
 
  private:
   std::string* out_;
@@ -101,25 +112,21 @@ std::string span_json_text(const Span& s) {
   w.raw("{\"attrs\":").value(s.attrs);
   w.raw(",\"close_seq\":").integer(s.close_seq);
   w.raw(",\"end_us\":").integer(s.end_us);
-  w.raw(",\"events\":[");
-  for (size_t i = 0; i < s.events.size(); ++i) {
-    const SpanEvent& e = s.events[i];
-    w.raw(i == 0 ? "{\"attrs\":" : ",{\"attrs\":").value(e.attrs);
+  w.raw(",\"events\":").array(s.events, [&w](const SpanEvent& e) {
+    w.raw("{\"attrs\":").value(e.attrs);
     w.raw(",\"name\":").string(e.name);
     w.raw(",\"seq\":").integer(e.seq);
     w.raw(",\"ts_us\":").integer(e.ts_us).raw("}");
-  }
-  w.raw("],\"kind\":").string(s.kind);
-  w.raw(",\"links\":[");
-  for (size_t i = 0; i < s.links.size(); ++i) {
-    const SpanLink& l = s.links[i];
-    w.raw(i == 0 ? "{\"reason\":" : ",{\"reason\":").string(l.reason);
+  });
+  w.raw(",\"kind\":").string(s.kind);
+  w.raw(",\"links\":").array(s.links, [&w](const SpanLink& l) {
+    w.raw("{\"reason\":").string(l.reason);
     w.raw(",\"seq\":").integer(l.seq);
     w.raw(",\"session\":").string(l.session);
     w.raw(",\"span_id\":").string(l.span_id);
     w.raw(",\"trace_id\":").string(l.trace_id).raw("}");
-  }
-  w.raw("],\"name\":").string(s.name);
+  });
+  w.raw(",\"name\":").string(s.name);
   w.raw(",\"open_seq\":").integer(s.open_seq);
   w.raw(",\"parent_id\":").string(s.parent_id);
   w.raw(",\"session\":").string(s.session);
