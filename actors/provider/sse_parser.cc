@@ -71,12 +71,17 @@ void SseParser::feed(std::string_view bytes, const Sink& sink) {
 void SseParser::line(std::string_view text, const Sink& sink) {
   if (text.empty()) {
     if (has_data_) {
-      event_.data = std::move(data_);
+      event_.data.swap(data_);
       if (!event_.data.empty() && event_.data.back() == '\n') event_.data.pop_back();
       ++events_;
       sink(event_);
     }
-    event_ = SseEvent{};
+    // The next event starts empty (its data is data_, swapped in when it is
+    // dispatched); the strings keep their capacity, so an event of the usual
+    // size allocates nothing.
+    event_.type.assign(SseEvent::kDefaultType);
+    event_.id.clear();
+    event_.raw.clear();
     data_.clear();
     has_data_ = false;
     has_fields_ = false;
@@ -104,9 +109,9 @@ void SseParser::line(std::string_view text, const Sink& sink) {
     data_ += '\n';
     has_data_ = true;
   } else if (field == "event") {
-    event_.type = value.empty() ? "message" : std::string(value);
+    event_.type.assign(value.empty() ? SseEvent::kDefaultType : value);
   } else if (field == "id") {
-    if (value.find('\0') == std::string_view::npos) event_.id = std::string(value);
+    if (value.find('\0') == std::string_view::npos) event_.id.assign(value);
   }
   // "retry" and unknown fields are ignored: the retry policy decides reconnection.
 }

@@ -26,7 +26,10 @@
 namespace carapace {
 
 struct SseEvent {
-  std::string type = "message";
+  // The type of an event that names none.
+  static constexpr std::string_view kDefaultType = "message";
+
+  std::string type{kDefaultType};
   std::string data;
   std::string id;
   // The raw lines of the event (without their line ends), to keep with a

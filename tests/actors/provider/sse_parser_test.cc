@@ -105,5 +105,33 @@ BOOST_AUTO_TEST_CASE(raw_lines_are_kept_for_failures) {
   BOOST_TEST(raw == "event: x\ndata: {broken");
 }
 
+// The parser reuses its strings from one event to the next: nothing of an
+// event (its type, id, data or raw lines) reaches the events after it.
+BOOST_AUTO_TEST_CASE(each_event_holds_only_its_own_fields) {
+  const std::string long_data(5000, 'x');
+  SseParser p;
+  std::vector<SseEvent> got;
+  p.feed("event: content_block_delta_long_name\nid: 41\ndata: " + long_data + "\ndata: more\n\n" +
+             "data: {}\n\n" + "event: ping\ndata: p\n\n" + "id: 42\ndata:\n\n",
+         [&got](const SseEvent& e) { got.push_back(e); });
+  BOOST_TEST_REQUIRE(got.size() == 4u);
+  BOOST_TEST(got[0].type == "content_block_delta_long_name");
+  BOOST_TEST(got[0].id == "41");
+  BOOST_TEST(got[0].data == long_data + "\nmore");
+  BOOST_TEST(got[0].raw.size() == SseParser::kRawKept);
+  BOOST_TEST(got[0].raw.rfind("event: content_block_delta_long_name\nid: 41\ndata: xxx", 0) == 0u);
+  BOOST_TEST(got[1].type == "message");
+  BOOST_TEST(got[1].id == "");
+  BOOST_TEST(got[1].data == "{}");
+  BOOST_TEST(got[1].raw == "data: {}");
+  BOOST_TEST(got[2].type == "ping");
+  BOOST_TEST(got[2].data == "p");
+  BOOST_TEST(got[2].raw == "event: ping\ndata: p");
+  BOOST_TEST(got[3].type == "message");
+  BOOST_TEST(got[3].id == "42");
+  BOOST_TEST(got[3].data == "");
+  BOOST_TEST(got[3].raw == "id: 42\ndata:");
+}
+
 }  // namespace
 }  // namespace carapace
