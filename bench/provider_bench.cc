@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <simdjson.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -119,6 +120,9 @@ struct ParseFigures {
   double mb = 0;
   size_t events = 0;
   double carapace_mb_s = 0, memchr_mb_s = 0, json_only_mb_s = 0;
+  // The parts of the path alone: SseParser with an empty sink; simdjson's
+  // DOM parse of every event's data (what the decoders parse with).
+  double sse_only_mb_s = 0, simdjson_only_mb_s = 0;
 };
 
 // (a) for one format.
@@ -135,7 +139,8 @@ ParseFigures measure_parse(const std::string& format, size_t bytes, int rounds) 
   } else {
     provider = std::make_shared<Anthropic>(options, client, nullptr);
   }
-  double best_carapace = 1e100, best_memchr = 1e100, best_json = 1e100;
+  double best_carapace = 1e100, best_memchr = 1e100, best_json = 1e100, best_sse = 1e100,
+         best_simdjson = 1e100;
   size_t sink_bytes = 0, lines = 0;
   std::vector<std::string> payloads;
   {
@@ -187,11 +192,36 @@ ParseFigures measure_parse(const std::string& format, size_t bytes, int rounds) 
     }
     best_json = std::min(best_json, seconds_since(start));
     sink_bytes += keys;
+    // The SSE parser alone, the same pieces.
+    start = Clock::now();
+    {
+      SseParser sse;
+      size_t seen = 0;
+      for (size_t at = 0; at < stream.size(); at += kPiece) {
+        sse.feed(std::string_view(stream).substr(at, kPiece),
+                 [&seen](const SseEvent& e) { seen += e.data.size(); });
+      }
+      sink_bytes += seen;
+    }
+    best_sse = std::min(best_sse, seconds_since(start));
+    // simdjson's DOM parse of every event's data alone, one parser reused.
+    start = Clock::now();
+    {
+      simdjson::dom::parser dom;
+      for (const auto& data : payloads) {
+        simdjson::dom::element root;
+        keys += dom.parse(data.data(), data.size(), true).get(root) == simdjson::SUCCESS && root.is_object();
+      }
+    }
+    best_simdjson = std::min(best_simdjson, seconds_since(start));
+    sink_bytes += keys;
   }
   if (sink_bytes == 0 || lines == 0) std::exit(1);
   f.carapace_mb_s = f.mb / best_carapace;
   f.memchr_mb_s = f.mb / best_memchr;
   f.json_only_mb_s = f.mb / best_json;
+  f.sse_only_mb_s = f.mb / best_sse;
+  f.simdjson_only_mb_s = f.mb / best_simdjson;
   return f;
 }
 
@@ -446,6 +476,9 @@ int main(int argc, char** argv) {
                   f.events);
     row(what, f.carapace_mb_s, f.memchr_mb_s);
     row("    vs json::parse of each event's data alone [MB/s]", f.carapace_mb_s, f.json_only_mb_s);
+    row("    vs simdjson's DOM parse of each event's data alone [MB/s]", f.carapace_mb_s,
+        f.simdjson_only_mb_s);
+    row("    vs SseParser alone, an empty sink [MB/s]", f.carapace_mb_s, f.sse_only_mb_s);
   }
   // Ratios as throughput: the baseline's time over Carapace's.
   row("(b) 300 tokens at once, provider vs bare curl easy handle [ms]", at_once.provider_ms, at_once.curl_ms, 3);
@@ -462,11 +495,15 @@ int main(int argc, char** argv) {
             {"openai_parse_mb_s", openai.carapace_mb_s},
             {"openai_memchr_mb_s", openai.memchr_mb_s},
             {"openai_json_only_mb_s", openai.json_only_mb_s},
+            {"openai_simdjson_only_mb_s", openai.simdjson_only_mb_s},
+            {"openai_sse_only_mb_s", openai.sse_only_mb_s},
             {"openai_ratio_vs_memchr", openai.carapace_mb_s / openai.memchr_mb_s},
             {"openai_ratio_vs_json_only", openai.carapace_mb_s / openai.json_only_mb_s},
             {"anthropic_parse_mb_s", anthropic.carapace_mb_s},
             {"anthropic_memchr_mb_s", anthropic.memchr_mb_s},
             {"anthropic_json_only_mb_s", anthropic.json_only_mb_s},
+            {"anthropic_simdjson_only_mb_s", anthropic.simdjson_only_mb_s},
+            {"anthropic_sse_only_mb_s", anthropic.sse_only_mb_s},
             {"anthropic_ratio_vs_memchr", anthropic.carapace_mb_s / anthropic.memchr_mb_s},
             {"anthropic_ratio_vs_json_only", anthropic.carapace_mb_s / anthropic.json_only_mb_s},
             {"at_once_provider_ms", at_once.provider_ms},
