@@ -242,9 +242,9 @@ class Replay {
         // The recording answers by turn and attempt: no conversation to copy.
         .provider_reads_messages = false,
     });
-    context->on_durable = [this](const std::string&, const Event& e) {
-      std::lock_guard lock(published_mu_);
-      published_.push_back(e);
+    context->on_written = [this](const std::string&, const Event& e) {
+      std::lock_guard lock(told_mu_);
+      told_.push_back(e);
     };
     context_ = context;
     session_ = spawn_session(*system_, context);
@@ -258,14 +258,15 @@ class Replay {
   }
 
   // Compares what the replay wrote since the last look; *diverged at the first divergence.
-  // The events as the session published them, when it has published them all
-  // and they match the recording; else, or to confirm a difference, as the
-  // scratch log stores them: a divergence is reported from the stored records.
+  // The events as the session wrote them, when it told them all and they
+  // match the recording; else (events the replay wrote itself), or to confirm
+  // a difference, as the scratch log stores them: a divergence is reported
+  // from the stored records.
   Status compare_new(bool* diverged) {
     uint64_t last = journal_->last_seq();
     if (last <= compared_) return Status();
     std::vector<Event> produced;
-    if (!take_published(last, &produced) || !compare(produced, nullptr)) {
+    if (!take_told(last, &produced) || !compare(produced, nullptr)) {
       produced.clear();
       CARAPACE_RETURN_IF_ERROR(log_->read(id_, compared_ + 1, last, &produced));
       if (!compare(produced, diverged)) return Status();
@@ -297,21 +298,21 @@ class Replay {
     return true;
   }
 
-  // The events after compared_ up to `last` as the session published them,
-  // false unless they are all there, in order (the journal wrote one it has
-  // not published yet): then the scratch log has them.
-  bool take_published(uint64_t last, std::vector<Event>* out) {
-    std::lock_guard lock(published_mu_);
-    auto first = std::find_if(published_.begin(), published_.end(),
-                              [this](const Event& e) { return e.seq > compared_; });
-    published_.erase(published_.begin(), first);
+  // The events after compared_ up to `last` as the session told them, false
+  // unless they are all there, in order (the replay wrote one itself: a
+  // resume's stop or follow-ups): then the scratch log has them.
+  bool take_told(uint64_t last, std::vector<Event>* out) {
+    std::lock_guard lock(told_mu_);
+    auto first =
+        std::find_if(told_.begin(), told_.end(), [this](const Event& e) { return e.seq > compared_; });
+    told_.erase(told_.begin(), first);
     uint64_t want = compared_ + 1;
     size_t n = 0;
-    while (n < published_.size() && published_[n].seq == want && want <= last) ++n, ++want;
+    while (n < told_.size() && told_[n].seq == want && want <= last) ++n, ++want;
     if (want != last + 1) return false;
-    out->assign(std::make_move_iterator(published_.begin()),
-                std::make_move_iterator(published_.begin() + static_cast<std::ptrdiff_t>(n)));
-    published_.erase(published_.begin(), published_.begin() + static_cast<std::ptrdiff_t>(n));
+    out->assign(std::make_move_iterator(told_.begin()),
+                std::make_move_iterator(told_.begin() + static_cast<std::ptrdiff_t>(n)));
+    told_.erase(told_.begin(), told_.begin() + static_cast<std::ptrdiff_t>(n));
     return true;
   }
 
@@ -470,10 +471,10 @@ class Replay {
   ReplayConfiguration current_;
   std::vector<caf::actor> actors_;
 
-  // What the session published (SessionContext::on_durable), not compared yet:
+  // What the session wrote (SessionContext::on_written), not compared yet:
   // compare_new takes them rather than reading the scratch log back.
-  std::mutex published_mu_;
-  std::vector<Event> published_;      // under published_mu_
+  std::mutex told_mu_;
+  std::vector<Event> told_;           // under told_mu_
   std::atomic<uint64_t> written_{0};  // the replay's last seq, as compared
   uint64_t compared_ = 0;
   uint64_t sent_ = UINT64_MAX;  // the recorded index of the last user message sent

@@ -191,6 +191,7 @@ bool SessionLoop::append(std::vector<EventBody> step) {
     fail_hard(s.to_string());
     return false;
   }
+  tell_written(written);
   if (in_flight_.empty()) {
     publish(written);
   } else {
@@ -217,6 +218,13 @@ void SessionLoop::write_durable(std::vector<EventBody> step, bool checkpoint, st
     journal().commit_async(std::move(step), std::move(done), &w.events);
   } else {
     journal().append_durable_async(std::move(step), std::move(done), &w.events);
+  }
+  tell_written(w.events);
+}
+
+void SessionLoop::tell_written(const std::vector<Event>& events) {
+  if (ctx_->on_written) {
+    for (const auto& e : events) ctx_->on_written(ctx_->id, e);
   }
 }
 

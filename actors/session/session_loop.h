@@ -77,6 +77,8 @@ class SessionLoop {
                      std::optional<caf::typed_response_promise<InputAck>> ack = std::nullopt,
                      std::function<void(const std::string&)> on_fail = nullptr);
   void publish(const std::vector<Event>& events);
+  // Hands `events`, just staged or written, to ctx_->on_written.
+  void tell_written(const std::vector<Event>& events);
 
   // ---- hooks (session_loop.cc) ----
   void fire_hooks(HookInput in, std::function<void(HookVerdict)> then);
