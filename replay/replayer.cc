@@ -259,7 +259,8 @@ class Replay {
 
   // Compares what the replay wrote since the last look; *diverged at the first divergence.
   // The events as the session wrote them, when it told them all and they
-  // match the recording; else (events the replay wrote itself), or to confirm
+  // match the recording; else (events the replay wrote itself: a resume's
+  // stop, follow-up messages or configuration), or to confirm
   // a difference, as the scratch log stores them: a divergence is reported
   // from the stored records.
   Status compare_new(bool* diverged) {
@@ -299,8 +300,8 @@ class Replay {
   }
 
   // The events after compared_ up to `last` as the session told them, false
-  // unless they are all there, in order (the replay wrote one itself: a
-  // resume's stop or follow-ups): then the scratch log has them.
+  // unless they are all there, in order (the replay wrote one itself):
+  // then the scratch log has them.
   bool take_told(uint64_t last, std::vector<Event>* out) {
     std::lock_guard lock(told_mu_);
     auto first =
