@@ -578,8 +578,11 @@ void EventLog::append_async(const AppendRequest& request, std::function<void(Sta
     lock.unlock();
     return done(continues);
   }
-  if (request.durability == Durability::kSynced || w.durable_in_flight > 0) {
-    if (request.durability == Durability::kSynced) ++impl_->durable_appends;
+  const bool synced = request.durability == Durability::kSynced;
+  if (synced) ++impl_->durable_appends;
+  if (w.durable_in_flight > 0) {
+    // Behind batches of this session still queued (a durable append() from
+    // another thread): queued too, so that they land in order.
     ++w.durable_in_flight;
     if (!request.events.empty()) w.last_seq = request.events.back().seq;
     Impl* impl = impl_.get();
@@ -590,6 +593,10 @@ void EventLog::append_async(const AppendRequest& request, std::function<void(Sta
                              });
     return;
   }
+  // Written from this thread, unsynced: the records are in the WAL before
+  // this returns, ahead of whatever the session writes next, which need not
+  // wait for the sync. A durable one then waits for the committer's next
+  // sync, shared with every other session's.
   rocksdb::WriteOptions wo;
   wo.disableWAL = impl_->options.scratch;
   rocksdb::Status s = impl_->db->Write(wo, &batch);
@@ -597,7 +604,13 @@ void EventLog::append_async(const AppendRequest& request, std::function<void(Sta
   if (s.ok() && !request.events.empty()) w.last_seq = request.events.back().seq;
   if (!s.ok()) w.known = w.index_known = false;
   lock.unlock();
-  done(from_rocks(s, "append to session " + session));
+  if (!s.ok() || !synced || impl_->options.scratch)
+    return done(from_rocks(s, "append to session " + session));
+  Impl* impl = impl_.get();
+  impl_->committer->submit_sync([impl, session, done = std::move(done)](const rocksdb::Status& synced_s) {
+    impl->note_failure(synced_s);
+    done(from_rocks(synced_s, "durable append to session " + session));
+  });
 }
 
 void EventLog::forget_writer(std::string_view session) {

@@ -115,11 +115,15 @@ class EventLog {
   // WAL syncs through RocksDB's own write grouping.
   Status append(const AppendRequest& request);
 
-  // As append(), without blocking on the disk: `done` runs once the append is
-  // durable, on the committer thread (kSynced); or before this returns
-  // (kBuffered, and any error found before writing). A buffered append of a
-  // session whose durable append is still in flight is queued behind it, so
-  // that the log never holds a later step without the earlier one.
+  // As append(), without blocking on the disk: the records are written
+  // (unsynced) before this returns, and `done` runs once they are durable, on
+  // the committer thread, sharing its WAL sync with other sessions' (kSynced);
+  // or before this returns (kBuffered, and any error found before writing).
+  // What the session appends next, buffered or not, goes to the log at once,
+  // behind them, without waiting for the sync. (Should a batch of the session
+  // still be queued at the committer, by a durable append() from another
+  // thread, the append is queued behind it instead, so that the log never
+  // holds a later step without the earlier one.)
   void append_async(const AppendRequest& request, std::function<void(Status)> done);
 
   // Returns once every durable append queued so far has completed (or failed).

@@ -84,6 +84,14 @@ void GroupCommitter::submit(rocksdb::WriteBatch batch, Done done) {
   cv_.notify_one();
 }
 
+void GroupCommitter::submit_sync(Done done) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(Pending{rocksdb::WriteBatch(), std::move(done), /*sync_only=*/true});
+  }
+  cv_.notify_one();
+}
+
 uint64_t GroupCommitter::syncs() const {
   std::lock_guard lock(mu_);
   return syncs_;
@@ -102,20 +110,29 @@ rocksdb::Status GroupCommitter::write_group(std::vector<Pending>& group) {
   // fsync, and every other writer with it. Written, then synced (the header).
   rocksdb::WriteOptions options;
   rocksdb::Status s;
-  if (group.size() == 1) {
-    if (group[0].batch.Count() == 0) return s;  // a barrier (drain)
-    s = db_->Write(options, &group[0].batch);
-  } else {
+  bool sync = false;  // owed by a sync-only request, or by a batch written here
+  size_t with_records = 0;
+  Pending* only = nullptr;
+  for (auto& p : group) {
+    sync = sync || p.sync_only;
+    if (p.batch.Count() > 0) {
+      ++with_records;
+      only = &p;
+    }
+  }
+  if (with_records == 1) {
+    s = db_->Write(options, &only->batch);
+  } else if (with_records > 1) {
     rocksdb::WriteBatch merged;
     Copier copier(&merged, handles_);
     for (auto& p : group) {
       s = p.batch.Iterate(&copier);
-      if (!s.ok()) return s;
+      if (!s.ok()) return s;  // nothing written
     }
-    if (merged.Count() == 0) return s;
     s = db_->Write(options, &merged);
   }
-  if (s.ok()) s = db_->SyncWAL();
+  sync = sync || with_records > 0;
+  if (s.ok() && sync) s = db_->SyncWAL();
   if (!s.ok()) failed_ = s;
   return s;
 }

@@ -11,7 +11,10 @@
 // blocks on the disk unless it chooses to wait. Batches are written in the
 // order they were queued. After a failed write every later batch fails with
 // the same error (the disk's state is unknown). An empty batch writes nothing
-// and completes in order: a barrier. Thread-safe.
+// and completes in order: a barrier. A caller that writes its batch itself
+// (unsynced, from its own thread) asks only for the sync (submit_sync): its
+// records are then in the WAL, ahead of anything it writes next, before the
+// sync. Thread-safe.
 //
 // Internal to storage/: this header includes RocksDB.
 #pragma once
@@ -44,6 +47,10 @@ class GroupCommitter {
 
   // Queues `batch`; `done` runs on the committer thread once it is durable (or failed).
   void submit(rocksdb::WriteBatch batch, Done done);
+  // For a batch the caller has already written (unsynced): `done` runs on the
+  // committer thread once a WAL sync that began after this call has ended
+  // (or failed). Such requests share the sync of the group they join.
+  void submit_sync(Done done);
 
   // Number of synced writes so far, and of batches they carried.
   uint64_t syncs() const;
@@ -53,6 +60,7 @@ class GroupCommitter {
   struct Pending {
     rocksdb::WriteBatch batch;
     Done done;
+    bool sync_only = false;  // written by the caller: only a sync is owed
   };
 
   void run();

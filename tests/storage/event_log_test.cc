@@ -14,6 +14,7 @@
 #include "events/record.h"
 #include "storage/event_log.h"
 #include "storage/keys.h"
+#include "tests/support/gated_sync_fs.h"
 #include "tests/support/printing.h"
 #include "tests/support/raw_db.h"
 #include "tests/support/session_builder.h"
@@ -315,6 +316,38 @@ BOOST_AUTO_TEST_CASE(a_buffered_append_may_follow_a_durable_one_still_in_flight)
   CHECK_OK(append("s1", slice(events, 3, events.size())));
   CHECK_OK(first.get_future().get());
   BOOST_TEST((read_all("s1") == events));
+}
+
+// A durable append's records are in the log when append_async returns; what
+// the session writes next goes in behind them at once, not after the sync.
+BOOST_AUTO_TEST_CASE(a_session_writes_on_while_its_durable_append_syncs) {
+  auto gate = std::make_shared<testing::GatedSyncFs>();
+  log.reset();
+  CHECK_OK(EventLog::open(EventLog::Options{.path = dir.sub("gated"), .file_system = gate}, &log));
+  SessionBuilder b;
+  b.start().turn().turn();
+  const auto& events = b.events();
+  gate->close_gate();
+  std::promise<Status> durable;
+  auto durable_done = durable.get_future();
+  log->append_async(
+      AppendRequest{
+          .session = "s1", .events = std::span(events).subspan(0, 3), .durability = Durability::kSynced},
+      [&](Status s) { durable.set_value(s); });
+  BOOST_REQUIRE(gate->wait_for_held(1, std::chrono::seconds(10)));
+  BOOST_TEST(read_all("s1").size() == 3u);  // written, not yet durable
+  auto next = std::async(std::launch::async, [&] { return append("s1", slice(events, 3, events.size())); });
+  const bool went_on = next.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!went_on) {
+    gate->open_gate();
+    durable_done.wait();
+  }
+  BOOST_REQUIRE_MESSAGE(went_on, "the buffered append waited for the sync of the durable one");
+  CHECK_OK(next.get());
+  BOOST_TEST((durable_done.wait_for(std::chrono::milliseconds(0)) == std::future_status::timeout));
+  BOOST_TEST((read_all("s1") == events));
+  gate->open_gate();
+  CHECK_OK(durable_done.get());
 }
 
 BOOST_AUTO_TEST_CASE(the_data_directory_is_owner_only) {
