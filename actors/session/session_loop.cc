@@ -222,6 +222,20 @@ void SessionLoop::write_durable(std::vector<EventBody> step, bool checkpoint, st
   tell_written(w.events);
 }
 
+void SessionLoop::checkpoint_and_go_on(std::vector<EventBody> step, std::function<void()> then) {
+  // Completions come in token order: the newest earlier write is the last to complete.
+  const std::optional<uint64_t> earlier =
+      in_flight_.empty() ? std::nullopt : std::optional<uint64_t>(in_flight_.rbegin()->first);
+  write_durable(std::move(step), /*checkpoint=*/true, nullptr);
+  if (broken_) return;
+  if (!earlier) return then();
+  DurableWrite& w = in_flight_.at(*earlier);
+  w.then = [this, before = std::move(w.then), then = std::move(then)] {
+    if (before) before();
+    if (!broken_) then();
+  };
+}
+
 void SessionLoop::tell_written(const std::vector<Event>& events) {
   if (ctx_->on_written) {
     for (const auto& e : events) ctx_->on_written(ctx_->id, e);
@@ -267,7 +281,7 @@ void SessionLoop::end_turn(bool final_answer) {
     bool go_on = v.resolved == Decision::kSystemMessage || v.resolved == Decision::kAppendContext;
     if (stop) return finish(true, "hook_stop", assistant_text_, std::move(step));
     if (final_answer && !go_on) return finish(true, "final_answer", assistant_text_, std::move(step));
-    write_durable(std::move(step), /*checkpoint=*/true, [this] { begin_turn(); });
+    checkpoint_and_go_on(std::move(step), [this] { begin_turn(); });
   });
 }
 

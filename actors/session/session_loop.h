@@ -76,6 +76,13 @@ class SessionLoop {
   void write_durable(std::vector<EventBody> step, bool checkpoint, std::function<void()> then,
                      std::optional<caf::typed_response_promise<InputAck>> ack = std::nullopt,
                      std::function<void(const std::string&)> on_fail = nullptr);
+  // Checkpoints `step` (durably) and runs `then`, the next turn, as soon as
+  // every *earlier* durable write is durable: at once if none is in flight.
+  // So a turn's work overlaps the sync of the checkpoint before it, and the
+  // session never runs more than one checkpoint ahead of what is durable.
+  // What the next turn writes lands in the log behind the checkpoint (so a
+  // power loss keeps a prefix), and its subscribers hear it only after.
+  void checkpoint_and_go_on(std::vector<EventBody> step, std::function<void()> then);
   void publish(const std::vector<Event>& events);
   // Hands `events`, just staged or written, to ctx_->on_written.
   void tell_written(const std::vector<Event>& events);

@@ -24,6 +24,7 @@
 #include "runtime/runtime_internal.h"
 #include "storage/event_log.h"
 #include "storage/session_journal.h"
+#include "tests/support/gated_sync_fs.h"
 #include "tests/support/printing.h"
 #include "tests/support/proc_watch.h"
 #include "tests/support/temp_dir.h"
@@ -1041,4 +1042,94 @@ BOOST_AUTO_TEST_CASE(a_provider_that_does_not_read_the_conversation_gets_its_siz
     BOOST_TEST(usage[0][i].input == usage[1][i].input);
     BOOST_TEST(usage[0][i].output == usage[1][i].output);
   }
+}
+
+// A turn does not wait for the sync of the checkpoint before it: it runs
+// while that sync is in flight, and the turn after it waits (a session is
+// never more than one checkpoint ahead of what is durable). Subscribers
+// hear what follows a durable write only once it is durable.
+BOOST_AUTO_TEST_CASE(a_turn_overlaps_the_sync_of_the_checkpoint_before_it_and_no_more) {
+  testing::TempDir dir;
+  auto gate = std::make_shared<testing::GatedSyncFs>();
+  Config config;
+  config.workspace = dir.path();
+  // The first answer comes after 300 ms: the gate is closed by then.
+  config.provider.scenario = write_file(dir, "scenario.json", R"({"replies": [
+      {"text": "one", "latency_ms": 300, "tool_calls": [{"name": "noop", "args": {}}]},
+      {"text": "two", "tool_calls": [{"name": "noop", "args": {}}]},
+      {"text": "three", "tool_calls": [{"name": "noop", "args": {}}]},
+      {"text": "done"}]})");
+  std::mutex mu;
+  std::vector<uint64_t> heard;
+  Runtime::Options options{.home = dir.sub("home"), .config = config};
+  options.observe = [&](const std::string&, const Event& e) {
+    std::lock_guard lock(mu);
+    heard.push_back(e.seq);
+  };
+  RuntimeInternals::TestKnobs knobs;
+  knobs.file_system = gate;
+  std::unique_ptr<Runtime> rt;
+  CHECK_OK(RuntimeInternals::open(std::move(options), knobs, &rt));
+  struct OpenOnExit {
+    testing::GatedSyncFs* gate;
+    ~OpenOnExit() { gate->open_gate(); }
+  } open_on_exit{gate.get()};  // before the runtime closes, whatever happens
+  CHECK_OK(rt->register_tool(ToolDefinition{
+      .spec = {.name = "noop", .description = "does nothing", .idempotent = true},
+      .blocking = false,
+      .run = [](const nlohmann::json&, const ToolContext&) { return ToolResult{.output = "ok"}; }}));
+  CHECK_OK(rt->start_session(SessionOptions{.id = "s", .task = "go"}, nullptr));
+  gate->close_gate();
+
+  // Turn 1's checkpoint waits at the gate; turn 2 runs to its own checkpoint.
+  auto committed = [&](std::vector<Event>* events) {
+    events->clear();
+    CHECK_OK(rt->read_events("s", 1, events));
+    std::map<uint64_t, uint64_t> seq_of_turn;
+    for (const auto& e : *events) {
+      if (const auto* c = get_if<TurnCommitted>(e)) seq_of_turn[c->turn] = e.seq;
+    }
+    return seq_of_turn;
+  };
+  std::vector<Event> events;
+  std::map<uint64_t, uint64_t> seq_of_turn;
+  for (int i = 0; i < 1000 && !seq_of_turn.contains(2); ++i) {
+    std::this_thread::sleep_for(10ms);
+    seq_of_turn = committed(&events);
+  }
+  BOOST_REQUIRE_MESSAGE(seq_of_turn.contains(2), "turn 2 did not run while turn 1's checkpoint was syncing");
+  BOOST_TEST(gate->held() == 1);
+  // Turn 3 waits for turn 1's checkpoint.
+  std::this_thread::sleep_for(300ms);
+  seq_of_turn = committed(&events);
+  BOOST_TEST(events.back().seq == seq_of_turn[2]);
+  for (const auto& e : events) {
+    if (const auto* t = get_if<TurnStarted>(e)) {
+      BOOST_TEST(t->turn < 3u, "turn " << t->turn << " started before turn 1's checkpoint was durable");
+    }
+  }
+  {
+    std::lock_guard lock(mu);
+    BOOST_REQUIRE(!heard.empty());
+    BOOST_TEST(heard.back() < seq_of_turn[1]);
+  }
+
+  gate->open_gate();
+  SessionOutcome o;
+  CHECK_OK(rt->wait("s", 60s, &o));
+  BOOST_TEST((o.status == SessionStatus::kCompleted));
+  BOOST_TEST(o.turns == 4u);
+  events.clear();
+  CHECK_OK(rt->read_events("s", 1, &events));
+  // The observer hears through the session's subscriber, maybe after the wait.
+  for (int i = 0; i < 1000; ++i) {
+    {
+      std::lock_guard lock(mu);
+      if (heard.size() >= events.size()) break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  std::lock_guard lock(mu);
+  BOOST_REQUIRE_EQUAL(heard.size(), events.size());
+  for (size_t i = 0; i < heard.size(); ++i) BOOST_TEST(heard[i] == i + 1);
 }

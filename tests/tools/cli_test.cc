@@ -955,7 +955,10 @@ BOOST_AUTO_TEST_CASE(a_resume_or_fork_that_changes_the_configuration_records_it_
   s.close();
   std::ofstream(dir.sub("c1.json")) << R"({"prompt": {"identity": "You are the first agent."}})";
   std::ofstream(dir.sub("c2.json")) << R"({"prompt": {"identity": "You are the second agent."}})";
-  std::ofstream(dir.sub("crash.json")) << R"({"faults": [{"point": "commit.after", "action": "crash", "nth": 3}]})";
+  // Before the third turn of each run starts: where a run stands when it
+  // crashes does not depend on how far its turns ran ahead of their syncs.
+  std::ofstream(dir.sub("crash.json"))
+      << R"({"faults": [{"point": "log.before_append", "event": "turn.started", "action": "crash", "nth": 3}]})";
   auto configured = [&](const std::string& id) {
     std::vector<json> records;
     json shown = run_json("log show " + id);
