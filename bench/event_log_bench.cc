@@ -15,6 +15,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -52,6 +53,16 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// CPU time of every thread of this process so far, user and system.
+double process_cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -534,8 +545,11 @@ class ReadingScripted : public Provider {
 //     request carries a copy of it (as before Provider::reads_messages).
 enum class E2e { kRuntime, kCafClock, kCopiedConversation };
 
+// `cpu_us_per_turn`, if given, gets the process's CPU time (every thread)
+// per turn while the sessions ran.
 double e2e_turns_per_s(const fs::path& root, int sessions, uint64_t turns,
-                       std::vector<std::vector<Kv>>* stored, E2e variant = E2e::kRuntime) {
+                       std::vector<std::vector<Kv>>* stored, E2e variant = E2e::kRuntime,
+                       double* cpu_us_per_turn = nullptr) {
   std::unique_ptr<caf::actor_system_config> caf_config;
   std::unique_ptr<caf::actor_system> caf_system;
   if (variant == E2e::kCafClock) {
@@ -575,6 +589,7 @@ double e2e_turns_per_s(const fs::path& root, int sessions, uint64_t turns,
         "registering noop");
   std::vector<std::string> ids;
   auto start = Clock::now();
+  const double cpu_start = process_cpu_seconds();
   for (int s = 0; s < sessions; ++s) {
     std::string id = "e2e-" + std::to_string(s);
     check(rt->start_session(SessionOptions{.id = id, .task = "run"}, nullptr), "starting a session");
@@ -590,6 +605,10 @@ double e2e_turns_per_s(const fs::path& root, int sessions, uint64_t turns,
     }
   }
   double rate = static_cast<double>(turns + 1) * sessions / seconds_since(start);
+  if (cpu_us_per_turn != nullptr) {
+    *cpu_us_per_turn =
+        (process_cpu_seconds() - cpu_start) * 1e6 / static_cast<double>((turns + 1) * sessions);
+  }
   if (stored != nullptr) {
     // Every record as written: one batch per step (each of this session's
     // steps is one event), synced at each checkpoint.
@@ -602,12 +621,14 @@ double e2e_turns_per_s(const fs::path& root, int sessions, uint64_t turns,
 }
 
 // The same records, written raw with the same batches and syncs.
-double raw_turn_ms(const fs::path& root, const std::vector<std::vector<Kv>>& records, uint64_t turns) {
+double raw_turn_ms(const fs::path& root, const std::vector<std::vector<Kv>>& records, uint64_t turns,
+                   double* cpu_us_per_turn) {
   Scratch dir(root, "e2e-raw");
   RawDb db(dir.str());
   rocksdb::WriteOptions buffered, synced;
   synced.sync = true;
   auto start = Clock::now();
+  const double cpu_start = process_cpu_seconds();
   for (const auto& batch_records : records) {
     rocksdb::WriteBatch batch;
     for (const auto& kv : batch_records) check(batch.Put(db.events(), kv.key, kv.value), "batch");
@@ -615,17 +636,22 @@ double raw_turn_ms(const fs::path& root, const std::vector<std::vector<Kv>>& rec
                   static_cast<uint8_t>(EventType::kTurnCommitted);
     check(db.db->Write(commit ? synced : buffered, &batch), "raw write");
   }
-  return seconds_since(start) * 1000 / static_cast<double>(turns + 1);
+  double ms = seconds_since(start) * 1000 / static_cast<double>(turns + 1);
+  *cpu_us_per_turn = (process_cpu_seconds() - cpu_start) * 1e6 / static_cast<double>(turns + 1);
+  return ms;
 }
 
 void bench_e2e(const fs::path& root, uint64_t turns, Results& r) {
   std::vector<std::vector<Kv>> records;
-  std::vector<double> ones, raws, ones_caf, ones_copied, sixteens, sixteens_caf;
+  std::vector<double> ones, raws, ones_caf, ones_copied, sixteens, sixteens_caf, cpus, raw_cpus;
   uint64_t turns16 = std::max<uint64_t>(turns / 4, 20);
   // Rounds interleaved, so that the variants share the machine's noise.
   for (int round = 0; round < 3; ++round) {
-    ones.push_back(e2e_turns_per_s(root, 1, turns, round == 0 ? &records : nullptr));
-    raws.push_back(raw_turn_ms(root, records, turns));
+    double cpu = 0, raw_cpu = 0;
+    ones.push_back(e2e_turns_per_s(root, 1, turns, round == 0 ? &records : nullptr, E2e::kRuntime, &cpu));
+    raws.push_back(raw_turn_ms(root, records, turns, &raw_cpu));
+    cpus.push_back(cpu);
+    raw_cpus.push_back(raw_cpu);
     ones_caf.push_back(e2e_turns_per_s(root, 1, turns, nullptr, E2e::kCafClock));
     ones_copied.push_back(e2e_turns_per_s(root, 1, turns, nullptr, E2e::kCopiedConversation));
     sixteens.push_back(e2e_turns_per_s(root, 16, turns16, nullptr));
@@ -640,6 +666,10 @@ void bench_e2e(const fs::path& root, uint64_t turns, Results& r) {
   auto overhead_us = [&](double turns_per_s) {
     return (1000.0 / turns_per_s - raw_ms) * 1000 / events_per_turn;
   };
+  const double cpu = median(cpus), raw_cpu = median(raw_cpus);
+  r.json["e2e_cpu_us_per_turn_1"] = cpu;
+  r.json["e2e_raw_cpu_us_per_turn"] = raw_cpu;
+  r.json["e2e_cpu_overhead_us_per_event"] = (cpu - raw_cpu) / events_per_turn;
   r.json["e2e_turns_per_s_1"] = one;
   r.json["e2e_turns_per_s_16"] = sixteen;
   r.json["e2e_turn_ms_1"] = e2e_ms;
@@ -660,6 +690,9 @@ void bench_e2e(const fs::path& root, uint64_t turns, Results& r) {
   r.row("    per turn: carapace vs raw writes, same batches and syncs [ms]", fmt("%.3f", e2e_ms),
         fmt("%.3f", raw_ms), "");
   r.row("    runtime overhead beyond the raw writes [us/event]", fmt("%.1f", overhead_us(one)), "", "");
+  r.row("    CPU per turn, every thread: carapace vs raw writes [us]", fmt("%.0f", cpu), fmt("%.0f", raw_cpu),
+        fmt("%.2f", cpu / raw_cpu));
+  r.row("    CPU beyond the raw writes' [us/event]", fmt("%.1f", (cpu - raw_cpu) / events_per_turn), "", "");
   r.row("    1 session: this scheduler vs CAF's own clock [turns/s]", fmt("%.0f", one), fmt("%.0f", one_caf),
         fmt("%.2f", one / one_caf));
   r.row("    16 sessions: this scheduler vs CAF's own clock [turns/s]", fmt("%.0f", sixteen),
@@ -697,6 +730,9 @@ int main(int argc, char** argv) {
                    : std::string("letters a to f, e.g. --only cd");
       });
   app.add_flag("--quick", quick, "Tiny sizes: checks the benchmark runs, measures nothing useful");
+  uint64_t profile_turns = 0;
+  app.add_option("--profile-f", profile_turns,
+                 "Only (f)'s runtime with one session for this many turns, no baseline: a window for perf");
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     events = 2'000;
@@ -706,6 +742,13 @@ int main(int argc, char** argv) {
   fs::create_directories(root);
 
   Results r;
+  if (profile_turns > 0) {
+    double rate = e2e_turns_per_s(root, 1, profile_turns, nullptr);
+    fs::remove_all(root);
+    std::printf("(f) end to end, 1 session, %llu turns: %.0f turns/s, %.1f us/turn\n",
+                static_cast<unsigned long long>(profile_turns), rate, 1e6 / rate);
+    return 0;
+  }
   auto wanted = [&](const char* letters) { return only.find_first_of(letters) != std::string::npos; };
   if (wanted("a")) {
     std::fprintf(stderr, "(a) append...\n");
