@@ -154,31 +154,78 @@ Status SessionJournal::inject_before(FaultPoint point, std::vector<EventBody>& s
   return Status();
 }
 
-Status SessionJournal::append(std::vector<EventBody> step, std::vector<Event>* written) {
+void SessionJournal::inject_after(FaultInjector* faults, const std::string& id,
+                                  const std::vector<Event>& events,
+                                  const std::vector<std::pair<size_t, uint64_t>>& steps) {
+  if (faults == nullptr) return;
+  for (const auto& [at, turn] : steps) {
+    Fault after = check_fault(faults, FaultSite{.point = FaultPoint::kLogAfterAppend,
+                                                .session = id,
+                                                .event_type = std::string(events[at].type_name()),
+                                                .turn = turn});
+    if (after.action == FaultAction::kDelay)
+      std::this_thread::sleep_for(std::chrono::milliseconds(after.delay_ms));
+  }
+}
+
+void SessionJournal::take_staged(std::vector<Event>* events, std::vector<Event>* earlier) {
+  if (events != nullptr && !staged_.empty()) {
+    events->insert(events->begin(), std::make_move_iterator(staged_.begin()),
+                   std::make_move_iterator(staged_.end()));
+    if (earlier != nullptr) earlier->assign(events->begin(), events->begin() + staged_.size());
+  } else if (earlier != nullptr) {
+    *earlier = std::move(staged_);
+  }
+  staged_.clear();
+  staged_steps_.clear();
+}
+
+Status SessionJournal::stage_append(std::vector<EventBody> step, std::vector<Event>* written) {
   CARAPACE_RETURN_IF_ERROR(check_writable());
   if (step.empty()) return Status();
-  CARAPACE_RETURN_IF_ERROR(inject_before(FaultPoint::kLogBeforeAppend, step));
+  const size_t at = staged_.size();
   std::vector<Event> events;
-  CARAPACE_RETURN_IF_ERROR(stage(std::move(step), &events));
+  Status s = inject_before(FaultPoint::kLogBeforeAppend, step);
+  if (s.ok()) s = stage(std::move(step), &events);
+  if (!s.ok()) return refused(s, written);
+  staged_.insert(staged_.end(), std::make_move_iterator(events.begin()),
+                 std::make_move_iterator(events.end()));
+  staged_steps_.emplace_back(at, state_.turn);
+  return Status();
+}
+
+// A step refused before anything of it was written (an injected error, a
+// step the fold rejects): the steps staged before it are written, as they
+// would have been had each been written when it was made.
+Status SessionJournal::refused(const Status& why, std::vector<Event>* written) {
+  if (!staged_.empty() && !broken()) flush(written).ok();
+  return why;
+}
+
+Status SessionJournal::flush(std::vector<Event>* written) {
+  if (staged_.empty()) return Status();
+  CARAPACE_RETURN_IF_ERROR(check_writable());
+  std::vector<Event> events = std::move(staged_);
+  std::vector<std::pair<size_t, uint64_t>> steps = std::move(staged_steps_);
+  staged_.clear();
+  staged_steps_.clear();
   Status s = log_->append(AppendRequest{.session = id_, .events = events});
   if (!s.ok()) {
     mark_broken(s);
     return s;
   }
-  if (options_.faults) {
-    Fault after =
-        check_fault(options_.faults.get(), FaultSite{.point = FaultPoint::kLogAfterAppend,
-                                                     .session = id_,
-                                                     .event_type = std::string(events.front().type_name()),
-                                                     .turn = state_.turn});
-    if (after.action == FaultAction::kDelay)
-      std::this_thread::sleep_for(std::chrono::milliseconds(after.delay_ms));
-  }
+  inject_after(options_.faults.get(), id_, events, steps);
   if (written != nullptr) *written = std::move(events);
   return s;
 }
 
+Status SessionJournal::append(std::vector<EventBody> step, std::vector<Event>* written) {
+  CARAPACE_RETURN_IF_ERROR(stage_append(std::move(step), written));
+  return flush(written);
+}
+
 Status SessionJournal::append_synced(std::vector<EventBody> step) {
+  CARAPACE_RETURN_IF_ERROR(flush());
   CARAPACE_RETURN_IF_ERROR(check_writable());
   if (step.empty()) return Status();
   CARAPACE_RETURN_IF_ERROR(inject_before(FaultPoint::kLogBeforeAppend, step));
@@ -235,48 +282,56 @@ void SessionJournal::finish_commit(EventLog* log, const std::string& id, Shared&
 }
 
 void SessionJournal::append_durable_async(std::vector<EventBody> step, std::function<void(Status)> done,
-                                          std::vector<Event>* staged) {
+                                          std::vector<Event>* staged, std::vector<Event>* earlier) {
   Status s = check_writable();
-  if (s.ok() && step.empty()) return done(Status());
-  if (s.ok()) s = inject_before(FaultPoint::kLogBeforeAppend, step);
+  if (s.ok() && step.empty()) {
+    // Nothing to add: the staged steps alone, made durable.
+    if (staged_.empty()) return done(Status());
+  } else if (s.ok()) {
+    s = inject_before(FaultPoint::kLogBeforeAppend, step);
+  }
   auto events = std::make_shared<std::vector<Event>>();
   if (s.ok()) s = stage(std::move(step), events.get());
-  if (!s.ok()) return done(s);
+  if (!s.ok()) return done(refused(s, earlier));
   if (staged != nullptr) *staged = *events;
-  log_->append_async(
-      AppendRequest{.session = id_, .events = *events, .durability = Durability::kSynced},
-      [id = id_, shared = shared_, events, faults = options_.faults, turn = state_.turn,
-       done = std::move(done)](Status st) {
-        if (!st.ok()) {
-          std::lock_guard lock(shared->mu);
-          if (shared->broken_reason.empty()) shared->broken_reason = st.to_string();
-        } else if (faults) {
-          Fault after = check_fault(faults.get(), FaultSite{.point = FaultPoint::kLogAfterAppend,
-                                                            .session = id,
-                                                            .event_type = std::string(events->front().type_name()),
-                                                            .turn = turn});
-          if (after.action == FaultAction::kDelay)
-            std::this_thread::sleep_for(std::chrono::milliseconds(after.delay_ms));
-        }
-        done(std::move(st));
-      });
+  // The steps written with it: the staged ones, then this one (if any).
+  auto steps = std::make_shared<std::vector<std::pair<size_t, uint64_t>>>(std::move(staged_steps_));
+  const size_t carried = staged_.size();
+  if (!events->empty()) steps->emplace_back(carried, state_.turn);
+  take_staged(events.get(), earlier);
+  log_->append_async(AppendRequest{.session = id_, .events = *events, .durability = Durability::kSynced},
+                     [id = id_, shared = shared_, events, steps, faults = options_.faults,
+                      done = std::move(done)](Status st) {
+                       if (!st.ok()) {
+                         std::lock_guard lock(shared->mu);
+                         if (shared->broken_reason.empty()) shared->broken_reason = st.to_string();
+                       } else {
+                         inject_after(faults.get(), id, *events, *steps);
+                       }
+                       done(std::move(st));
+                     });
 }
 
 void SessionJournal::commit_async(std::vector<EventBody> step, std::function<void(Status)> done,
-                                  std::vector<Event>* staged) {
+                                  std::vector<Event>* staged, std::vector<Event>* earlier) {
   auto prepared = std::make_shared<PreparedCommit>();
   Status s = prepare_commit(std::move(step), prepared.get());
-  if (!s.ok()) return done(s);
+  if (!s.ok()) return done(refused(s, earlier));
   if (staged != nullptr) *staged = prepared->events;
+  auto steps = std::make_shared<std::vector<std::pair<size_t, uint64_t>>>(std::move(staged_steps_));
+  take_staged(&prepared->events, earlier);
   log_->append_async(prepared->request(id_),
-                     [log = log_, id = id_, shared = shared_, prepared, faults = options_.faults,
+                     [log = log_, id = id_, shared = shared_, prepared, steps, faults = options_.faults,
                       turn = state_.turn, done = std::move(done)](Status st) {
+                       // The staged steps, written with the checkpoint ahead of it.
+                       if (st.ok()) inject_after(faults.get(), id, prepared->events, *steps);
                        finish_commit(log, id, *shared, prepared->snapshot, st, faults.get(), turn);
                        done(std::move(st));
                      });
 }
 
 Status SessionJournal::commit(std::vector<EventBody> step) {
+  CARAPACE_RETURN_IF_ERROR(flush());
   PreparedCommit prepared;
   CARAPACE_RETURN_IF_ERROR(prepare_commit(std::move(step), &prepared));
   Status s = log_->append(prepared.request(id_));
@@ -286,6 +341,7 @@ Status SessionJournal::commit(std::vector<EventBody> step) {
 
 Status SessionJournal::roll_back_uncommitted(std::string reason) {
   if (uncommitted_.empty()) return Status();
+  CARAPACE_RETURN_IF_ERROR(flush());
   TurnRolledBack r{.from_seq = uncommitted_.front().seq,
                    .to_seq = uncommitted_.back().seq,
                    .turn = state_.turn + 1,
@@ -364,6 +420,7 @@ Status SessionJournal::create_with_history(EventLog* log, std::string id, std::v
 }
 
 Status SessionJournal::reconfigure(SessionConfigured configured) {
+  CARAPACE_RETURN_IF_ERROR(flush());
   CARAPACE_RETURN_IF_ERROR(check_writable());
   std::vector<EventBody> step;
   step.emplace_back(std::move(configured));
@@ -384,6 +441,7 @@ Status SessionJournal::reconfigure(SessionConfigured configured) {
 
 Status SessionJournal::note_verified(uint64_t seq) {
   if (seq <= meta_.verified_seq) return Status();
+  CARAPACE_RETURN_IF_ERROR(flush());
   SessionMeta meta = meta_;
   meta.verified_seq = seq;
   if (meta.created_us == 0) meta = meta_from_state(id_, state_, options_.clock(), &meta);

@@ -80,9 +80,26 @@ class SessionJournal {
   // turn's completed steps.
   Status adopt_uncommitted();
 
-  // Appends one step as an atomic batch, without a sync. `written`, if
-  // given, receives the events as written.
+  // Appends one step as an atomic batch, without a sync, behind any staged
+  // steps (in the same batch). `written`, if given, receives the events as
+  // written: the staged steps' and this one's.
   Status append(std::vector<EventBody> step, std::vector<Event>* written = nullptr);
+
+  // Numbers `step` and applies it to the state, as append() does, but
+  // keeps it to be written with the next write: flush(), or any append or
+  // commit, which writes the staged steps first, in the same batch. Each
+  // step is still written whole. A session stages the steps it makes
+  // between two moments it acts outside itself, so they cost one write;
+  // the loop flushes before it sends a request or tells anyone anything.
+  // A crash loses what is staged, as it loses a step not yet appended.
+  // A step refused before anything is written (a fault plan's error, a
+  // step the fold rejects) first has the steps staged before it written,
+  // as they would have been one by one: `written`, if given, receives them.
+  Status stage_append(std::vector<EventBody> step, std::vector<Event>* written = nullptr);
+  // Writes the staged steps as one batch, without a sync; `written`, if
+  // given, receives their events. Nothing staged: nothing written.
+  Status flush(std::vector<Event>* written = nullptr);
+  bool has_staged() const { return !staged_.empty(); }
 
   // Appends one step as an atomic batch, synced before it returns: for what
   // is written before a session's loop runs and must survive a power loss
@@ -98,17 +115,21 @@ class SessionJournal {
   // on it — the intent of a tool call with side effects, an acknowledged
   // user message. The state is updated before this returns; `done` runs on
   // the log's committer thread; a failure breaks the journal.
+  // The staged steps go in the same batch, ahead of `step`; `earlier`, if
+  // given, receives their events (written, unsynced, when this returns,
+  // also when `step` is refused before it is written).
   void append_durable_async(std::vector<EventBody> step, std::function<void(Status)> done,
-                            std::vector<Event>* staged = nullptr);
+                            std::vector<Event>* staged = nullptr, std::vector<Event>* earlier = nullptr);
 
   // commit() without blocking on the disk: `done` runs on the log's committer
   // thread once the checkpoint is durable (or failed, which breaks the
   // journal). The state is updated before this returns, and the caller may
   // append the next step at once: the log queues it behind the checkpoint.
   // `staged`, if given, receives a copy of the events at once (before they
-  // are durable).
+  // are durable). The staged steps go in the same batch, as with
+  // append_durable_async().
   void commit_async(std::vector<EventBody> step, std::function<void(Status)> done,
-                    std::vector<Event>* staged = nullptr);
+                    std::vector<Event>* staged = nullptr, std::vector<Event>* earlier = nullptr);
 
   // Appends a session.configured (how the session runs from here: a resume
   // or fork that changed its configuration), with the session index's
@@ -141,6 +162,16 @@ class SessionJournal {
   Status stage_commit(std::vector<EventBody>&& step, std::vector<Event>* events, CheckpointEntry* checkpoint,
                       SessionMeta* meta, std::string* snapshot_state);
   void mark_broken(const Status& why);
+  // Writes the staged steps (when the journal is not broken) into *written
+  // and returns `why`.
+  Status refused(const Status& why, std::vector<Event>* written);
+  // Asks the fault injector at log.after_append for each written step (the
+  // first event type of each, and the turn it was made in).
+  static void inject_after(FaultInjector* faults, const std::string& id, const std::vector<Event>& events,
+                           const std::vector<std::pair<size_t, uint64_t>>& steps);
+  // Moves the staged events out: into *earlier, and in front of `events`
+  // when given (for a write that carries them).
+  void take_staged(std::vector<Event>* events, std::vector<Event>* earlier);
 
   // What the committer thread's callbacks may touch.
   struct Shared {
@@ -171,6 +202,10 @@ class SessionJournal {
   SessionMeta meta_;
   uint64_t last_snapshot_turn_ = 0;
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+  // Steps applied to the state and not written yet (stage_append()): their
+  // events, and where each step starts in them with the turn it was made in.
+  std::vector<Event> staged_;
+  std::vector<std::pair<size_t, uint64_t>> staged_steps_;
 };
 
 }  // namespace carapace

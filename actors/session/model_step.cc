@@ -61,6 +61,7 @@ void SessionLoop::continue_turn() {
     // a lost request does not count against the retry budget.
     uint32_t next = s.turn_failures + 1;
     if (s.turn_retry_delay_ms > 0) {
+      if (!flush_appends()) return;
       self_->delayed_send(self_, std::chrono::milliseconds(s.turn_retry_delay_ms), retry_atom::value, s.turn,
                           next);
       return;
@@ -169,17 +170,24 @@ void SessionLoop::call_model(uint32_t attempt) {
                             .message_count = state().messages.size()}})) {
     return;
   }
+  // Written before the request leaves: the log holds the intent first.
+  if (!flush_appends()) return;
   DeltaSinkActor sink = caf::actor_cast<DeltaSinkActor>(self_);
   self_
       ->request(ctx_->provider, std::chrono::milliseconds(settings().provider_timeout_ms), std::move(request),
                 sink)
-      .then([this, turn, attempt](ProviderReply reply) { model_replied(turn, attempt, std::move(reply)); },
-            [this, turn, attempt](caf::error& e) {
-              ProviderReply reply;
-              reply.failure = ProviderFailure{.error = "no reply from the provider: " + caf::to_string(e),
-                                              .transport = true};
-              model_replied(turn, attempt, std::move(reply));
-            });
+      .then(
+          [this, turn, attempt](ProviderReply reply) {
+            model_replied(turn, attempt, std::move(reply));
+            flush_appends();
+          },
+          [this, turn, attempt](caf::error& e) {
+            ProviderReply reply;
+            reply.failure = ProviderFailure{.error = "no reply from the provider: " + caf::to_string(e),
+                                            .transport = true};
+            model_replied(turn, attempt, std::move(reply));
+            flush_appends();
+          });
 }
 
 void SessionLoop::model_replied(uint64_t turn, uint32_t attempt, ProviderReply reply) {
@@ -201,6 +209,7 @@ void SessionLoop::model_replied(uint64_t turn, uint32_t attempt, ProviderReply r
                      .provider_answered = reply.answered};
     if (!append({failed})) return;
     if (d.retry) {
+      if (!flush_appends()) return;
       self_->delayed_send(self_, std::chrono::milliseconds(d.delay_ms), retry_atom::value, turn, attempt + 1);
       return;
     }

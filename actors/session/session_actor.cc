@@ -40,16 +40,33 @@ SessionActor::behavior_type session_actor(SessionActor::stateful_pointer<Session
     }
     return caf::make_error(caf::sec::runtime_error, what);
   });
+  // Each handler ends with the steps it appended written (flush_appends()):
+  // none waits in memory while the session waits for its next message.
   return {
-      [=](start_atom) { self->state.start(); },
-      [=](UserInput& input) -> caf::result<InputAck> { return self->state.user_input(std::move(input.text)); },
+      [=](start_atom) {
+        self->state.start();
+        self->state.flush_appends();
+      },
+      [=](UserInput& input) -> caf::result<InputAck> {
+        auto r = self->state.user_input(std::move(input.text));
+        self->state.flush_appends();
+        return r;
+      },
       [=](wait_atom) -> caf::result<SessionOutcome> { return self->state.wait(); },
-      [=](ApprovalAnswer& answer) -> caf::result<ApprovalReply> { return self->state.decide(std::move(answer)); },
+      [=](ApprovalAnswer& answer) -> caf::result<ApprovalReply> {
+        auto r = self->state.decide(std::move(answer));
+        self->state.flush_appends();
+        return r;
+      },
       [=](subscribe_atom, SubscriberActor& subscriber) { self->state.subscribe(std::move(subscriber)); },
       [=](const StreamDelta& delta) { self->state.delta(delta); },
-      [=](retry_atom, uint64_t turn, uint32_t attempt) { self->state.retry(turn, attempt); },
+      [=](retry_atom, uint64_t turn, uint32_t attempt) {
+        self->state.retry(turn, attempt);
+        self->state.flush_appends();
+      },
       [=](durable_atom, uint64_t token, bool ok, const std::string& error) {
         self->state.durable(token, ok, error);
+        self->state.flush_appends();
       },
       [=](close_atom) { self->state.close(); },
   };

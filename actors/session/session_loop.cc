@@ -179,32 +179,59 @@ void SessionLoop::inject_actor_fault(const std::vector<EventBody>& step) {
                                                       .session = ctx_->id,
                                                       .event_type = std::string(wire_name(event_type_number(step.front()))),
                                                       .turn = state().turn});
-  if (f.action == FaultAction::kError) throw std::runtime_error("injected fault at session.actor: " + f.describe());
+  if (f.action == FaultAction::kError) {
+    // A failing actor loses only the step it was making.
+    flush_appends();
+    throw std::runtime_error("injected fault at session.actor: " + f.describe());
+  }
 }
 
 bool SessionLoop::append(std::vector<EventBody> step) {
   if (step.empty()) return true;
   inject_actor_fault(step);
-  std::vector<Event> written;
-  Status s = journal().append(std::move(step), &written);
+  std::vector<Event> before;  // written only if the step is refused
+  Status s = journal().stage_append(std::move(step), &before);
+  if (!s.ok()) {
+    written(std::move(before), held_behind());
+    fail_hard(s.to_string());
+    return false;
+  }
+  return true;
+}
+
+bool SessionLoop::flush_appends() {
+  if (broken_ || !journal().has_staged()) return !broken_;
+  std::vector<Event> events;
+  Status s = journal().flush(&events);
   if (!s.ok()) {
     fail_hard(s.to_string());
     return false;
   }
-  tell_written(written);
-  if (in_flight_.empty()) {
-    publish(written);
-  } else {
-    auto& held = in_flight_.rbegin()->second.held;
-    held.insert(held.end(), written.begin(), written.end());
-  }
+  written(std::move(events), held_behind());
   return true;
+}
+
+std::vector<Event>* SessionLoop::held_behind() {
+  return in_flight_.empty() ? nullptr : &in_flight_.rbegin()->second.held;
+}
+
+void SessionLoop::written(std::vector<Event> events, std::vector<Event>* hold) {
+  if (events.empty()) return;
+  tell_written(events);
+  if (hold == nullptr) {
+    publish(events);
+  } else {
+    hold->insert(hold->end(), std::make_move_iterator(events.begin()), std::make_move_iterator(events.end()));
+  }
 }
 
 void SessionLoop::write_durable(std::vector<EventBody> step, bool checkpoint, std::function<void()> then,
                                 std::optional<caf::typed_response_promise<InputAck>> ack,
                                 std::function<void(const std::string&)> on_fail) {
   inject_actor_fault(step);
+  // The steps appended since the last write go in the same batch, ahead of
+  // it; they are told and published as buffered ones are, once written.
+  std::vector<Event>* hold = held_behind();
   uint64_t token = ++next_token_;
   DurableWrite& w = in_flight_[token];
   w.then = std::move(then);
@@ -214,11 +241,13 @@ void SessionLoop::write_durable(std::vector<EventBody> step, bool checkpoint, st
   auto done = [handle, token](Status s) {
     caf::anon_send(handle, durable_atom::value, token, s.ok(), s.ok() ? std::string() : s.to_string());
   };
+  std::vector<Event> earlier;
   if (checkpoint) {
-    journal().commit_async(std::move(step), std::move(done), &w.events);
+    journal().commit_async(std::move(step), std::move(done), &w.events, &earlier);
   } else {
-    journal().append_durable_async(std::move(step), std::move(done), &w.events);
+    journal().append_durable_async(std::move(step), std::move(done), &w.events, &earlier);
   }
+  written(std::move(earlier), hold);
   tell_written(w.events);
 }
 
@@ -260,13 +289,20 @@ void SessionLoop::fire_hooks(HookInput in, std::function<void(HookVerdict)> then
     return;
   }
   HookEvent event = in.event;
+  // A hook is told of the session's steps: they are written first.
+  if (!flush_appends()) return;
   self_->request(ctx_->hook_host, caf::infinite, std::move(in))
-      .then([then](HookVerdict v) { then(std::move(v)); },
-            [this, then, event](caf::error& e) {
-              lib_log().warn("session {}: {} hooks did not answer ({}); going on without them", ctx_->id,
+      .then(
+          [this, then](HookVerdict v) {
+            then(std::move(v));
+            flush_appends();
+          },
+          [this, then, event](caf::error& e) {
+            lib_log().warn("session {}: {} hooks did not answer ({}); going on without them", ctx_->id,
                            hook_event_name(event), caf::to_string(e));
-              then(resolve_decisions(event, {}));
-            });
+            then(resolve_decisions(event, {}));
+            flush_appends();
+          });
 }
 
 // ---- the end of a turn and of a run ---------------------------------------------------
@@ -314,6 +350,7 @@ void SessionLoop::stop_at_budget() {
 }
 
 void SessionLoop::settle() {
+  flush_appends();
   running_ = false;
   // Messages that came while the run went on start the next one; then the
   // follow-ups, one run each, in order.
@@ -345,6 +382,7 @@ void SessionLoop::settle() {
 }
 
 void SessionLoop::close() {
+  flush_appends();
   if (running_ || !in_flight_.empty() || !waiters_.empty()) return;
   // The subscribers first handle everything sent to them (so that whoever
   // learns the session closed has seen every event), then quit with it.

@@ -56,6 +56,13 @@ class SessionLoop {
   // arrived since the run ended has started another); subscribers are told.
   void close();
 
+  // Writes the steps appended since the last write (one batch, buffered),
+  // then tells and publishes them; false if the journal broke. The loop
+  // calls it before it sends a request or tells anyone anything, and the
+  // actor after every message it handles, so no step waits in memory while
+  // the session waits.
+  bool flush_appends();
+
  private:
   SessionJournal& journal() { return *ctx_->journal; }
   const SessionState& state() { return ctx_->journal->state(); }
@@ -68,8 +75,17 @@ class SessionLoop {
   // Asks the fault plan at session.actor before a step is written: an
   // injected error makes the actor fail (it throws), as a bug would.
   void inject_actor_fault(const std::vector<EventBody>& step);
-  // Appends a step (buffered); false if the journal broke (the loop stops).
+  // Appends a step: applied to the state at once, written with the next
+  // write (flush_appends(), or a durable write, which carries it); false if
+  // the journal broke (the loop stops).
   bool append(std::vector<EventBody> step);
+  // Tells and publishes `events`, just written ahead of any durable write
+  // made from here on; held behind `hold` (an earlier durable write still in
+  // flight) if given.
+  void written(std::vector<Event> events, std::vector<Event>* hold);
+  // Where events written now wait to be published: behind the newest durable
+  // write in flight; null if none is.
+  std::vector<Event>* held_behind();
   // Writes `step` durably, with a checkpoint or without, and runs `then` once
   // it is durable. `ack`, if given, is answered either way.
   // `on_fail`, if given, hears a write that did not become durable.

@@ -160,6 +160,7 @@ void SessionLoop::after_approval(PendingApproval a, ToolCall call) {
 void SessionLoop::park(PendingApproval a) {
   // The run ends here: no thread, no timer. decide() (an answer, or the
   // runtime's expiry) records the decision and starts the loop again.
+  if (!flush_appends()) return;
   if (ctx_->on_parked) ctx_->on_parked(ctx_->id, a);
   settle();
 }
@@ -248,13 +249,18 @@ void SessionLoop::run_tool(ToolCall call, std::string recovering, std::string st
   // for the trip: the backstop has one more.
   const uint64_t margin = invocation.node.empty() ? 5000 : 10'000;
   const auto backstop = std::chrono::milliseconds(timeout_ms + kToolGraceMs + margin);
-  self_
-      ->request(ctx_->tool_host, backstop, std::move(invocation))
+  // Written before the call leaves: the log holds its tool.requested first.
+  if (!flush_appends()) return;
+  self_->request(ctx_->tool_host, backstop, std::move(invocation))
       .then(
           [this, call, stop_reason, attempt](ToolOutcome outcome) {
-            if (outcome.node_lost) return node_lost(call, std::move(outcome), attempt, stop_reason);
-            const bool interrupted = outcome.interrupted;
-            tool_done(call, std::move(outcome), interrupted ? stop_reason : "");
+            if (outcome.node_lost) {
+              node_lost(call, std::move(outcome), attempt, stop_reason);
+            } else {
+              const bool interrupted = outcome.interrupted;
+              tool_done(call, std::move(outcome), interrupted ? stop_reason : "");
+            }
+            flush_appends();
           },
           [this, call, backstop](caf::error& e) {
             bool timeout = e == caf::sec::request_timeout;
@@ -265,6 +271,7 @@ void SessionLoop::run_tool(ToolCall call, std::string recovering, std::string st
                                                     : "The tool failed: " + caf::to_string(e),
                                   .is_error = true,
                                   .timed_out = timeout});
+            flush_appends();
           });
 }
 

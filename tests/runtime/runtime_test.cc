@@ -988,7 +988,92 @@ class MessageCountingProvider : public Provider {
   bool reads_;
 };
 
+// The scripted provider, which first reads the session's log as it is when
+// the request arrives and keeps the last event's type and seq.
+class LogReadingProvider : public Provider {
+ public:
+  explicit LogReadingProvider(Scenario scenario) : scripted_(std::move(scenario)) {}
+  std::string name() const override { return "scripted"; }
+  bool blocking() const override { return false; }
+  bool reads_messages() const override { return false; }
+  ProviderReply call(const ProviderRequest& request, const DeltaSink& on_delta) override {
+    std::vector<Event> events;
+    (void)(*runtime)->read_events(request.session_id, 1, &events);
+    std::lock_guard lock(mu);
+    last_seen.push_back(events.empty() ? std::string("nothing") : std::string(events.back().type_name()));
+    return scripted_.call(request, on_delta);
+  }
+  std::unique_ptr<Runtime>* runtime = nullptr;
+  std::mutex mu;
+  std::vector<std::string> last_seen;
+
+ private:
+  ScriptedProvider scripted_;
+};
+
 }  // namespace
+
+// A session writes the steps it makes between two moments it acts outside
+// itself as one batch: a turn with one tool call is three writes (up to the
+// model's request, up to the tool's, and the rest with the checkpoint), not
+// one a step. And each is written before the session acts: the provider
+// and the tool find their request the last event in the log, so that after
+// a process crash the log says what was asked.
+BOOST_AUTO_TEST_CASE(a_turn_is_written_in_three_batches_each_before_the_session_acts) {
+  testing::TempDir dir;
+  auto counting = std::make_shared<testing::GatedSyncFs>();  // never closed: it counts the WAL's writes
+  Config config;
+  config.workspace = dir.path();
+  constexpr int kTurns = 20;
+  config.max_turns = kTurns + 1;
+  std::string replies;
+  for (int i = 0; i < kTurns; ++i)
+    replies += R"({"text": "t", "tool_calls": [{"name": "probe", "args": {}}]},)";
+  Scenario scenario;
+  CHECK_OK(parse_scenario(R"({"replies": [)" + replies + R"({"text": "done"}]})", "s.json", &scenario));
+  auto provider = std::make_shared<LogReadingProvider>(scenario);
+  Runtime::Options options{.home = dir.sub("home"), .config = config, .provider = provider};
+  RuntimeInternals::TestKnobs knobs;
+  knobs.file_system = counting;
+  std::unique_ptr<Runtime> rt;
+  CHECK_OK(RuntimeInternals::open(std::move(options), knobs, &rt));
+  provider->runtime = &rt;
+  std::mutex mu;
+  std::vector<std::string> tool_saw;  // the last event when the tool ran, and whether it names the call
+  CHECK_OK(rt->register_tool(ToolDefinition{
+      .spec = {.name = "probe", .description = "reads the log", .idempotent = true},
+      .blocking = false,
+      .run = [&](const nlohmann::json&, const ToolContext& c) {
+        std::vector<Event> events;
+        (void)rt->read_events(c.session_id, 1, &events);
+        const auto* requested = events.empty() ? nullptr : get_if<ToolRequested>(events.back());
+        std::lock_guard lock(mu);
+        tool_saw.push_back(requested == nullptr              ? "not tool.requested"
+                           : requested->call_id == c.call_id ? "tool.requested"
+                                                             : "another call's tool.requested");
+        return ToolResult{.output = "ok"};
+      }}));
+  CHECK_OK(rt->start_session(SessionOptions{.id = "s", .task = "go"}, nullptr));
+  // Counted from here: the session is created (its opening is durable).
+  const uint64_t before = counting->wal_appends();
+  SessionOutcome o;
+  CHECK_OK(rt->wait("s", 60s, &o));
+  const uint64_t writes = counting->wal_appends() - before;
+  BOOST_REQUIRE_MESSAGE((o.status == SessionStatus::kCompleted), o.stop_reason << ": " << o.error);
+  BOOST_TEST(o.turns == kTurns + 1u);
+  std::vector<Event> events;
+  CHECK_OK(rt->read_events("s", 1, &events));
+  // 7 events a turn: a batch each would be 7 writes a turn.
+  BOOST_TEST(events.size() >= 7u * kTurns);
+  BOOST_TEST(writes <= 3u * kTurns + 6, writes << " WAL writes for " << kTurns + 1 << " turns");
+  BOOST_TEST(writes >= 3u * kTurns, writes << " WAL writes for " << kTurns + 1 << " turns");
+  std::lock_guard lock(provider->mu);
+  BOOST_REQUIRE_EQUAL(provider->last_seen.size(), kTurns + 1u);
+  for (const auto& seen : provider->last_seen) BOOST_TEST(seen == "llm.requested");
+  std::lock_guard tools_lock(mu);
+  BOOST_REQUIRE_EQUAL(tool_saw.size(), static_cast<size_t>(kTurns));
+  for (const auto& seen : tool_saw) BOOST_TEST(seen == "tool.requested");
+}
 
 BOOST_AUTO_TEST_CASE(a_provider_that_does_not_read_the_conversation_gets_its_size_without_a_copy) {
   Scenario scenario;

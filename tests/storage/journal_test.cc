@@ -155,6 +155,88 @@ BOOST_AUTO_TEST_CASE(asynchronous_commits_pipeline_with_appends) {
   BOOST_TEST((folder.committed() == j->state()));
 }
 
+// Staged steps are in the state at once and in the log only with the next
+// write, all in it: a flush, or a durable write that carries them ahead of
+// its own step.
+BOOST_AUTO_TEST_CASE(staged_steps_are_written_with_the_next_write) {
+  auto j = create("s1");
+  const uint64_t opening = j->last_seq();
+  CHECK_OK(j->stage_append({TurnStarted{1}}));
+  CHECK_OK(j->stage_append({LlmRequested{.turn = 1, .attempt = 1}}));
+  BOOST_TEST(j->has_staged());
+  BOOST_TEST(j->last_seq() == opening + 2);
+  BOOST_TEST(j->state().turn == 1u);
+  BOOST_TEST(read_all("s1").size() == opening);  // nothing written yet
+  std::vector<Event> flushed;
+  CHECK_OK(j->flush(&flushed));
+  BOOST_TEST(!j->has_staged());
+  BOOST_REQUIRE_EQUAL(flushed.size(), 2u);
+  BOOST_TEST(flushed[0].seq == opening + 1);
+  BOOST_TEST(read_all("s1").size() == opening + 2);
+  CHECK_OK(j->flush(&flushed));  // nothing staged: nothing written
+  BOOST_TEST(flushed.size() == 2u);
+
+  // A checkpoint carries what is staged, ahead of its own step.
+  CHECK_OK(j->stage_append({LlmResponded{.turn = 1, .attempt = 1, .text = "done"}}));
+  auto p = std::make_shared<std::promise<Status>>();
+  std::vector<Event> staged, earlier;
+  j->commit_async(
+      {}, [p](Status s) { p->set_value(s); }, &staged, &earlier);
+  CHECK_OK(p->get_future().get());
+  BOOST_REQUIRE_EQUAL(earlier.size(), 1u);
+  BOOST_TEST(earlier[0].type_name() == "llm.responded");
+  BOOST_REQUIRE_EQUAL(staged.size(), 1u);
+  BOOST_TEST(staged[0].type_name() == "turn.committed");
+  // So does a durable append.
+  CHECK_OK(j->stage_append({TurnStarted{2}}));
+  auto q = std::make_shared<std::promise<Status>>();
+  earlier.clear();
+  j->append_durable_async(
+      {UserMessage{.text = "more", .queued = true}}, [q](Status s) { q->set_value(s); }, nullptr, &earlier);
+  CHECK_OK(q->get_future().get());
+  BOOST_REQUIRE_EQUAL(earlier.size(), 1u);
+  BOOST_TEST(earlier[0].type_name() == "turn.started");
+  std::vector<Event> events = read_all("s1");
+  BOOST_REQUIRE_EQUAL(events.size(), j->last_seq());
+  for (size_t i = 0; i < events.size(); ++i) BOOST_TEST(events[i].seq == i + 1);
+  Folder folder;
+  for (Event& e : events) CHECK_OK(folder.add(std::move(e)));
+  BOOST_TEST(folder.committed().committed_turn == 1u);
+}
+
+namespace {
+// Refuses every step at log.before_append whose first event is `type`.
+struct RefuseAt : FaultInjector {
+  std::string type;
+  explicit RefuseAt(std::string t) : type(std::move(t)) {}
+  Fault check(const FaultSite& site) override {
+    if (site.point != FaultPoint::kLogBeforeAppend || site.event_type != type) return {};
+    return Fault{.action = FaultAction::kError, .message = "refused"};
+  }
+};
+}  // namespace
+
+// A step refused before anything of it is written leaves the steps staged
+// before it written, as they would have been had each been written when made.
+BOOST_AUTO_TEST_CASE(a_refused_step_leaves_the_steps_staged_before_it_written) {
+  JournalOptions o = options();
+  o.faults = std::make_shared<RefuseAt>("llm.requested");
+  std::unique_ptr<SessionJournal> j;
+  CHECK_OK(SessionJournal::create(
+      log.get(), "s1", {SessionStarted{.agent_id = "t", .model = "m"}, UserMessage{"task"}}, o, &j));
+  const uint64_t opening = j->last_seq();
+  CHECK_OK(j->stage_append({TurnStarted{1}}));
+  std::vector<Event> written;
+  Status s = j->stage_append({LlmRequested{.turn = 1, .attempt = 1}}, &written);
+  BOOST_TEST(s.is_io_error(), s.to_string());
+  BOOST_REQUIRE_EQUAL(written.size(), 1u);
+  BOOST_TEST(written[0].type_name() == "turn.started");
+  std::vector<Event> events = read_all("s1");
+  BOOST_REQUIRE_EQUAL(events.size(), opening + 1);
+  BOOST_TEST(events.back().type_name() == "turn.started");
+  BOOST_TEST(!j->has_staged());
+}
+
 BOOST_AUTO_TEST_CASE(a_synthetic_session_writes_through_the_journal) {
   SyntheticWriteStats stats;
   CHECK_OK(write_synthetic_session(log.get(), "synth", SyntheticOptions{.turns = 25, .seed = 3}, options(10),

@@ -2,12 +2,14 @@
 // be held. While the gate is closed, every sync of a WAL file (*.log) waits
 // until it opens; everything else passes straight through (a write-back
 // hint, RangeSync, is not a sync). It shows what a writer does while its
-// sync is slow: what it may write meanwhile, what it must wait for.
+// sync is slow: what it may write meanwhile, what it must wait for. It also
+// counts the writes to WAL files (one for each write batch RocksDB logs).
 // Thread-safe.
 #pragma once
 
 #include <rocksdb/file_system.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -41,6 +43,8 @@ class GatedSyncFs : public rocksdb::FileSystemWrapper {
     std::lock_guard lock(mu_);
     return held_;
   }
+  // Appends to WAL files so far.
+  uint64_t wal_appends() const { return wal_appends_.load(); }
 
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& options,
                                     std::unique_ptr<rocksdb::FSWritableFile>* r,
@@ -64,6 +68,17 @@ class GatedSyncFs : public rocksdb::FileSystemWrapper {
    public:
     File(std::unique_ptr<rocksdb::FSWritableFile> t, GatedSyncFs* fs)
         : FSWritableFileOwnerWrapper(std::move(t)), fs_(fs) {}
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
+                             rocksdb::IODebugContext* dbg) override {
+      ++fs_->wal_appends_;
+      return target()->Append(data, o, dbg);
+    }
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
+                             const rocksdb::DataVerificationInfo& info,
+                             rocksdb::IODebugContext* dbg) override {
+      ++fs_->wal_appends_;
+      return target()->Append(data, o, info, dbg);
+    }
     rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
       fs_->pass();
       return target()->Sync(o, dbg);
@@ -97,6 +112,7 @@ class GatedSyncFs : public rocksdb::FileSystemWrapper {
   std::condition_variable changed_;
   bool open_ = true;
   int held_ = 0;
+  std::atomic<uint64_t> wal_appends_{0};
 };
 
 }  // namespace carapace::testing
