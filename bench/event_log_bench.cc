@@ -610,8 +610,8 @@ double e2e_turns_per_s(const fs::path& root, int sessions, uint64_t turns,
         (process_cpu_seconds() - cpu_start) * 1e6 / static_cast<double>((turns + 1) * sessions);
   }
   if (stored != nullptr) {
-    // Every record as written: one batch per step (each of this session's
-    // steps is one event), synced at each checkpoint.
+    // Every record, one step each (each of this session's steps is one
+    // event).
     stored->clear();
     auto c = runtime_log(*rt).cursor(ids[0], 1);
     for (; c->valid(); c->next()) stored->push_back({Kv{std::string(c->key()), std::string(c->value())}});
@@ -620,7 +620,28 @@ double e2e_turns_per_s(const fs::path& root, int sessions, uint64_t turns,
   return rate;
 }
 
-// The same records, written raw with the same batches and syncs.
+EventType record_type(const Kv& kv) { return static_cast<EventType>(static_cast<uint8_t>(kv.value[6])); }
+
+// The records regrouped into the batches the runtime writes them in: a
+// session writes the steps it makes before it acts outside itself as one
+// batch, so a turn is three: up to llm.requested (before the model is
+// asked), up to tool.requested (before the tool runs), and the rest with
+// the checkpoint (synced).
+std::vector<std::vector<Kv>> runtime_batches(const std::vector<std::vector<Kv>>& steps) {
+  std::vector<std::vector<Kv>> batches(1);
+  for (const auto& step : steps) {
+    for (const auto& kv : step) batches.back().push_back(kv);
+    const EventType t = record_type(step.back());
+    if (t == EventType::kLlmRequested || t == EventType::kToolRequested || t == EventType::kTurnCommitted) {
+      batches.emplace_back();
+    }
+  }
+  if (batches.back().empty()) batches.pop_back();
+  return batches;
+}
+
+// The same records, written raw: a batch each as given, synced when it
+// ends with a checkpoint.
 double raw_turn_ms(const fs::path& root, const std::vector<std::vector<Kv>>& records, uint64_t turns,
                    double* cpu_us_per_turn) {
   Scratch dir(root, "e2e-raw");
@@ -632,8 +653,7 @@ double raw_turn_ms(const fs::path& root, const std::vector<std::vector<Kv>>& rec
   for (const auto& batch_records : records) {
     rocksdb::WriteBatch batch;
     for (const auto& kv : batch_records) check(batch.Put(db.events(), kv.key, kv.value), "batch");
-    bool commit = static_cast<uint8_t>(batch_records.back().value[6]) ==
-                  static_cast<uint8_t>(EventType::kTurnCommitted);
+    bool commit = record_type(batch_records.back()) == EventType::kTurnCommitted;
     check(db.db->Write(commit ? synced : buffered, &batch), "raw write");
   }
   double ms = seconds_since(start) * 1000 / static_cast<double>(turns + 1);
@@ -643,7 +663,9 @@ double raw_turn_ms(const fs::path& root, const std::vector<std::vector<Kv>>& rec
 
 void bench_e2e(const fs::path& root, uint64_t turns, Results& r) {
   std::vector<std::vector<Kv>> records;
+  std::vector<std::vector<Kv>> batches;
   std::vector<double> ones, raws, ones_caf, ones_copied, sixteens, sixteens_caf, cpus, raw_cpus;
+  std::vector<double> raws_batched, raw_cpus_batched;
   uint64_t turns16 = std::max<uint64_t>(turns / 4, 20);
   // Rounds interleaved, so that the variants share the machine's noise.
   for (int round = 0; round < 3; ++round) {
@@ -652,6 +674,9 @@ void bench_e2e(const fs::path& root, uint64_t turns, Results& r) {
     raws.push_back(raw_turn_ms(root, records, turns, &raw_cpu));
     cpus.push_back(cpu);
     raw_cpus.push_back(raw_cpu);
+    if (round == 0) batches = runtime_batches(records);
+    raws_batched.push_back(raw_turn_ms(root, batches, turns, &raw_cpu));
+    raw_cpus_batched.push_back(raw_cpu);
     ones_caf.push_back(e2e_turns_per_s(root, 1, turns, nullptr, E2e::kCafClock));
     ones_copied.push_back(e2e_turns_per_s(root, 1, turns, nullptr, E2e::kCopiedConversation));
     sixteens.push_back(e2e_turns_per_s(root, 16, turns16, nullptr));
@@ -667,6 +692,13 @@ void bench_e2e(const fs::path& root, uint64_t turns, Results& r) {
     return (1000.0 / turns_per_s - raw_ms) * 1000 / events_per_turn;
   };
   const double cpu = median(cpus), raw_cpu = median(raw_cpus);
+  const double raw_ms_batched = median(raws_batched), raw_cpu_batched = median(raw_cpus_batched);
+  const double batches_per_turn = static_cast<double>(batches.size()) / static_cast<double>(turns + 1);
+  r.json["e2e_raw_batched_turn_ms"] = raw_ms_batched;
+  r.json["e2e_raw_batched_cpu_us_per_turn"] = raw_cpu_batched;
+  r.json["e2e_batches_per_turn"] = batches_per_turn;
+  r.json["e2e_cpu_overhead_us_per_event_batched"] = (cpu - raw_cpu_batched) / events_per_turn;
+  r.json["e2e_overhead_us_per_event_batched"] = (e2e_ms - raw_ms_batched) * 1000 / events_per_turn;
   r.json["e2e_cpu_us_per_turn_1"] = cpu;
   r.json["e2e_raw_cpu_us_per_turn"] = raw_cpu;
   r.json["e2e_cpu_overhead_us_per_event"] = (cpu - raw_cpu) / events_per_turn;
@@ -687,12 +719,21 @@ void bench_e2e(const fs::path& root, uint64_t turns, Results& r) {
         fmt("%.0f", one), fmt("%.0f", 1000.0 / raw_ms), fmt("%.2f", one * raw_ms / 1000.0));
   r.row("    end to end, 16 sessions [turns/s]", fmt("%.0f", sixteen), "", "");
   r.row("    16 sessions vs 1 session", fmt("%.2fx", sixteen / one), "", "");
-  r.row("    per turn: carapace vs raw writes, same batches and syncs [ms]", fmt("%.3f", e2e_ms),
+  r.row("    per turn: carapace vs raw writes, a batch a step, same syncs [ms]", fmt("%.3f", e2e_ms),
         fmt("%.3f", raw_ms), "");
   r.row("    runtime overhead beyond the raw writes [us/event]", fmt("%.1f", overhead_us(one)), "", "");
   r.row("    CPU per turn, every thread: carapace vs raw writes [us]", fmt("%.0f", cpu), fmt("%.0f", raw_cpu),
         fmt("%.2f", cpu / raw_cpu));
   r.row("    CPU beyond the raw writes' [us/event]", fmt("%.1f", (cpu - raw_cpu) / events_per_turn), "", "");
+  r.row(
+      fmt("    per turn: carapace vs raw writes, the runtime's batches (%.1f a turn) [ms]", batches_per_turn),
+      fmt("%.3f", e2e_ms), fmt("%.3f", raw_ms_batched), "");
+  r.row("    runtime overhead beyond those writes [us/event]",
+        fmt("%.1f", (e2e_ms - raw_ms_batched) * 1000 / events_per_turn), "", "");
+  r.row("    CPU per turn, every thread: carapace vs those writes [us]", fmt("%.0f", cpu),
+        fmt("%.0f", raw_cpu_batched), fmt("%.2f", cpu / raw_cpu_batched));
+  r.row("    CPU beyond those writes' [us/event]", fmt("%.1f", (cpu - raw_cpu_batched) / events_per_turn), "",
+        "");
   r.row("    1 session: this scheduler vs CAF's own clock [turns/s]", fmt("%.0f", one), fmt("%.0f", one_caf),
         fmt("%.2f", one / one_caf));
   r.row("    16 sessions: this scheduler vs CAF's own clock [turns/s]", fmt("%.0f", sixteen),
