@@ -772,8 +772,12 @@ int main(int argc, char** argv) {
       });
   app.add_flag("--quick", quick, "Tiny sizes: checks the benchmark runs, measures nothing useful");
   uint64_t profile_turns = 0;
+  int profile_sessions = 1;
   app.add_option("--profile-f", profile_turns,
-                 "Only (f)'s runtime with one session for this many turns, no baseline: a window for perf");
+                 "Only (f)'s runtime for this many turns a session, no baseline: a window for perf");
+  app.add_option("--profile-sessions", profile_sessions, "Sessions at once with --profile-f")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     events = 2'000;
@@ -784,10 +788,12 @@ int main(int argc, char** argv) {
 
   Results r;
   if (profile_turns > 0) {
-    double rate = e2e_turns_per_s(root, 1, profile_turns, nullptr);
+    double cpu = 0;
+    double rate = e2e_turns_per_s(root, profile_sessions, profile_turns, nullptr, E2e::kRuntime, &cpu);
     fs::remove_all(root);
-    std::printf("(f) end to end, 1 session, %llu turns: %.0f turns/s, %.1f us/turn\n",
-                static_cast<unsigned long long>(profile_turns), rate, 1e6 / rate);
+    std::printf(
+        "(f) end to end, %d session(s), %llu turns each: %.0f turns/s, %.1f us/turn, %.0f us CPU/turn\n",
+        profile_sessions, static_cast<unsigned long long>(profile_turns), rate, 1e6 / rate, cpu);
     return 0;
   }
   auto wanted = [&](const char* letters) { return only.find_first_of(letters) != std::string::npos; };
