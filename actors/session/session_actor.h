@@ -78,9 +78,10 @@ struct SessionContext {
   // Told of each event once it is durable, before the subscribers (the
   // runtime logs them; null in a replay).
   std::function<void(const std::string& id, const Event&)> on_durable;
-  // Told of each event the loop writes, in seq order, as soon as the journal
-  // has it (before a durable write completes); on the actor's thread. A
-  // replay compares them as they come (null in the runtime).
+  // Told of each event the loop writes, in seq order, as soon as it is
+  // written (a step at the session's next write, before a durable write
+  // completes); on the actor's thread. A replay compares them as they come
+  // (null in the runtime).
   std::function<void(const std::string& id, const Event&)> on_written;
   // Stores the body the provider will send for a request (durably) and
   // returns its body_ref; unset or "": nothing to capture (scripted).

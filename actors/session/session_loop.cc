@@ -179,11 +179,8 @@ void SessionLoop::inject_actor_fault(const std::vector<EventBody>& step) {
                                                       .session = ctx_->id,
                                                       .event_type = std::string(wire_name(event_type_number(step.front()))),
                                                       .turn = state().turn});
-  if (f.action == FaultAction::kError) {
-    // A failing actor loses only the step it was making.
-    flush_appends();
+  if (f.action == FaultAction::kError)
     throw std::runtime_error("injected fault at session.actor: " + f.describe());
-  }
 }
 
 bool SessionLoop::append(std::vector<EventBody> step) {
