@@ -169,13 +169,9 @@ void SessionJournal::inject_after(FaultInjector* faults, const std::string& id,
 }
 
 void SessionJournal::take_staged(std::vector<Event>* events, std::vector<Event>* earlier) {
-  if (events != nullptr && !staged_.empty()) {
-    events->insert(events->begin(), std::make_move_iterator(staged_.begin()),
-                   std::make_move_iterator(staged_.end()));
-    if (earlier != nullptr) earlier->assign(events->begin(), events->begin() + staged_.size());
-  } else if (earlier != nullptr) {
-    *earlier = std::move(staged_);
-  }
+  if (earlier != nullptr) *earlier = staged_;
+  events->insert(events->begin(), std::make_move_iterator(staged_.begin()),
+                 std::make_move_iterator(staged_.end()));
   staged_.clear();
   staged_steps_.clear();
 }

@@ -169,8 +169,8 @@ class SessionJournal {
   // first event type of each, and the turn it was made in).
   static void inject_after(FaultInjector* faults, const std::string& id, const std::vector<Event>& events,
                            const std::vector<std::pair<size_t, uint64_t>>& steps);
-  // Moves the staged events out: into *earlier, and in front of `events`
-  // when given (for a write that carries them).
+  // Moves the staged events in front of `events` (for a write that carries
+  // them), with a copy into *earlier if given.
   void take_staged(std::vector<Event>* events, std::vector<Event>* earlier);
 
   // What the committer thread's callbacks may touch.
