@@ -375,6 +375,7 @@ struct EventLog::Impl {
       value.clear();
       encode_record(key, e, &value);
       CARAPACE_RETURN_IF_ERROR(from_rocks(batch->Put(cf(kEvents), key, value), "batching"));
+      if (request.event_bytes != nullptr) *request.event_bytes += value.size();
     }
     for (const CheckpointEntry& c : request.checkpoints) {
       bool found = !events.empty() && c.seq >= events.front().seq && c.seq <= events.back().seq &&

@@ -56,6 +56,7 @@ struct AppendRequest {
   Durability durability = Durability::kBuffered;
   const SessionMeta* meta = nullptr;            // replaces the session's index entry
   std::span<const CheckpointEntry> checkpoints;  // index turn.committed events of `events`
+  uint64_t* event_bytes = nullptr;               // if set, the events' encoded records' bytes are added to it
 };
 
 // A snapshot: the encoded state just before the turn.committed at `seq`

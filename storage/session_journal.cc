@@ -106,7 +106,8 @@ Status SessionJournal::stage_commit(std::vector<EventBody>&& step, std::vector<E
   // A snapshot holds the state just before its turn.committed, so that
   // recovery re-checks the checkpoint's hash against it before trusting it.
   uint64_t every = options_.snapshot_every_turns;
-  if (every > 0 && state_.turn > 0 && state_.turn % every == 0 && state_.turn != last_snapshot_turn_) {
+  if (every > 0 && state_.turn > 0 && state_.turn % every == 0 && state_.turn != last_snapshot_turn_ &&
+      event_bytes_since_snapshot_ >= last_snapshot_bytes_ / 2) {
     *snapshot_state = encode_state(state_);
   }
   TurnCommitted c{.turn = state_.turn,
@@ -205,7 +206,8 @@ Status SessionJournal::flush(std::vector<Event>* written) {
   std::vector<std::pair<size_t, uint64_t>> steps = std::move(staged_steps_);
   staged_.clear();
   staged_steps_.clear();
-  Status s = log_->append(AppendRequest{.session = id_, .events = events});
+  Status s = log_->append(
+      AppendRequest{.session = id_, .events = events, .event_bytes = &event_bytes_since_snapshot_});
   if (!s.ok()) {
     mark_broken(s);
     return s;
@@ -227,7 +229,10 @@ Status SessionJournal::append_synced(std::vector<EventBody> step) {
   CARAPACE_RETURN_IF_ERROR(inject_before(FaultPoint::kLogBeforeAppend, step));
   std::vector<Event> events;
   CARAPACE_RETURN_IF_ERROR(stage(std::move(step), &events));
-  Status s = log_->append(AppendRequest{.session = id_, .events = events, .durability = Durability::kSynced});
+  Status s = log_->append(AppendRequest{.session = id_,
+                                        .events = events,
+                                        .durability = Durability::kSynced,
+                                        .event_bytes = &event_bytes_since_snapshot_});
   if (!s.ok()) mark_broken(s);
   return s;
 }
@@ -239,6 +244,8 @@ Status SessionJournal::prepare_commit(std::vector<EventBody>&& step, PreparedCom
   CARAPACE_RETURN_IF_ERROR(
       stage_commit(std::move(step), &out->events, &out->checkpoint, &out->meta, &snapshot_state));
   if (!snapshot_state.empty()) {
+    last_snapshot_bytes_ = snapshot_state.size();
+    event_bytes_since_snapshot_ = 0;
     out->snapshot = std::make_shared<SnapshotEntry>(SnapshotEntry{
         .seq = out->checkpoint.seq, .turn = out->checkpoint.turn, .state = std::move(snapshot_state)});
     last_snapshot_turn_ = out->checkpoint.turn;
@@ -246,12 +253,13 @@ Status SessionJournal::prepare_commit(std::vector<EventBody>&& step, PreparedCom
   return Status();
 }
 
-AppendRequest SessionJournal::PreparedCommit::request(const std::string& id) const {
+AppendRequest SessionJournal::PreparedCommit::request(const std::string& id, uint64_t* event_bytes) const {
   return AppendRequest{.session = id,
                        .events = events,
                        .durability = Durability::kSynced,
                        .meta = &meta,
-                       .checkpoints = std::span(&checkpoint, 1)};
+                       .checkpoints = std::span(&checkpoint, 1),
+                       .event_bytes = event_bytes};
 }
 
 // Runs once the checkpoint is durable or has failed. The snapshot is written
@@ -295,7 +303,10 @@ void SessionJournal::append_durable_async(std::vector<EventBody> step, std::func
   const size_t carried = staged_.size();
   if (!events->empty()) steps->emplace_back(carried, state_.turn);
   take_staged(events.get(), earlier);
-  log_->append_async(AppendRequest{.session = id_, .events = *events, .durability = Durability::kSynced},
+  log_->append_async(AppendRequest{.session = id_,
+                                   .events = *events,
+                                   .durability = Durability::kSynced,
+                                   .event_bytes = &event_bytes_since_snapshot_},
                      [id = id_, shared = shared_, events, steps, faults = options_.faults,
                       done = std::move(done)](Status st) {
                        if (!st.ok()) {
@@ -316,7 +327,7 @@ void SessionJournal::commit_async(std::vector<EventBody> step, std::function<voi
   if (staged != nullptr) *staged = prepared->events;
   auto steps = std::make_shared<std::vector<std::pair<size_t, uint64_t>>>(std::move(staged_steps_));
   take_staged(&prepared->events, earlier);
-  log_->append_async(prepared->request(id_),
+  log_->append_async(prepared->request(id_, &event_bytes_since_snapshot_),
                      [log = log_, id = id_, shared = shared_, prepared, steps, faults = options_.faults,
                       turn = state_.turn, done = std::move(done)](Status st) {
                        // The staged steps, written with the checkpoint ahead of it.
@@ -330,7 +341,7 @@ Status SessionJournal::commit(std::vector<EventBody> step) {
   CARAPACE_RETURN_IF_ERROR(flush());
   PreparedCommit prepared;
   CARAPACE_RETURN_IF_ERROR(prepare_commit(std::move(step), &prepared));
-  Status s = log_->append(prepared.request(id_));
+  Status s = log_->append(prepared.request(id_, &event_bytes_since_snapshot_));
   finish_commit(log_, id_, *shared_, prepared.snapshot, s, options_.faults.get(), state_.turn);
   return s;
 }
@@ -357,7 +368,10 @@ Status SessionJournal::roll_back_uncommitted(std::string reason) {
     if (!s.ok()) return s.with_context("session " + id_);
     events.push_back(std::move(e));
   }
-  Status s = log_->append(AppendRequest{.session = id_, .events = events, .durability = Durability::kSynced});
+  Status s = log_->append(AppendRequest{.session = id_,
+                                        .events = events,
+                                        .durability = Durability::kSynced,
+                                        .event_bytes = &event_bytes_since_snapshot_});
   if (!s.ok()) {
     mark_broken(s);
     return s;
@@ -426,7 +440,8 @@ Status SessionJournal::reconfigure(SessionConfigured configured) {
   SessionMeta meta = meta_;
   meta.configured_seq = events.back().seq;
   if (meta.created_us == 0) meta = meta_from_state(id_, state_, options_.clock(), &meta);
-  Status s = log_->append(AppendRequest{.session = id_, .events = events, .meta = &meta});
+  Status s = log_->append(AppendRequest{
+      .session = id_, .events = events, .meta = &meta, .event_bytes = &event_bytes_since_snapshot_});
   if (!s.ok()) {
     mark_broken(s);
     return s;

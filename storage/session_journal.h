@@ -5,7 +5,8 @@
 // writes every step as one atomic batch, and ends a turn with a checkpoint:
 // a turn.committed carrying the state's hash, written with its step in one
 // synced batch together with the checkpoint index and session index entries.
-// Every `snapshot_every_turns` turns it also stores a snapshot of the state.
+// Every `snapshot_every_turns` turns it also stores a snapshot of the state,
+// once the events written since the last one weigh half as much as it did.
 //
 // If a write fails, or a step breaks the fold's rules after part of it was
 // applied, the journal is broken: its state may be ahead of the log, and it
@@ -35,7 +36,13 @@ using WallClock = std::function<int64_t()>;
 int64_t system_clock_us();
 
 struct JournalOptions {
-  uint64_t snapshot_every_turns = 100;  // 0: never
+  // A snapshot at each multiple of this turn count (0: never), once the events written since the
+  // journal's last snapshot weigh at least half of that snapshot's bytes. A long conversation's state,
+  // and so its snapshot, grows with every turn: a snapshot every K turns would cost more each time.
+  // This way every snapshot but the newest is followed by half its weight in events, so together they
+  // weigh at most twice the events; a recovery folds, after the newest snapshot, less than half its
+  // weight in events plus the K turns up to the next multiple.
+  uint64_t snapshot_every_turns = 100;
   WallClock clock = system_clock_us;
   // Asked at log.before_append, log.after_append, commit.before and
   // commit.after (base/fault_injection.h); null: no faults.
@@ -185,7 +192,7 @@ class SessionJournal {
     CheckpointEntry checkpoint;
     SessionMeta meta;
     std::shared_ptr<SnapshotEntry> snapshot;  // when one is due
-    AppendRequest request(const std::string& id) const;
+    AppendRequest request(const std::string& id, uint64_t* event_bytes) const;
   };
   Status prepare_commit(std::vector<EventBody>&& step, PreparedCommit* out);
   static void finish_commit(EventLog* log, const std::string& id, Shared& shared,
@@ -201,6 +208,10 @@ class SessionJournal {
   std::map<std::string, std::string> stopped_calls_;  // call id -> stop reason, from adopt_uncommitted()
   SessionMeta meta_;
   uint64_t last_snapshot_turn_ = 0;
+  // The bytes of the last snapshot this journal took (0: none yet), and of
+  // the events it has written since.
+  uint64_t last_snapshot_bytes_ = 0;
+  uint64_t event_bytes_since_snapshot_ = 0;
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
   // Steps applied to the state and not written yet (stage_append()): their
   // events, and where each step starts in them with the turn it was made in.

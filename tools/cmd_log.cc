@@ -299,7 +299,9 @@ void register_log_commands(CLI::App& app, Context& ctx) {
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
   synth->add_option("--seed", synth_args->seed, "Seed of the generator")->capture_default_str();
-  synth->add_option("--snapshot-every", synth_args->snapshot_every, "Snapshot every K turns (0: never)")
+  synth
+      ->add_option("--snapshot-every", synth_args->snapshot_every,
+                   "A snapshot at most every K turns, as session.snapshot_every_turns (0: never)")
       ->capture_default_str();
   synth
       ->add_option("--context-budget", synth_args->context_budget,

@@ -3,6 +3,8 @@
 #include <future>
 
 #include "events/fold.h"
+#include "events/record.h"
+#include "storage/keys.h"
 #include "storage/session_journal.h"
 #include "storage/synthetic_writer.h"
 #include "tests/support/printing.h"
@@ -135,6 +137,55 @@ BOOST_AUTO_TEST_CASE(snapshots_are_written_every_k_turns_before_their_checkpoint
     BOOST_REQUIRE(it != checkpoints.end());
     BOOST_TEST((state_hash(state) == it->state_hash));
   }
+}
+
+// The state keeps the whole conversation, so a snapshot every K turns would
+// grow with every turn; a snapshot waits until the events written since the
+// last one weigh half of it.
+BOOST_AUTO_TEST_CASE(snapshots_of_a_growing_state_wait_for_half_their_weight_in_events) {
+  auto j = create("s1", /*snapshot_every=*/2);
+  const uint64_t kTurns = 240;
+  std::vector<SnapshotEntry> taken;  // each snapshot, seen as the newest after its turn
+  for (uint64_t i = 0; i < kTurns; ++i) {
+    uint64_t t = j->state().turn + 1;
+    std::string call_id = "c" + std::to_string(i);
+    CHECK_OK(j->append({TurnStarted{t}, LlmRequested{.turn = t, .attempt = 1}}));
+    CHECK_OK(j->append(
+        {LlmResponded{.turn = t, .attempt = 1, .tool_calls = {{call_id, "shell", JsonText{"{}"}}}}}));
+    CHECK_OK(j->append({ToolRequested{call_id, "shell", JsonText{"{}"}}}));
+    CHECK_OK(
+        j->commit({ToolCompleted{.call_id = call_id, .tool = "shell", .output = std::string(300, 'x')}}));
+    std::vector<std::pair<SnapshotEntry, Status>> snaps;
+    CHECK_OK(log->snapshots("s1", &snaps));
+    if (!snaps.empty() && (taken.empty() || snaps.back().first.seq != taken.back().seq)) {
+      taken.push_back(snaps.back().first);
+    }
+  }
+  // Each event's record, as the log stores it; bytes[seq] = the records up to seq.
+  std::vector<Event> events = read_all("s1");
+  std::vector<uint64_t> bytes(events.size() + 1, 0);
+  std::string value;
+  for (const Event& e : events) {
+    value.clear();
+    encode_record(keys::seq_key("s1", e.seq), e, &value);
+    bytes[e.seq] = bytes[e.seq - 1] + value.size();
+  }
+  BOOST_REQUIRE(taken.size() >= 3u);
+  BOOST_TEST(taken.front().turn == 2u);  // the first at the first multiple of K
+  uint64_t snapshot_bytes = 0;
+  for (size_t i = 0; i < taken.size(); ++i) {
+    BOOST_TEST(taken[i].turn % 2 == 0u);
+    if (i + 1 < taken.size()) snapshot_bytes += taken[i].state.size();
+  }
+  // Every snapshot but the newest was followed by at least half its weight
+  // in events before the next: together they weigh at most twice the events.
+  BOOST_TEST(snapshot_bytes <= 2 * bytes.back());
+  // Far fewer than one every 2 turns, and a recovery from the newest folds
+  // at most half of it in events, or the K turns before the next multiple.
+  BOOST_TEST(taken.size() < kTurns / 8);
+  const uint64_t after_newest = bytes.back() - bytes[taken.back().seq];
+  const uint64_t three_turns = bytes.back() - bytes[bytes.size() - 1 - 3 * 6];
+  BOOST_TEST(after_newest <= taken.back().state.size() / 2 + three_turns);
 }
 
 BOOST_AUTO_TEST_CASE(asynchronous_commits_pipeline_with_appends) {
