@@ -64,6 +64,18 @@ double process_cpu_seconds() {
   return secs(u.ru_utime) + secs(u.ru_stime);
 }
 
+// Bytes this process has had written to storage so far (/proc/self/io's
+// write_bytes): the log's WAL, its flushes and compactions.
+uint64_t process_write_bytes() {
+  std::ifstream in("/proc/self/io");
+  std::string key;
+  uint64_t value = 0;
+  while (in >> key >> value) {
+    if (key == "write_bytes:") return value;
+  }
+  return 0;
+}
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -114,8 +126,12 @@ struct RawDb {
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
 
   // The event log's own options (storage/db_options.h): the baselines differ
-  // from Carapace only in what Carapace adds.
-  explicit RawDb(const std::string& path, bool create = true) : tuned(log_db_options(true, 64 << 20)) {
+  // from Carapace only in what Carapace adds. By default the log's own
+  // memory (EventLog::Options: a 64 MB block cache, 16 MB memtables);
+  // against the runtime, the caps it opens its log with.
+  explicit RawDb(const std::string& path, bool create = true, size_t block_cache_bytes = 64 << 20,
+                 size_t write_buffer_bytes = 0)
+      : tuned(log_db_options(true, block_cache_bytes, write_buffer_bytes)) {
     rocksdb::DBOptions options = tuned.db;
     options.create_if_missing = create;
     options.create_missing_column_families = create;
@@ -484,6 +500,7 @@ void bench_fold_and_resume(const fs::path& root, uint64_t events, Results& r) {
   size_t messages = rec.committed.messages.size();
   double untrimmed_ms = time_recover(*log, "untrimmed", true, &rec);
   size_t untrimmed_messages = rec.committed.messages.size();
+  uint64_t untrimmed_events = rec.events_folded;
   log.reset();
 
   double fold = median(fold_rates), raw = median(raw_rates);
@@ -497,12 +514,14 @@ void bench_fold_and_resume(const fs::path& root, uint64_t events, Results& r) {
   r.json["resume_state_messages"] = messages;
   r.json["resume_untrimmed_ms_snapshot"] = untrimmed_ms;
   r.json["resume_untrimmed_state_messages"] = untrimmed_messages;
+  r.json["resume_untrimmed_events_folded"] = untrimmed_events;
   r.row(fmt("(c) fold with checkpoint re-hash, %.0f events [events/s]", static_cast<double>(written)),
         fmt("%.0f", fold), fmt("%.0f", raw), fmt("%.2f", fold / raw));
   r.row(fmt("(d) resume from a snapshot + %.0f events [ms]", static_cast<double>(snapshot_events)),
         fmt("%.2f", snap_ms), "", "");
   r.row("    resume by folding from seq 1 [ms]", fmt("%.1f", median(full_ms)), "", "");
-  r.row(fmt("    resume, untrimmed context (%.0f messages) [ms]", static_cast<double>(untrimmed_messages)),
+  r.row(fmt("    resume, untrimmed (%.0f msgs), snapshot + ", static_cast<double>(untrimmed_messages)) +
+            fmt("%.0f ev [ms]", static_cast<double>(untrimmed_events)),
         fmt("%.1f", untrimmed_ms), "", "");
 }
 
@@ -547,9 +566,10 @@ enum class E2e { kRuntime, kCafClock, kCopiedConversation };
 
 // `cpu_us_per_turn`, if given, gets the process's CPU time (every thread)
 // per turn while the sessions ran.
+// `write_buffer_bytes`: the runtime's log_write_buffer_bytes (0: its default).
 double e2e_turns_per_s(const fs::path& root, int sessions, uint64_t turns,
                        std::vector<std::vector<Kv>>* stored, E2e variant = E2e::kRuntime,
-                       double* cpu_us_per_turn = nullptr) {
+                       double* cpu_us_per_turn = nullptr, size_t write_buffer_bytes = 0) {
   std::unique_ptr<caf::actor_system_config> caf_config;
   std::unique_ptr<caf::actor_system> caf_system;
   if (variant == E2e::kCafClock) {
@@ -575,11 +595,10 @@ double e2e_turns_per_s(const fs::path& root, int sessions, uint64_t turns,
     check(load_scenario(scenario, &parsed), "loading the scenario");
     provider = std::make_shared<ReadingScripted>(std::move(parsed));
   }
-  check(Runtime::open(
-            Runtime::Options{
-                .home = dir.str("home"), .config = config, .system = caf_system.get(), .provider = provider},
-            &rt),
-        "opening the runtime");
+  Runtime::Options runtime_options{
+      .home = dir.str("home"), .config = config, .system = caf_system.get(), .provider = provider};
+  if (write_buffer_bytes != 0) runtime_options.log_write_buffer_bytes = write_buffer_bytes;
+  check(Runtime::open(runtime_options, &rt), "opening the runtime");
   check(rt->register_tool(ToolDefinition{
             // Idempotent: no durable intent before it runs, so a turn has the
             // baseline's syncs (durability_bench (i) measures the intent).
@@ -645,7 +664,11 @@ std::vector<std::vector<Kv>> runtime_batches(const std::vector<std::vector<Kv>>&
 double raw_turn_ms(const fs::path& root, const std::vector<std::vector<Kv>>& records, uint64_t turns,
                    double* cpu_us_per_turn) {
   Scratch dir(root, "e2e-raw");
-  RawDb db(dir.str());
+  // The memory the runtime gives its log (Runtime::Options' defaults): with
+  // 1 MB of write buffers, its memtables are flushed, and their files
+  // compacted, far more often than with the log's own 16 MB.
+  const Runtime::Options runtime_defaults;
+  RawDb db(dir.str(), true, runtime_defaults.log_block_cache_bytes, runtime_defaults.log_write_buffer_bytes);
   rocksdb::WriteOptions buffered, synced;
   synced.sync = true;
   auto start = Clock::now();
@@ -778,6 +801,10 @@ int main(int argc, char** argv) {
   app.add_option("--profile-sessions", profile_sessions, "Sessions at once with --profile-f")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  size_t profile_write_buffer_mb = 0;
+  app.add_option("--profile-write-buffer-mb", profile_write_buffer_mb,
+                 "With --profile-f: the runtime's log_write_buffer_bytes, in MB (0: its default, 1 MB)")
+      ->check(CLI::Range(0, 4096));
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     events = 2'000;
@@ -789,11 +816,17 @@ int main(int argc, char** argv) {
   Results r;
   if (profile_turns > 0) {
     double cpu = 0;
-    double rate = e2e_turns_per_s(root, profile_sessions, profile_turns, nullptr, E2e::kRuntime, &cpu);
+    const uint64_t written_before = process_write_bytes();
+    double rate = e2e_turns_per_s(root, profile_sessions, profile_turns, nullptr, E2e::kRuntime, &cpu,
+                                  profile_write_buffer_mb << 20);
+    const double turns_run = static_cast<double>(profile_turns + 1) * profile_sessions;
+    const double written_kb = static_cast<double>(process_write_bytes() - written_before) / 1024.0;
     fs::remove_all(root);
     std::printf(
-        "(f) end to end, %d session(s), %llu turns each: %.0f turns/s, %.1f us/turn, %.0f us CPU/turn\n",
-        profile_sessions, static_cast<unsigned long long>(profile_turns), rate, 1e6 / rate, cpu);
+        "(f) end to end, %d session(s), %llu turns each: %.0f turns/s, %.1f us/turn, %.0f us CPU/turn "
+        "(%.2f cores), %.1f KB written to storage/turn\n",
+        profile_sessions, static_cast<unsigned long long>(profile_turns), rate, 1e6 / rate, cpu,
+        cpu * rate / 1e6, written_kb / turns_run);
     return 0;
   }
   auto wanted = [&](const char* letters) { return only.find_first_of(letters) != std::string::npos; };
