@@ -237,8 +237,12 @@ struct EventLog::Impl {
 
   void note_failure(const rocksdb::Status& s) {
     if (s.ok()) return;
-    std::lock_guard lock(failed_mu);
-    if (failed.ok()) failed = s;
+    {
+      std::lock_guard lock(failed_mu);
+      if (failed.ok()) failed = s;
+    }
+    // The write-ahead log may have seen the error: the committer must not sync it.
+    if (committer) committer->fail(s);
   }
 
   // Adds to `batch` the time index's share of the meta `request` writes: the
@@ -657,8 +661,9 @@ Status EventLog::put_snapshot(std::string_view session, const SnapshotEntry& sna
   std::string key = keys::seq_key(session, snapshot.seq);
   std::string value = frame_snapshot(key, snapshot);
   rocksdb::WriteOptions wo;
-  CARAPACE_RETURN_IF_ERROR(from_rocks(impl_->db->Put(wo, impl_->cf(kSnapshots), key, value),
-                                      "writing a snapshot of session " + std::string(session)));
+  rocksdb::Status put = impl_->db->Put(wo, impl_->cf(kSnapshots), key, value);
+  impl_->note_failure(put);
+  CARAPACE_RETURN_IF_ERROR(from_rocks(put, "writing a snapshot of session " + std::string(session)));
   // Snapshots are a cache, not history: keep the newest two (the one before
   // the newest covers a damaged newest), so that finding the newest stays cheap.
   rocksdb::ReadOptions ro;
@@ -668,9 +673,10 @@ Status EventLog::put_snapshot(std::string_view session, const SnapshotEntry& sna
   if (it->Valid() && it->key().starts_with(lower)) {
     std::string keep_from(it->key().data(), it->key().size());
     if (keep_from > keys::seq_key(session, 0)) {
-      return from_rocks(
-          impl_->db->DeleteRange(wo, impl_->cf(kSnapshots), keys::seq_key(session, 0), keep_from),
-          "pruning old snapshots of session " + std::string(session));
+      rocksdb::Status pruned =
+          impl_->db->DeleteRange(wo, impl_->cf(kSnapshots), keys::seq_key(session, 0), keep_from);
+      impl_->note_failure(pruned);
+      return from_rocks(pruned, "pruning old snapshots of session " + std::string(session));
     }
   }
   return from_rocks(it->status(), "pruning old snapshots of session " + std::string(session));

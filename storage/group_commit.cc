@@ -92,6 +92,16 @@ void GroupCommitter::submit_sync(Done done) {
   cv_.notify_one();
 }
 
+void GroupCommitter::fail(const rocksdb::Status& s) {
+  if (s.ok()) return;
+  {
+    std::lock_guard lock(mu_);
+    if (failed_outside_.load()) return;
+    outside_status_ = s;
+  }
+  failed_outside_.store(true);
+}
+
 uint64_t GroupCommitter::syncs() const {
   std::lock_guard lock(mu_);
   return syncs_;
@@ -105,6 +115,10 @@ uint64_t GroupCommitter::batches() const {
 rocksdb::Status GroupCommitter::write_group(std::vector<Pending>& group) {
   // After a failed write nothing more is written: what reached the disk is
   // unknown, and a later batch must never land without an earlier one.
+  if (failed_.ok() && failed_outside_.load()) {
+    std::lock_guard lock(mu_);
+    failed_ = outside_status_;
+  }
   if (!failed_.ok()) return failed_;
   // Not a synced write: RocksDB would hold its write queue through the
   // fsync, and every other writer with it. Written, then synced (the header).
@@ -132,6 +146,10 @@ rocksdb::Status GroupCommitter::write_group(std::vector<Pending>& group) {
     s = db_->Write(options, &merged);
   }
   sync = sync || with_records > 0;
+  if (s.ok() && sync && failed_outside_.load()) {
+    std::lock_guard lock(mu_);
+    s = outside_status_;
+  }
   if (s.ok() && sync) s = db_->SyncWAL();
   if (!s.ok()) failed_ = s;
   return s;

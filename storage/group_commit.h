@@ -22,6 +22,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -52,6 +53,12 @@ class GroupCommitter {
   // (or failed). Such requests share the sync of the group they join.
   void submit_sync(Done done);
 
+  // A write made outside the committer failed: every later batch fails with
+  // `s`, and nothing more is synced. RocksDB 7.8 aborts the process (an
+  // assertion) when a write-ahead log file on which a write failed is synced
+  // before a sync ever succeeded on it: a full disk would otherwise crash.
+  void fail(const rocksdb::Status& s);
+
   // Number of synced writes so far, and of batches they carried.
   uint64_t syncs() const;
   uint64_t batches() const;
@@ -75,6 +82,8 @@ class GroupCommitter {
   uint64_t syncs_ = 0;
   uint64_t batches_ = 0;
   rocksdb::Status failed_;  // the first failed write (committer thread only)
+  std::atomic<bool> failed_outside_{false};
+  rocksdb::Status outside_status_;  // guarded by mu_, set once failed_outside_
   std::thread thread_;  // last: starts after every other member exists
 };
 
