@@ -94,11 +94,9 @@ void GroupCommitter::submit_sync(Done done) {
 
 void GroupCommitter::fail(const rocksdb::Status& s) {
   if (s.ok()) return;
-  {
-    std::lock_guard lock(mu_);
-    if (failed_outside_.load()) return;
-    outside_status_ = s;
-  }
+  std::lock_guard lock(mu_);
+  if (failed_outside_.load()) return;
+  outside_status_ = s;
   failed_outside_.store(true);
 }
 

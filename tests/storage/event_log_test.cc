@@ -13,6 +13,7 @@
 
 #include "events/record.h"
 #include "storage/event_log.h"
+#include "storage/group_commit.h"
 #include "storage/keys.h"
 #include "tests/support/gated_sync_fs.h"
 #include "tests/support/printing.h"
@@ -565,6 +566,41 @@ BOOST_AUTO_TEST_CASE(a_cursor_reports_the_damaged_record_by_seq) {
   BOOST_TEST(s.is_corruption());
   BOOST_TEST(s.message().find("session s1 seq 4: checksum mismatch") != std::string::npos, s.message());
   BOOST_TEST(out.size() == 3u);  // the records before it
+}
+
+// A write outside the committer failed (a full disk in RocksDB's write-ahead
+// log): the committer writes and syncs nothing more, and says why. RocksDB
+// 7.8 aborts the process when it syncs a WAL file a write failed on.
+BOOST_AUTO_TEST_CASE(the_committer_writes_and_syncs_nothing_after_a_write_outside_it_failed) {
+  TempDir raw_dir;
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  rocksdb::DB* db = nullptr;
+  BOOST_REQUIRE(rocksdb::DB::Open(options, raw_dir.sub("db"), &db).ok());
+  {
+    GroupCommitter committer(db, {db->DefaultColumnFamily()});
+    auto commit = [&](rocksdb::WriteBatch batch) {
+      std::promise<rocksdb::Status> done;
+      committer.submit(std::move(batch), [&](const rocksdb::Status& s) { done.set_value(s); });
+      return done.get_future().get();
+    };
+    rocksdb::WriteBatch before;
+    BOOST_REQUIRE(before.Put("before", "1").ok());
+    BOOST_TEST(commit(std::move(before)).ok());
+    committer.fail(rocksdb::Status::IOError("No space left on device"));
+    rocksdb::WriteBatch after;
+    BOOST_REQUIRE(after.Put("after", "1").ok());
+    rocksdb::Status s = commit(std::move(after));
+    BOOST_TEST(s.IsIOError(), s.ToString());
+    BOOST_TEST(s.ToString().find("No space left on device") != std::string::npos, s.ToString());
+    std::promise<rocksdb::Status> synced;
+    committer.submit_sync([&](const rocksdb::Status& st) { synced.set_value(st); });
+    BOOST_TEST(synced.get_future().get().IsIOError());
+    std::string value;
+    BOOST_TEST(db->Get(rocksdb::ReadOptions(), "before", &value).ok());
+    BOOST_TEST(db->Get(rocksdb::ReadOptions(), "after", &value).IsNotFound());
+  }
+  delete db;
 }
 
 BOOST_AUTO_TEST_SUITE_END()
