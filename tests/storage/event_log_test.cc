@@ -15,6 +15,7 @@
 #include "storage/event_log.h"
 #include "storage/group_commit.h"
 #include "storage/keys.h"
+#include "storage/session_meta.h"
 #include "tests/support/gated_sync_fs.h"
 #include "tests/support/printing.h"
 #include "tests/support/raw_db.h"
@@ -67,6 +68,50 @@ std::string incompressible(size_t bytes, uint64_t seed) {
   }
   return out;
 }
+
+// A file system over the real one that counts the table files written and
+// their bytes.
+class TableFileCounter : public rocksdb::FileSystemWrapper {
+ public:
+  TableFileCounter() : FileSystemWrapper(rocksdb::FileSystem::Default()) {}
+  const char* Name() const override { return "TableFileCounter"; }
+  rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                    rocksdb::IODebugContext* dbg) override {
+    std::unique_ptr<rocksdb::FSWritableFile> file;
+    rocksdb::IOStatus s = target()->NewWritableFile(f, options, &file, dbg);
+    if (!s.ok() || !f.ends_with(".sst")) {
+      *r = std::move(file);
+      return s;
+    }
+    ++tables;
+    *r = std::make_unique<Counted>(std::move(file), &table_bytes);
+    return s;
+  }
+  std::atomic<uint64_t> tables{0};
+  std::atomic<uint64_t> table_bytes{0};
+
+ private:
+  class Counted : public rocksdb::FSWritableFileOwnerWrapper {
+   public:
+    Counted(std::unique_ptr<rocksdb::FSWritableFile> t, std::atomic<uint64_t>* bytes)
+        : FSWritableFileOwnerWrapper(std::move(t)), bytes_(bytes) {}
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
+                             rocksdb::IODebugContext* dbg) override {
+      *bytes_ += data.size();
+      return target()->Append(data, o, dbg);
+    }
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
+                             const rocksdb::DataVerificationInfo& info,
+                             rocksdb::IODebugContext* dbg) override {
+      *bytes_ += data.size();
+      return target()->Append(data, o, info, dbg);
+    }
+
+   private:
+    std::atomic<uint64_t>* bytes_;
+  };
+};
 
 }  // namespace
 
@@ -601,6 +646,75 @@ BOOST_AUTO_TEST_CASE(the_committer_writes_and_syncs_nothing_after_a_write_outsid
     BOOST_TEST(db->Get(rocksdb::ReadOptions(), "after", &value).IsNotFound());
   }
   delete db;
+}
+
+// A runtime's log runs under a cap on all its memtables together
+// (Runtime::Options::log_write_buffer_bytes, 1 MB), and its families must
+// each reach a fair share of it before they flush: every small table file is
+// one more merge into level 1, which rewrites that level. 16 sessions of 400
+// turns (~3 MB of events, the index, checkpoints and time index written with
+// each, and a snapshot every 100 turns), as the runtime writes them: 47-55
+// table files in all; 118-135 when the five families' first arena blocks
+// alone took 5/8 of the cap (storage/db_options.cc).
+BOOST_AUTO_TEST_CASE(a_log_under_a_memory_cap_flushes_in_large_files) {
+  auto counter = std::make_shared<TableFileCounter>();
+  log.reset();
+  CHECK_OK(EventLog::open(EventLog::Options{.path = path(),
+                                            .block_cache_bytes = 2 << 20,
+                                            .write_buffer_bytes = 1 << 20,
+                                            .file_system = counter},
+                          &log));
+  constexpr int kSessions = 16;
+  constexpr int kTurns = 400;
+  std::vector<SessionBuilder> sessions(kSessions);
+  uint64_t event_bytes = 0;
+  for (int t = 0; t <= kTurns; ++t) {
+    for (int i = 0; i < kSessions; ++i) {
+      SessionBuilder& b = sessions[i];
+      size_t from = b.events().size();
+      if (t == 0) {
+        b.start();
+      } else {
+        uint64_t turn = b.state().turn + 1;
+        std::string id = "c" + std::to_string(turn);
+        b.add(TurnStarted{turn});
+        b.add(LlmRequested{.turn = turn, .attempt = 1, .model = "m1"});
+        b.add(LlmResponded{.turn = turn,
+                           .attempt = 1,
+                           .text = "calling the tool for turn " + std::to_string(turn),
+                           .tool_calls = {{id, "shell", JsonText{"{\"command\":\"ls\"}"}}}});
+        b.add(ToolRequested{id, "shell", JsonText{"{\"command\":\"ls\"}"}});
+        std::string out;
+        while (out.size() < 200) out += "line " + std::to_string(out.size() * 7 + turn) + " of the output\n";
+        b.add(ToolCompleted{.call_id = id, .tool = "shell", .output = out});
+        b.commit();
+      }
+      std::string session = "s" + std::to_string(i);
+      const Event& commit = b.events().back();
+      CheckpointEntry entry{.seq = commit.seq,
+                            .turn = std::get<TurnCommitted>(commit.body).turn,
+                            .state_hash = std::get<TurnCommitted>(commit.body).state_hash};
+      SessionMeta meta = meta_from_state(session, b.state(), 1'000'000 * (t + 1), nullptr);
+      CHECK_OK(log->append(AppendRequest{.session = session,
+                                         .events = slice(b.events(), from, b.events().size()),
+                                         .meta = &meta,
+                                         .checkpoints = std::span(&entry, 1),
+                                         .event_bytes = &event_bytes}));
+      if (t % 100 == 50) {
+        CHECK_OK(log->put_snapshot(
+            session, SnapshotEntry{.seq = commit.seq, .turn = entry.turn, .state = encode_state(b.state())}));
+      }
+    }
+  }
+  log.reset();
+  uint64_t tables = counter->tables;
+  uint64_t table_bytes = counter->table_bytes;
+  BOOST_TEST_MESSAGE(tables << " table files, " << table_bytes << " bytes, for " << event_bytes
+                            << " bytes of events");
+  BOOST_TEST(event_bytes > (2u << 20));
+  BOOST_TEST(tables <= 85u, tables << " table files written");
+  open(EventLog::Mode::kReader);
+  for (int i = 0; i < kSessions; ++i) BOOST_TEST((read_all("s" + std::to_string(i)) == sessions[i].events()));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
