@@ -112,8 +112,10 @@ LogDbOptions log_db_options(bool writer, size_t block_cache_bytes, size_t write_
     // 102 KB of records (16 sessions of 3,000 turns: 218 flushes of every
     // family, level 1 rewritten to absorb each few). Blocks of 1/64 of the
     // cap leave it to the records: 444 KB a flush, 68 flushes (event_log_test
-    // `a_log_under_a_memory_cap_flushes_in_large_files`).
-    o.family.arena_block_size = std::max<size_t>(kMinArenaBlock, write_buffer_bytes / 64);
+    // `a_log_under_a_memory_cap_flushes_in_large_files`). Never larger than
+    // RocksDB's own (at most 1 MB), whatever the cap.
+    const size_t rocksdb_block = std::min<size_t>(1 << 20, o.family.write_buffer_size / 8);
+    o.family.arena_block_size = std::max(kMinArenaBlock, std::min(write_buffer_bytes / 64, rocksdb_block));
   }
   // Snapshots: a value is a whole state (megabytes for a long conversation),
   // so a block is often one snapshot. Finding a session's newest snapshot

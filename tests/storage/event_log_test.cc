@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "events/record.h"
+#include "storage/db_options.h"
 #include "storage/event_log.h"
 #include "storage/group_commit.h"
 #include "storage/keys.h"
@@ -715,6 +716,19 @@ BOOST_AUTO_TEST_CASE(a_log_under_a_memory_cap_flushes_in_large_files) {
   BOOST_TEST(tables <= 85u, tables << " table files written");
   open(EventLog::Mode::kReader);
   for (int i = 0; i < kSessions; ++i) BOOST_TEST((read_all("s" + std::to_string(i)) == sessions[i].events()));
+}
+
+// The arena blocks follow the cap (1/64 of it), never smaller than RocksDB
+// takes nor larger than its own choice (an eighth of a family's buffer, at
+// most 1 MB); a log without a cap keeps RocksDB's.
+BOOST_AUTO_TEST_CASE(arena_blocks_follow_the_memory_cap_within_rocksdbs_bounds) {
+  auto block = [](size_t cap) { return log_db_options(true, 2 << 20, cap).family.arena_block_size; };
+  BOOST_TEST(block(0) == 0u);  // RocksDB's default
+  BOOST_TEST(block(64 << 10) == 4096u);
+  BOOST_TEST(block(1 << 20) == 16384u);
+  BOOST_TEST(block(16 << 20) == 262144u);
+  BOOST_TEST(block(size_t{1} << 30) == 1048576u);
+  BOOST_TEST(log_db_options(true, 2 << 20, 1 << 20).snapshots.arena_block_size == 16384u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
