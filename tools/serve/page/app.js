@@ -1243,6 +1243,10 @@
       view.trace = { session: view.id, spans: (m.spans || []).slice(), last_us: m.last_us || 0, skeleton: m.skeleton,
                      complete: true };
       view.fromSocket = true;
+      if (view.spansProblem) {  // every span is here after all
+        view.spansProblem = false;
+        clearProblem();
+      }
     } else {
       const spans = view.trace.spans;
       for (const s of m.spans || []) {
@@ -1305,8 +1309,18 @@
       view.watching = true;
       send({ type: "watch", session: id, reset: false });
       // The skeleton came with the spans it shows; every span follows (to open a fold, to filter).
+      // Should that fail (the server went away), the skeleton stays, watched: the watch sent again on
+      // reconnecting brings every span.
       if (!view.trace.complete) {
-        const every = await api("/api/sessions/" + encodeURIComponent(id) + "?spans=all");
+        let every;
+        try {
+          every = await api("/api/sessions/" + encodeURIComponent(id) + "?spans=all");
+        } catch (problem) {
+          if (state.view !== view || view.trace.complete) return;
+          view.spansProblem = true;
+          showProblem(problem);
+          return;
+        }
         if (state.view !== view || view.trace.complete) return;
         view.trace = { session: id, spans: every.spans || [], last_us: Math.max(view.trace.last_us || 0, every.last_us || 0),
                        skeleton: every.skeleton, complete: true };
