@@ -126,6 +126,11 @@ class LazyWakeClock final : public caf::detail::thread_safe_actor_clock {
 
   uint64_t wakes() const { return wakes_.load(std::memory_order_relaxed); }
 
+  size_t pending() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return schedule_.size();
+  }
+
  private:
   // Wakes the thread if what was just added is due before the time it waits
   // for (min while it is delivering: it looks at the schedule again anyway).
@@ -151,6 +156,7 @@ class Coordinator final : public caf::scheduler::coordinator<caf::policy::work_s
   caf::detail::thread_safe_actor_clock& clock() noexcept override { return lazy_clock_; }
 
   uint64_t clock_wakes() const { return lazy_clock_.wakes(); }
+  size_t pending_timers() { return lazy_clock_.pending(); }
 
  protected:
   void start() override {
@@ -192,6 +198,12 @@ std::optional<uint64_t> scheduler_clock_wakes(caf::actor_system& system) {
   auto* c = dynamic_cast<Coordinator*>(&system.scheduler());
   if (c == nullptr) return std::nullopt;
   return c->clock_wakes();
+}
+
+std::optional<size_t> scheduler_pending_timers(caf::actor_system& system) {
+  auto* c = dynamic_cast<Coordinator*>(&system.scheduler());
+  if (c == nullptr) return std::nullopt;
+  return c->pending_timers();
 }
 
 }  // namespace carapace

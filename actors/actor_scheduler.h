@@ -14,6 +14,7 @@
 // delayed message as a message, in deadline order, from the clock's thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -32,5 +33,10 @@ void configure_scheduler(caf::actor_system_config& cfg);
 // How many times the clock's thread of `system` woke to look at its
 // schedule; nullopt if the system does not use this scheduler.
 std::optional<uint64_t> scheduler_clock_wakes(caf::actor_system& system);
+
+// How many timers the clock of `system` holds (time-outs set and not
+// cancelled, delayed messages not yet delivered); nullopt if the system does
+// not use this scheduler.
+std::optional<size_t> scheduler_pending_timers(caf::actor_system& system);
 
 }  // namespace carapace

@@ -6,7 +6,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -71,11 +73,19 @@ struct ToolSupervisorState {
     caf::typed_response_promise<ToolOutcome> promise;
     std::string session;
     uint64_t timeout_ms = 0;
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
     bool blocking = true;
     ToolActor worker;
     bool expired = false;  // its time-out passed: its stop token is tripped
   };
   std::unordered_map<uint64_t, InFlight> in_flight;
+  // When the ticks that expire calls are due, earliest first. A call does
+  // not get a timer of its own: one would stay in the clock for the whole
+  // time-out (15 minutes by default) after the call answered, thousands at
+  // once in a busy runtime. A tick is set only for a deadline earlier than
+  // every tick already set; when one fires, it expires what is due and sets
+  // one for the earliest deadline left, if none is set before it.
+  std::multiset<std::chrono::steady_clock::time_point> ticks;
 
   void finish(uint64_t id, ToolOutcome outcome) {
     auto it = in_flight.find(id);
@@ -92,6 +102,47 @@ struct ToolSupervisorState {
 };
 
 using ToolSupervisorPtr = ToolSupervisorActor::stateful_pointer<ToolSupervisorState>;
+
+// The id an expire message carries for a deadline tick rather than for the
+// grace of one call (call ids start at 1).
+constexpr uint64_t kDeadlineTick = 0;
+
+// Sets a tick for `deadline` unless one is set for that time or sooner.
+void tick_at(ToolSupervisorPtr self, std::chrono::steady_clock::time_point deadline) {
+  auto& ticks = self->state.ticks;
+  if (deadline == std::chrono::steady_clock::time_point::max()) return;
+  if (!ticks.empty() && *ticks.begin() <= deadline) return;
+  ticks.insert(deadline);
+  const auto wait = std::max(deadline - self->clock().now(), std::chrono::steady_clock::duration::zero());
+  self->delayed_send(self, std::chrono::ceil<std::chrono::milliseconds>(wait), expire_atom::value,
+                     kDeadlineTick, false);
+}
+
+// First expiry of a call: its stop token is tripped, and what it returns
+// within the grace is still recorded; past the grace it is abandoned.
+void expire(ToolSupervisorPtr self, uint64_t id, ToolSupervisorState::InFlight& f) {
+  f.expired = true;
+  self->state.tracker->stop(f.session, f.call_id);
+  self->delayed_send(self, std::chrono::milliseconds(kToolGraceMs), expire_atom::value, id, true);
+}
+
+// A tick fired (the earliest one set): expires every call whose deadline
+// has passed, then sets a tick for the earliest deadline left.
+void on_tick(ToolSupervisorPtr self) {
+  auto& st = self->state;
+  if (!st.ticks.empty()) st.ticks.erase(st.ticks.begin());
+  const auto now = self->clock().now();
+  auto next = std::chrono::steady_clock::time_point::max();
+  for (auto& [id, f] : st.in_flight) {
+    if (f.expired) continue;
+    if (f.deadline <= now) {
+      expire(self, id, f);
+    } else {
+      next = std::min(next, f.deadline);
+    }
+  }
+  tick_at(self, next);
+}
 
 ToolActor worker_for(ToolSupervisorPtr self, const std::string& name) {
   auto it = self->state.workers.find(name);
@@ -147,21 +198,23 @@ ToolSupervisorActor::behavior_type tool_supervisor(ToolSupervisorPtr self,
         }
         uint64_t id = ++self->state.next_id;
         ToolActor worker = worker_for(self, name);
+        // On the actor system's clock (virtual time under a test scheduler);
+        // the call's context shows the same deadline on the steady clock.
+        const auto timeout = std::chrono::milliseconds(invocation.timeout_ms);
+        const auto never = std::chrono::steady_clock::time_point::max();
+        const auto deadline = invocation.timeout_ms > 0 ? self->clock().now() + timeout : never;
         self->state.in_flight.emplace(id, ToolSupervisorState::InFlight{.worker_tool = name,
                                                                         .call_id = invocation.call.id,
                                                                         .promise = promise,
                                                                         .session = invocation.session_id,
                                                                         .timeout_ms = invocation.timeout_ms,
+                                                                        .deadline = deadline,
                                                                         .blocking = def->blocking,
                                                                         .worker = worker});
-        // The deadline the call's context shows is the one its timer keeps.
-        self->state.tracker->add(invocation.session_id, invocation.call.id,
-                                 invocation.timeout_ms > 0
-                                     ? std::chrono::steady_clock::now() + std::chrono::milliseconds(invocation.timeout_ms)
-                                     : std::chrono::steady_clock::time_point::max());
-        if (invocation.timeout_ms > 0) {
-          self->delayed_send(self, std::chrono::milliseconds(invocation.timeout_ms), expire_atom::value, id, false);
-        }
+        self->state.tracker->add(
+            invocation.session_id, invocation.call.id,
+            invocation.timeout_ms > 0 ? std::chrono::steady_clock::now() + timeout : never);
+        tick_at(self, deadline);
         std::string call_id = invocation.call.id;
         self->request(worker, caf::infinite, std::move(invocation))
             .then([=](ToolOutcome outcome) { self->state.finish(id, std::move(outcome)); },
@@ -174,14 +227,12 @@ ToolSupervisorActor::behavior_type tool_supervisor(ToolSupervisorPtr self,
       [=](worker_atom, const std::string& name) -> ToolActor { return worker_for(self, name); },
       [=](cancel_atom, const std::string& session) { self->state.tracker->stop_session(session); },
       [=](expire_atom, uint64_t id, bool final) {
+        if (id == kDeadlineTick) return on_tick(self);
         auto it = self->state.in_flight.find(id);
         if (it == self->state.in_flight.end()) return;
         ToolSupervisorState::InFlight& f = it->second;
         if (!final) {
-          // Asked to stop; what it returns within the grace is recorded.
-          f.expired = true;
-          self->state.tracker->stop(f.session, f.call_id);
-          self->delayed_send(self, std::chrono::milliseconds(kToolGraceMs), expire_atom::value, id, true);
+          if (!f.expired) expire(self, id, f);
           return;
         }
         std::string name = f.worker_tool;

@@ -11,8 +11,10 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "actors/actor_scheduler.h"
 #include "actors/caf_types.h"
 #include "actors/provider/scripted_provider.h"
 #include "actors/session/context_trim.h"
@@ -794,6 +796,87 @@ BOOST_AUTO_TEST_CASE(a_tool_worker_killed_with_calls_in_flight_answers_them_and_
   self->request(supervisor, 5s, worker_atom::value, std::string("slow"))
       .receive([&](ToolActor& w) { replacement = w; }, [](caf::error&) {});
   BOOST_TEST((replacement.address() != worker.address()));
+  self->send_exit(supervisor, caf::exit_reason::user_shutdown);
+}
+
+// A call's time-out is kept by the supervisor without a timer of its own:
+// one per call stayed in the clock for the whole time-out (15 minutes by
+// default) after the call answered.
+BOOST_AUTO_TEST_CASE(tool_calls_that_answered_leave_no_timer_in_the_clock) {
+  caf::actor_system_config cfg;
+  configure_scheduler(cfg);
+  caf::actor_system system{cfg};
+  auto tools = std::make_shared<ToolRegistry>();
+  CHECK_OK(tools->add(ToolDefinition{
+      .spec = {.name = "quick"}, .blocking = false, .run = [](const nlohmann::json&, const ToolContext&) {
+        return ToolResult{.output = "ok"};
+      }}));
+  ToolSupervisorActor supervisor = spawn_tool_supervisor(system, tools);
+  caf::scoped_actor self{system};
+  // Sent, not requested: a blocking actor's request leaves its own time-out
+  // in the clock until it is due.
+  for (int i = 0; i < 500; ++i) {
+    ToolOutcome out;
+    self->send(supervisor, ToolInvocation{.session_id = "s",
+                                          .call = ToolCall{"c" + std::to_string(i), "quick", JsonText{"{}"}},
+                                          .timeout_ms = 15 * 60 * 1000});
+    self->receive([&](ToolOutcome& o) { out = o; }, caf::after(10s) >> [] { BOOST_FAIL("no answer"); });
+    BOOST_REQUIRE(out.output == "ok");
+  }
+  std::optional<size_t> pending = scheduler_pending_timers(system);
+  BOOST_REQUIRE(pending.has_value());
+  BOOST_TEST(*pending <= 2u);  // the supervisor's one tick, at most
+  self->send_exit(supervisor, caf::exit_reason::user_shutdown);
+}
+
+// Each call still ends at its own deadline: one shorter than the tick that
+// is set, and one later than a tick that fires with nothing due.
+BOOST_AUTO_TEST_CASE(tool_calls_expire_at_their_own_deadlines) {
+  caf::actor_system_config cfg;
+  configure_scheduler(cfg);
+  caf::actor_system system{cfg};
+  auto tools = std::make_shared<ToolRegistry>();
+  CHECK_OK(tools->add(ToolDefinition{
+      .spec = {.name = "quick"}, .blocking = false, .run = [](const nlohmann::json&, const ToolContext&) {
+        return ToolResult{.output = "ok"};
+      }}));
+  CHECK_OK(tools->add(ToolDefinition{.spec = {.name = "until_stopped"},
+                                     .blocking = true,
+                                     .run = [](const nlohmann::json&, const ToolContext& ctx) {
+                                       while (!ctx.stop.stop_requested()) std::this_thread::sleep_for(2ms);
+                                       return ToolResult{.output = "stopped"};
+                                     }}));
+  ToolSupervisorActor supervisor = spawn_tool_supervisor(system, tools);
+  caf::scoped_actor self{system};
+  auto call = [&](const std::string& id, const std::string& tool, uint64_t timeout_ms) {
+    ToolOutcome out;
+    self->request(
+            supervisor, 30s,
+            ToolInvocation{
+                .session_id = "s", .call = ToolCall{id, tool, JsonText{"{}"}}, .timeout_ms = timeout_ms})
+        .receive([&](ToolOutcome& o) { out = o; }, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+    return out;
+  };
+  using Clock = std::chrono::steady_clock;
+  // A tick is set for a minute from now; a call due in 200 ms needs its own.
+  BOOST_TEST(call("a", "quick", 60'000).output == "ok");
+  auto start = Clock::now();
+  ToolOutcome b = call("b", "until_stopped", 200);
+  auto took = Clock::now() - start;
+  BOOST_TEST(b.timed_out);
+  BOOST_TEST(b.output == "stopped");
+  BOOST_TEST((took >= 190ms && took < 1500ms),
+             std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
+  // A tick set for a call that answered fires with nothing due, and sets
+  // one for the call after it, which is due later.
+  BOOST_TEST(call("c", "quick", 300).output == "ok");
+  std::this_thread::sleep_for(100ms);
+  start = Clock::now();
+  ToolOutcome d = call("d", "until_stopped", 300);
+  took = Clock::now() - start;
+  BOOST_TEST(d.timed_out);
+  BOOST_TEST((took >= 290ms && took < 1600ms),
+             std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
   self->send_exit(supervisor, caf::exit_reason::user_shutdown);
 }
 
