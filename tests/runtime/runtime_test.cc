@@ -799,6 +799,20 @@ BOOST_AUTO_TEST_CASE(a_tool_worker_killed_with_calls_in_flight_answers_them_and_
   self->send_exit(supervisor, caf::exit_reason::user_shutdown);
 }
 
+namespace {
+
+// A registry with "quick", an inline tool that answers "ok" at once.
+std::shared_ptr<ToolRegistry> quick_tools() {
+  auto tools = std::make_shared<ToolRegistry>();
+  CHECK_OK(tools->add(ToolDefinition{
+      .spec = {.name = "quick"}, .blocking = false, .run = [](const nlohmann::json&, const ToolContext&) {
+        return ToolResult{.output = "ok"};
+      }}));
+  return tools;
+}
+
+}  // namespace
+
 // A call's time-out is kept by the supervisor without a timer of its own:
 // one per call stayed in the clock for the whole time-out (15 minutes by
 // default) after the call answered.
@@ -806,15 +820,11 @@ BOOST_AUTO_TEST_CASE(tool_calls_that_answered_leave_no_timer_in_the_clock) {
   caf::actor_system_config cfg;
   configure_scheduler(cfg);
   caf::actor_system system{cfg};
-  auto tools = std::make_shared<ToolRegistry>();
-  CHECK_OK(tools->add(ToolDefinition{
-      .spec = {.name = "quick"}, .blocking = false, .run = [](const nlohmann::json&, const ToolContext&) {
-        return ToolResult{.output = "ok"};
-      }}));
+  auto tools = quick_tools();
   ToolSupervisorActor supervisor = spawn_tool_supervisor(system, tools);
   caf::scoped_actor self{system};
   // Sent, not requested: a blocking actor's request leaves its own time-out
-  // in the clock until it is due.
+  // in the clock until it is due or the actor ends.
   for (int i = 0; i < 500; ++i) {
     ToolOutcome out;
     self->send(supervisor, ToolInvocation{.session_id = "s",
@@ -835,11 +845,7 @@ BOOST_AUTO_TEST_CASE(tool_calls_expire_at_their_own_deadlines) {
   caf::actor_system_config cfg;
   configure_scheduler(cfg);
   caf::actor_system system{cfg};
-  auto tools = std::make_shared<ToolRegistry>();
-  CHECK_OK(tools->add(ToolDefinition{
-      .spec = {.name = "quick"}, .blocking = false, .run = [](const nlohmann::json&, const ToolContext&) {
-        return ToolResult{.output = "ok"};
-      }}));
+  auto tools = quick_tools();
   CHECK_OK(tools->add(ToolDefinition{.spec = {.name = "until_stopped"},
                                      .blocking = true,
                                      .run = [](const nlohmann::json&, const ToolContext& ctx) {
