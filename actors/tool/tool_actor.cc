@@ -103,8 +103,8 @@ struct ToolSupervisorState {
 
 using ToolSupervisorPtr = ToolSupervisorActor::stateful_pointer<ToolSupervisorState>;
 
-// The id an expire message carries for a deadline tick rather than for the
-// grace of one call (call ids start at 1).
+// An expire message is either a deadline tick (not final; its id is this)
+// or the end of one call's grace (final, the call's id; ids start at 1).
 constexpr uint64_t kDeadlineTick = 0;
 
 // Sets a tick for `deadline` unless one is set for that time or sooner.
@@ -227,14 +227,10 @@ ToolSupervisorActor::behavior_type tool_supervisor(ToolSupervisorPtr self,
       [=](worker_atom, const std::string& name) -> ToolActor { return worker_for(self, name); },
       [=](cancel_atom, const std::string& session) { self->state.tracker->stop_session(session); },
       [=](expire_atom, uint64_t id, bool final) {
-        if (id == kDeadlineTick) return on_tick(self);
+        if (!final) return on_tick(self);
         auto it = self->state.in_flight.find(id);
         if (it == self->state.in_flight.end()) return;
         ToolSupervisorState::InFlight& f = it->second;
-        if (!final) {
-          if (!f.expired) expire(self, id, f);
-          return;
-        }
         std::string name = f.worker_tool;
         if (!f.blocking) {
           // It holds its worker: later calls of the tool get a new one.
