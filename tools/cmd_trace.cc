@@ -173,7 +173,7 @@ int run_span(Context& ctx, const SpanArgs& args) {
               sp.open() ? "(open)" : std::to_string(sp.close_seq).c_str(), local_time(sp.start_us).c_str());
   if (!sp.open()) std::printf("  duration  %s\n", format_duration_us(sp.end_us - sp.start_us).c_str());
   if (!sp.parent_id.empty()) std::printf("  parent    %s\n", sp.parent_id.c_str());
-  for (const auto& [key, value] : sp.attrs.items()) {
+  for (const auto& [key, value] : sp.attrs) {
     std::string text = value.is_string() ? value.get<std::string>() : dump(value);
     if (!our_reference(key)) text = ctx.shown(text);
     std::printf("  %-18s %s\n", ctx.shown(key).c_str(), text.c_str());

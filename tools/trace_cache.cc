@@ -10,14 +10,14 @@
 namespace carapace::cli {
 namespace {
 
-uint64_t number(const nlohmann::json& attrs, const char* key) {
-  auto it = attrs.find(key);
-  return it != attrs.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+uint64_t number(const SpanAttrs& attrs, const char* key) {
+  const nlohmann::json* it = attrs.get(key);
+  return it != nullptr && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
 }
 
-std::string text(const nlohmann::json& attrs, const char* key) {
-  auto it = attrs.find(key);
-  return it != attrs.end() && it->is_string() ? it->get<std::string>() : "";
+std::string text(const SpanAttrs& attrs, const char* key) {
+  const nlohmann::json* it = attrs.get(key);
+  return it != nullptr && it->is_string() ? it->get<std::string>() : "";
 }
 
 // The seq of the first event in (after, upto), or 0.

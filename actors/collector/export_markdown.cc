@@ -40,7 +40,7 @@ std::string details(const Span& sp) {
   if (sp.kind == kSpanSession || sp.kind == kSpanLlm) {
     if (a.contains("model")) add("model " + a.value("model", ""));
   }
-  if (a.contains("http_status")) add("HTTP " + a["http_status"].dump());
+  if (a.contains("http_status")) add("HTTP " + a.get("http_status")->dump());
   if (a.contains("error")) add(a.value("error", ""));
   if (a.value("will_retry", false)) add("retried after " + std::to_string(a.value("retry_delay_ms", uint64_t{0})) + " ms");
   if (a.contains("tool_names")) add("calls " + a.value("tool_names", ""));
@@ -49,7 +49,7 @@ std::string details(const Span& sp) {
   if (a.contains("denied_by")) add("denied by " + a.value("denied_by", ""));
   if (a.contains("decision")) add(a.value("decision", ""));
   if (a.contains("stop_reason")) add("stop " + a.value("stop_reason", ""));
-  if (a.contains("crashed_after_seq")) add("crashed after seq " + a["crashed_after_seq"].dump());
+  if (a.contains("crashed_after_seq")) add("crashed after seq " + a.get("crashed_after_seq")->dump());
   for (const auto& e : sp.events) add(e.name + " at seq " + std::to_string(e.seq));
   for (const auto& l : sp.links) add("link (" + l.reason + ") to " + l.session + " seq " + std::to_string(l.seq));
   return out;

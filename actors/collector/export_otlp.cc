@@ -37,7 +37,8 @@ struct Attributes {
 
 std::string status_message(const Span& sp) {
   std::string why = sp.attrs.value("error", std::string());
-  if (sp.attrs.contains("http_status")) why = "HTTP " + sp.attrs["http_status"].dump() + (why.empty() ? "" : ": " + why);
+  if (sp.attrs.contains("http_status"))
+    why = "HTTP " + sp.attrs.get("http_status")->dump() + (why.empty() ? "" : ": " + why);
   if (sp.status == "denied" && sp.attrs.contains("denied_by")) why = "denied by hook " + sp.attrs.value("denied_by", "");
   return why.empty() ? sp.status : sp.status + ": " + why;
 }
@@ -57,7 +58,7 @@ bool is_error(const Span& sp) {
 // error.type: low cardinality, as the conventions ask: the HTTP status, else
 // what happened.
 std::string error_type(const Span& sp) {
-  if (sp.attrs.contains("http_status")) return sp.attrs["http_status"].dump();
+  if (sp.attrs.contains("http_status")) return sp.attrs.get("http_status")->dump();
   if (sp.status == "error" && sp.kind == kSpanLlm) return sp.attrs.value("category", std::string("error"));
   if (sp.status == "error" && sp.kind == kSpanTool) return "tool_error";
   return sp.status;
@@ -75,7 +76,7 @@ json span_json(const Span& sp, const Span& root, int64_t last_us, const ExportIn
     a.add("gen_ai.operation.name", "invoke_agent");
     if (!agent.empty()) a.add("gen_ai.agent.name", agent);
     if (!provider.empty()) a.add("gen_ai.provider.name", provider);
-    if (sp.attrs.contains("model")) a.add("gen_ai.request.model", sp.attrs["model"]);
+    if (sp.attrs.contains("model")) a.add("gen_ai.request.model", *sp.attrs.get("model"));
   } else if (sp.kind == kSpanLlm) {
     std::string model = sp.attrs.value("model", root.attrs.value("model", std::string()));
     name = model.empty() ? "chat" : "chat " + model;
@@ -89,24 +90,25 @@ json span_json(const Span& sp, const Span& root, int64_t last_us, const ExportIn
       if (!id.id.empty()) a.add("gen_ai.response.id", id.id);
       if (!id.model.empty()) a.add("gen_ai.response.model", id.model);
     }
-    if (sp.attrs.contains("finish_reason")) a.add("gen_ai.response.finish_reasons", json::array({sp.attrs["finish_reason"]}));
+    if (sp.attrs.contains("finish_reason"))
+      a.add("gen_ai.response.finish_reasons", json::array({*sp.attrs.get("finish_reason")}));
   } else if (sp.kind == kSpanTool) {
     std::string tool = sp.attrs.value("tool", std::string());
     name = tool.empty() ? "execute_tool" : "execute_tool " + tool;
     a.add("gen_ai.operation.name", "execute_tool");
     if (!tool.empty()) a.add("gen_ai.tool.name", tool);
     a.add("gen_ai.tool.type", "function");
-    if (sp.attrs.contains("call_id")) a.add("gen_ai.tool.call.id", sp.attrs["call_id"], true);
+    if (sp.attrs.contains("call_id")) a.add("gen_ai.tool.call.id", *sp.attrs.get("call_id"), true);
   }
   if (sp.kind == kSpanApproval) {
     // Marked as a wait for a person: its time is neither the model's nor the tool's.
     name = sp.name;
     kind = kOtlpKindInternal;
     a.add("carapace.approval.kind", sp.attrs.value("kind", std::string()));
-    if (sp.attrs.contains("decision")) a.add("carapace.approval.decision", sp.attrs["decision"]);
-    if (sp.attrs.contains("by")) a.add("carapace.approval.by", sp.attrs["by"]);
-    if (sp.attrs.contains("wait_ms")) a.add("carapace.approval.wait_ms", sp.attrs["wait_ms"]);
-    if (sp.attrs.contains("call_id")) a.add("gen_ai.tool.call.id", sp.attrs["call_id"], true);
+    if (sp.attrs.contains("decision")) a.add("carapace.approval.decision", *sp.attrs.get("decision"));
+    if (sp.attrs.contains("by")) a.add("carapace.approval.by", *sp.attrs.get("by"));
+    if (sp.attrs.contains("wait_ms")) a.add("carapace.approval.wait_ms", *sp.attrs.get("wait_ms"));
+    if (sp.attrs.contains("call_id")) a.add("gen_ai.tool.call.id", *sp.attrs.get("call_id"), true);
   }
   if (sp.kind == kSpanSession || sp.kind == kSpanLlm) {
     static const std::pair<const char*, const char*> kUsage[] = {
@@ -115,7 +117,7 @@ json span_json(const Span& sp, const Span& root, int64_t last_us, const ExportIn
         {"cache_read", "gen_ai.usage.cache_read.input_tokens"},
         {"cache_write", "gen_ai.usage.cache_creation.input_tokens"}};
     for (const auto& [ours, theirs] : kUsage) {
-      if (sp.attrs.contains(ours)) a.add(theirs, sp.attrs[ours]);
+      if (sp.attrs.contains(ours)) a.add(theirs, *sp.attrs.get(ours));
     }
   }
   if (is_error(sp)) a.add("error.type", error_type(sp));
@@ -134,13 +136,13 @@ json span_json(const Span& sp, const Span& root, int64_t last_us, const ExportIn
   a.add("carapace.status", sp.status);
   a.add("carapace.open_seq", sp.open_seq);
   if (!sp.open()) a.add("carapace.close_seq", sp.close_seq);
-  for (const auto& [key, value] : sp.attrs.items()) a.add("carapace." + key, value, export_reference_key(key));
+  for (const auto& [key, value] : sp.attrs) a.add("carapace." + key, value, export_reference_key(key));
 
   json events = json::array();
   for (const auto& e : sp.events) {
     Attributes ea{input};
     ea.add("carapace.seq", e.seq);
-    for (const auto& [key, value] : e.attrs.items()) ea.add("carapace." + key, value, export_reference_key(key));
+    for (const auto& [key, value] : e.attrs) ea.add("carapace." + key, value, export_reference_key(key));
     events.push_back({{"timeUnixNano", nanos(e.ts_us)}, {"name", input.clean(e.name)}, {"attributes", ea.list}});
   }
   json links = json::array();

@@ -85,6 +85,18 @@ class SpanWriter {
     serializer_.dump(j, false, false, 0);
     return *this;
   }
+  // {"key":value,...} in key order, as dump() writes the same object.
+  SpanWriter& object(const SpanAttrs& attrs) {
+    out_->push_back('{');
+    bool first = true;
+    for (const auto& [key, v] : attrs) {
+      if (!first) out_->push_back(',');
+      first = false;
+      string(key).raw(":").value(v);
+    }
+    out_->push_back('}');
+    return *this;
+  }
   // [each(item), ...]
   template <typename T, typename Each>
   SpanWriter& array(const std::vector<T>& items, Each each) {
@@ -109,11 +121,11 @@ std::string span_json_text(const Span& s) {
   std::string out;
   out.reserve(256);
   SpanWriter w(&out);
-  w.raw("{\"attrs\":").value(s.attrs);
+  w.raw("{\"attrs\":").object(s.attrs);
   w.raw(",\"close_seq\":").integer(s.close_seq);
   w.raw(",\"end_us\":").integer(s.end_us);
   w.raw(",\"events\":").array(s.events, [&w](const SpanEvent& e) {
-    w.raw("{\"attrs\":").value(e.attrs);
+    w.raw("{\"attrs\":").object(e.attrs);
     w.raw(",\"name\":").string(e.name);
     w.raw(",\"seq\":").integer(e.seq);
     w.raw(",\"ts_us\":").integer(e.ts_us).raw("}");
@@ -172,11 +184,8 @@ Status span_from(J& j, Span* out) {
   CARAPACE_RETURN_IF_ERROR(field(j, "end_us", &s.end_us));
   CARAPACE_RETURN_IF_ERROR(field(j, "status", &s.status));
   auto attrs = j.find("attrs");
-  if (attrs == j.end() || !attrs->is_object()) return Status::corruption("span: 'attrs' is not an object");
-  if constexpr (std::is_const_v<J>) {
-    s.attrs = *attrs;
-  } else {
-    s.attrs = std::move(*attrs);
+  if (attrs == j.end() || !SpanAttrs::from_json(std::forward<J>(*attrs), &s.attrs)) {
+    return Status::corruption("span: 'attrs' is not an object");
   }
   auto events = j.find("events");
   auto links = j.find("links");
@@ -189,12 +198,8 @@ Status span_from(J& j, Span* out) {
     CARAPACE_RETURN_IF_ERROR(field(e, "ts_us", &ev.ts_us));
     CARAPACE_RETURN_IF_ERROR(field(e, "name", &ev.name));
     auto a = e.find("attrs");
-    if (a == e.end()) {
-      ev.attrs = nlohmann::json::object();
-    } else if constexpr (std::is_const_v<J>) {
-      ev.attrs = *a;
-    } else {
-      ev.attrs = std::move(*a);
+    if (a != e.end() && !SpanAttrs::from_json(std::forward<J>(*a), &ev.attrs)) {
+      return Status::corruption("span: an event's 'attrs' is not an object");
     }
     s.events.push_back(std::move(ev));
   }

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "actors/collector/span_attrs.h"
 #include "base/status.h"
 
 namespace carapace {
@@ -40,7 +41,7 @@ struct SpanEvent {
   uint64_t seq = 0;
   int64_t ts_us = 0;
   std::string name;
-  nlohmann::json attrs = nlohmann::json::object();  // flat scalars
+  SpanAttrs attrs;  // flat scalars
   friend bool operator==(const SpanEvent&, const SpanEvent&) = default;
 };
 
@@ -68,7 +69,7 @@ struct Span {
   // ok, error, denied, retried, interrupted, timed_out, crashed,
   // rolled_back, completed, failed; "open" while no event has closed it.
   std::string status = "open";
-  nlohmann::json attrs = nlohmann::json::object();  // flat scalars
+  SpanAttrs attrs;  // flat scalars
   std::vector<SpanEvent> events;
   std::vector<SpanLink> links;
 
@@ -96,23 +97,21 @@ Status span_from_json(nlohmann::json&& j, Span* out);
 // Lenient reads of one attribute: a value that is missing or of another type
 // reads as 0, 0.0, "" or false.
 namespace span_attr {
-// Keys are string_views: a literal's length is known when it compiles, so
-// that the map's comparisons do not measure it again at every node.
-inline uint64_t u(const nlohmann::json& attrs, std::string_view key) {
-  auto it = attrs.find(key);
-  return it != attrs.end() && it->is_number() ? it->get<uint64_t>() : 0;
+inline uint64_t u(const SpanAttrs& attrs, std::string_view key) {
+  const nlohmann::json* v = attrs.get(key);
+  return v != nullptr && v->is_number() ? v->get<uint64_t>() : 0;
 }
-inline double f(const nlohmann::json& attrs, std::string_view key) {
-  auto it = attrs.find(key);
-  return it != attrs.end() && it->is_number() ? it->get<double>() : 0.0;
+inline double f(const SpanAttrs& attrs, std::string_view key) {
+  const nlohmann::json* v = attrs.get(key);
+  return v != nullptr && v->is_number() ? v->get<double>() : 0.0;
 }
-inline std::string s(const nlohmann::json& attrs, std::string_view key) {
-  auto it = attrs.find(key);
-  return it != attrs.end() && it->is_string() ? it->get<std::string>() : "";
+inline std::string s(const SpanAttrs& attrs, std::string_view key) {
+  const nlohmann::json* v = attrs.get(key);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
 }
-inline bool b(const nlohmann::json& attrs, std::string_view key) {
-  auto it = attrs.find(key);
-  return it != attrs.end() && it->is_boolean() && it->get<bool>();
+inline bool b(const SpanAttrs& attrs, std::string_view key) {
+  const nlohmann::json* v = attrs.get(key);
+  return v != nullptr && v->is_boolean() && v->get<bool>();
 }
 }  // namespace span_attr
 

@@ -17,15 +17,24 @@ std::string preview(std::string_view text, size_t max_chars) {
 
 std::string short_digest(std::string_view text) { return digest128(text).hex().substr(0, 16); }
 
-void add_to(nlohmann::json& attrs, const char* key, const nlohmann::json& value) {
-  auto it = attrs.find(key);
-  if (it == attrs.end()) {
+void add_to(SpanAttrs& attrs, const char* key, const nlohmann::json& value) {
+  nlohmann::json* it = attrs.get(key);
+  if (it == nullptr) {
     attrs[key] = value;
   } else if (value.is_number_float() || it->is_number_float()) {
     *it = it->get<double>() + value.get<double>();
   } else {
     *it = it->get<uint64_t>() + value.get<uint64_t>();
   }
+}
+
+// Room for the attributes a span of `kind` gets, a few more than most have:
+// its attributes then never move as they are set.
+size_t attr_room(std::string_view kind) {
+  if (kind == kSpanSession) return 24;
+  if (kind == kSpanLlm) return 20;
+  if (kind == kSpanTurn || kind == kSpanTool || kind == kSpanApproval) return 14;
+  return 8;
 }
 
 std::string hook_status(const std::string& decision) {
@@ -53,6 +62,7 @@ size_t SpanBuilder::open_span(std::string_view kind, std::string name, const Eve
   s.name = std::move(name);
   s.open_seq = e.seq;
   s.start_us = e.ts_us;
+  s.attrs.reserve(attr_room(kind));
   if (!parent_.empty() && e.seq <= parent_seq_) s.attrs["copied_from_parent"] = true;
   touch(spans_.size() - 1);
   return spans_.size() - 1;
@@ -97,7 +107,7 @@ void SpanBuilder::add_to_root(const char* key, const nlohmann::json& value) {
   touch(root_);
 }
 
-void SpanBuilder::span_event(size_t index, const Event& e, std::string name, nlohmann::json attrs) {
+void SpanBuilder::span_event(size_t index, const Event& e, std::string name, SpanAttrs attrs) {
   if (index == kNone) return;
   spans_[index].events.push_back(SpanEvent{e.seq, e.ts_us, std::move(name), std::move(attrs)});
   touch(index);

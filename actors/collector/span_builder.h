@@ -64,7 +64,7 @@ class SpanBuilder {
     if (track_changes_) changed_.insert(index);
   }
   void add_to_root(const char* key, const nlohmann::json& value);
-  void span_event(size_t index, const Event& e, std::string name, nlohmann::json attrs);
+  void span_event(size_t index, const Event& e, std::string name, SpanAttrs attrs);
 
   std::string session_;
   std::string trace_id_;

@@ -73,45 +73,90 @@ Status wrong(const char* name) {
   return Status::corruption(std::string("span: field '") + name + "' has the wrong type");
 }
 
-Status field(object o, const char* name, element* out) {
-  if (o.at_key(name).get(*out) != simdjson::SUCCESS) return missing(name);
-  return Status();
-}
-
-Status field(object o, const char* name, std::string* out) {
-  element e;
-  CARAPACE_RETURN_IF_ERROR(field(o, name, &e));
+Status value_of(element e, const char* name, std::string* out) {
   std::string_view text;
   if (e.get_string().get(text) != simdjson::SUCCESS) return wrong(name);
   out->assign(text);
   return Status();
 }
 
-Status field(object o, const char* name, uint64_t* out) {
-  element e;
-  CARAPACE_RETURN_IF_ERROR(field(o, name, &e));
+Status value_of(element e, const char* name, uint64_t* out) {
   if (e.get_uint64().get(*out) != simdjson::SUCCESS) return wrong(name);
   return Status();
 }
 
-Status field(object o, const char* name, int64_t* out) {
-  element e;
-  CARAPACE_RETURN_IF_ERROR(field(o, name, &e));
+Status value_of(element e, const char* name, int64_t* out) {
   if (e.get_int64().get(*out) != simdjson::SUCCESS) return wrong(name);
   return Status();
 }
 
-Status attrs_of(object o, const char* name, bool required, nlohmann::json* out) {
+// The attributes in `e`, which must be an object (`name` names it in the error).
+Status attrs_in(element e, const char* name, SpanAttrs* out) {
+  object members;
+  if (e.get_object().get(members) != simdjson::SUCCESS)
+    return Status::corruption(std::string("span: '") + name + "' is not an object");
+  SpanAttrs attrs;
+  attrs.reserve(members.size());
+  // A repeated key keeps its last value, as nlohmann_json's parser does.
+  for (auto member : members) attrs[member.key] = to_nlohmann(member.value);
+  *out = std::move(attrs);
+  return Status();
+}
+
+// An event's attributes: none when it has no "attrs".
+Status event_attrs(object o, SpanAttrs* out) {
   element e;
-  if (o.at_key(name).get(e) != simdjson::SUCCESS) {
-    if (required) return Status::corruption(std::string("span: '") + name + "' is not an object");
-    *out = nlohmann::json::object();
+  if (o.at_key("attrs").get(e) != simdjson::SUCCESS) {
+    *out = SpanAttrs();
     return Status();
   }
-  if (required && !e.is_object())
-    return Status::corruption(std::string("span: '") + name + "' is not an object");
-  *out = to_nlohmann(e);
-  return Status();
+  return attrs_in(e, "attrs", out);
+}
+
+// A span's fields, and their names in the order the collector writes them
+// (span_json_text: sorted).
+enum SpanField : size_t {
+  kTraceId,
+  kSpanId,
+  kParentId,
+  kSession,
+  kKind,
+  kName,
+  kOpenSeq,
+  kCloseSeq,
+  kStartUs,
+  kEndUs,
+  kStatus,
+  kAttrs,
+  kEvents,
+  kLinks,
+  kFieldCount
+};
+constexpr const char* kFieldName[kFieldCount] = {"trace_id", "span_id",  "parent_id", "session",  "kind",
+                                                 "name",     "open_seq", "close_seq", "start_us", "end_us",
+                                                 "status",   "attrs",    "events",    "links"};
+struct Named {
+  std::string_view name;
+  SpanField field;
+};
+constexpr Named kByName[kFieldCount] = {
+    {"attrs", kAttrs},        {"close_seq", kCloseSeq}, {"end_us", kEndUs},   {"events", kEvents},
+    {"kind", kKind},          {"links", kLinks},        {"name", kName},      {"open_seq", kOpenSeq},
+    {"parent_id", kParentId}, {"session", kSession},    {"span_id", kSpanId}, {"start_us", kStartUs},
+    {"status", kStatus},      {"trace_id", kTraceId}};
+
+// A field of an event or a link.
+template <class T>
+Status field(object o, const char* name, T* out) {
+  element e;
+  if (o.at_key(name).get(e) != simdjson::SUCCESS) return missing(name);
+  return value_of(e, name, out);
+}
+
+template <class T>
+Status field(const bool* seen, const element* at, SpanField f, T* out) {
+  if (!seen[f]) return missing(kFieldName[f]);
+  return value_of(at[f], kFieldName[f], out);
 }
 
 }  // namespace
@@ -141,23 +186,41 @@ Status StoredSpanReader::read(std::string_view text, Span* out) {
   }
   object j;
   if (root.get_object().get(j) != simdjson::SUCCESS) return Status::corruption("span: not a JSON object");
+  // One pass over the members, in the order the collector writes them (at_key
+  // per field would compare each name with half the keys); a repeated key
+  // keeps its last value, as nlohmann_json's parser does. The fields are then
+  // read in a fixed order, so that the first one missing or wrong is named.
+  element at[kFieldCount];
+  bool seen[kFieldCount] = {};
+  size_t expected = 0;  // kByName's index of the key the collector writes next
+  for (auto member : j) {
+    size_t k = expected < kFieldCount && kByName[expected].name == member.key ? expected : kFieldCount;
+    for (size_t n = 0; k == kFieldCount && n < kFieldCount; ++n) {
+      if (kByName[n].name == member.key) k = n;
+    }
+    if (k == kFieldCount) continue;  // a field of a later version
+    expected = k + 1;
+    at[kByName[k].field] = member.value;
+    seen[kByName[k].field] = true;
+  }
   Span& s = *out;  // filled in place: a span is not small to move
   s = Span{};
-  CARAPACE_RETURN_IF_ERROR(field(j, "trace_id", &s.trace_id));
-  CARAPACE_RETURN_IF_ERROR(field(j, "span_id", &s.span_id));
-  CARAPACE_RETURN_IF_ERROR(field(j, "parent_id", &s.parent_id));
-  CARAPACE_RETURN_IF_ERROR(field(j, "session", &s.session));
-  CARAPACE_RETURN_IF_ERROR(field(j, "kind", &s.kind));
-  CARAPACE_RETURN_IF_ERROR(field(j, "name", &s.name));
-  CARAPACE_RETURN_IF_ERROR(field(j, "open_seq", &s.open_seq));
-  CARAPACE_RETURN_IF_ERROR(field(j, "close_seq", &s.close_seq));
-  CARAPACE_RETURN_IF_ERROR(field(j, "start_us", &s.start_us));
-  CARAPACE_RETURN_IF_ERROR(field(j, "end_us", &s.end_us));
-  CARAPACE_RETURN_IF_ERROR(field(j, "status", &s.status));
-  CARAPACE_RETURN_IF_ERROR(attrs_of(j, "attrs", true, &s.attrs));
+  CARAPACE_RETURN_IF_ERROR(field(seen, at, kTraceId, &s.trace_id));
+  CARAPACE_RETURN_IF_ERROR(field(seen, at, kSpanId, &s.span_id));
+  CARAPACE_RETURN_IF_ERROR(field(seen, at, kParentId, &s.parent_id));
+  CARAPACE_RETURN_IF_ERROR(field(seen, at, kSession, &s.session));
+  CARAPACE_RETURN_IF_ERROR(field(seen, at, kKind, &s.kind));
+  CARAPACE_RETURN_IF_ERROR(field(seen, at, kName, &s.name));
+  CARAPACE_RETURN_IF_ERROR(field(seen, at, kOpenSeq, &s.open_seq));
+  CARAPACE_RETURN_IF_ERROR(field(seen, at, kCloseSeq, &s.close_seq));
+  CARAPACE_RETURN_IF_ERROR(field(seen, at, kStartUs, &s.start_us));
+  CARAPACE_RETURN_IF_ERROR(field(seen, at, kEndUs, &s.end_us));
+  CARAPACE_RETURN_IF_ERROR(field(seen, at, kStatus, &s.status));
+  if (!seen[kAttrs]) return Status::corruption("span: 'attrs' is not an object");
+  CARAPACE_RETURN_IF_ERROR(attrs_in(at[kAttrs], "attrs", &s.attrs));
   simdjson::dom::array events, links;
-  if (j.at_key("events").get_array().get(events) != simdjson::SUCCESS ||
-      j.at_key("links").get_array().get(links) != simdjson::SUCCESS) {
+  if (!seen[kEvents] || !seen[kLinks] || at[kEvents].get_array().get(events) != simdjson::SUCCESS ||
+      at[kLinks].get_array().get(links) != simdjson::SUCCESS) {
     return Status::corruption("span: 'events' or 'links' is not an array");
   }
   s.events.reserve(events.size());
@@ -169,7 +232,7 @@ Status StoredSpanReader::read(std::string_view text, Span* out) {
     CARAPACE_RETURN_IF_ERROR(field(e, "seq", &ev.seq));
     CARAPACE_RETURN_IF_ERROR(field(e, "ts_us", &ev.ts_us));
     CARAPACE_RETURN_IF_ERROR(field(e, "name", &ev.name));
-    CARAPACE_RETURN_IF_ERROR(attrs_of(e, "attrs", false, &ev.attrs));
+    CARAPACE_RETURN_IF_ERROR(event_attrs(e, &ev.attrs));
     s.events.push_back(std::move(ev));
   }
   for (element item : links) {

@@ -8,16 +8,16 @@ namespace carapace {
 namespace {
 
 bool flag(const Span& s, const char* key) {
-  auto it = s.attrs.find(key);
-  return it != s.attrs.end() && it->is_boolean() && it->get<bool>();
+  const nlohmann::json* it = s.attrs.get(key);
+  return it != nullptr && it->is_boolean() && it->get<bool>();
 }
 std::string text(const Span& s, const char* key) {
-  auto it = s.attrs.find(key);
-  return it != s.attrs.end() && it->is_string() ? it->get<std::string>() : "";
+  const nlohmann::json* it = s.attrs.get(key);
+  return it != nullptr && it->is_string() ? it->get<std::string>() : "";
 }
 uint64_t number(const Span& s, const char* key) {
-  auto it = s.attrs.find(key);
-  return it != s.attrs.end() && it->is_number() ? it->get<uint64_t>() : 0;
+  const nlohmann::json* it = s.attrs.get(key);
+  return it != nullptr && it->is_number() ? it->get<uint64_t>() : 0;
 }
 
 std::vector<std::string> split(const std::string& list) {

@@ -1,8 +1,11 @@
 #include "actors/collector/trace_view.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <iterator>
 #include <map>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 
@@ -26,7 +29,7 @@ std::string cut(const std::string& text, size_t max) {
 // Tokens of a span, or summed over a run of turns.
 struct Tokens {
   uint64_t in = 0, out = 0, cache_read = 0, cache_write = 0;
-  explicit Tokens(const nlohmann::json& a)
+  explicit Tokens(const SpanAttrs& a)
       : in(u(a, "tokens_in")),
         out(u(a, "tokens_out")),
         cache_read(u(a, "cache_read")),
@@ -47,41 +50,86 @@ std::string tokens(const Tokens& k) {
   }
   return t;
 }
-std::string tokens(const nlohmann::json& a) { return tokens(Tokens(a)); }
+std::string tokens(const SpanAttrs& a) { return tokens(Tokens(a)); }
+
+// Span ids to the spans' indices: an open-addressing table, one allocation
+// rather than a node per span (a long session has 61,000 spans).
+class IdIndex {
+ public:
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+
+  explicit IdIndex(const std::vector<Span>& spans) : spans_(spans) {
+    size_t capacity = 16;
+    while (capacity < spans.size() * 2) capacity <<= 1;
+    slots_.assign(capacity, kNone);
+    mask_ = capacity - 1;
+    for (size_t i = 0; i < spans.size(); ++i)
+      slots_[slot(spans[i].span_id)] = i;  // a repeated id: the last span
+  }
+  size_t find(std::string_view id) const { return slots_[slot(id)]; }
+
+ private:
+  size_t slot(std::string_view id) const {
+    size_t at = std::hash<std::string_view>()(id) & mask_;
+    while (slots_[at] != kNone && spans_[slots_[at]].span_id != id) at = (at + 1) & mask_;
+    return at;
+  }
+
+  const std::vector<Span>& spans_;
+  std::vector<size_t> slots_;
+  size_t mask_ = 0;
+};
 
 struct Tree {
   const std::vector<Span>& spans;
-  std::unordered_map<std::string_view, size_t> by_id;
-  std::vector<std::vector<size_t>> children;  // by the parent's index
+  IdIndex by_id;
+  // The children of span i are kid_list[first_kid[i], first_kid[i + 1]), in index order.
+  std::vector<size_t> first_kid, kid_list;
   std::vector<bool> shares_seq;  // another span before it opened at the same seq
   // notable() of each span, once known (-1: not yet): the layout asks it of
   // a turn several times, and of its children each time.
   mutable std::vector<signed char> notable;
 
   explicit Tree(const std::vector<Span>& all)
-      : spans(all), children(all.size()), shares_seq(all.size(), false), notable(all.size(), -1) {
-    by_id.reserve(spans.size());
-    std::unordered_map<uint64_t, size_t> opened_at;
-    opened_at.reserve(spans.size());
-    for (size_t i = 0; i < spans.size(); ++i) {
-      by_id[spans[i].span_id] = i;
-      shares_seq[i] = !opened_at.emplace(spans[i].open_seq, i).second;
-    }
+      : spans(all),
+        by_id(all),
+        first_kid(all.size() + 1, 0),
+        shares_seq(all.size(), false),
+        notable(all.size(), -1) {
+    std::vector<size_t> parent(spans.size(), IdIndex::kNone);
     for (size_t i = 0; i < spans.size(); ++i) {
       if (spans[i].parent_id.empty()) continue;
-      auto parent = by_id.find(spans[i].parent_id);
-      if (parent != by_id.end()) children[parent->second].push_back(i);
+      parent[i] = by_id.find(spans[i].parent_id);
+      if (parent[i] != IdIndex::kNone) ++first_kid[parent[i] + 1];
+    }
+    for (size_t i = 0; i < spans.size(); ++i) first_kid[i + 1] += first_kid[i];
+    kid_list.resize(first_kid.back());
+    std::vector<size_t> filled(first_kid.begin(), first_kid.end() - 1);
+    for (size_t i = 0; i < spans.size(); ++i) {
+      if (parent[i] != IdIndex::kNone) kid_list[filled[parent[i]]++] = i;
+    }
+    // In open order (as a builder gives them), spans opened at one seq are neighbours.
+    auto by_seq = [](const Span& a, const Span& b) { return a.open_seq < b.open_seq; };
+    if (std::is_sorted(spans.begin(), spans.end(), by_seq)) {
+      for (size_t i = 1; i < spans.size(); ++i) shares_seq[i] = spans[i].open_seq == spans[i - 1].open_seq;
+    } else {
+      std::unordered_map<uint64_t, size_t> opened_at;
+      opened_at.reserve(spans.size());
+      for (size_t i = 0; i < spans.size(); ++i)
+        shares_seq[i] = !opened_at.emplace(spans[i].open_seq, i).second;
     }
   }
-  const std::vector<size_t>& kids(size_t i) const { return children[i]; }
+  std::span<const size_t> kids(size_t i) const {
+    return {kid_list.data() + first_kid[i], first_kid[i + 1] - first_kid[i]};
+  }
   // The span's handle: its opening seq, with the kind when another span shares it.
   std::string handle(size_t i) const {
     std::string h = std::to_string(spans[i].open_seq);
     return shares_seq[i] ? h + ":" + spans[i].kind : h;
   }
   std::string seq_of(const SpanLink& l) const {
-    auto it = by_id.find(l.span_id);
-    return it == by_id.end() ? "span " + l.span_id : "#" + handle(it->second);
+    size_t i = by_id.find(l.span_id);
+    return i == IdIndex::kNone ? "span " + l.span_id : "#" + handle(i);
   }
 };
 

@@ -138,10 +138,11 @@ BOOST_AUTO_TEST_CASE(a_stored_span_reads_back_as_the_span_that_was_stored) {
 
 BOOST_AUTO_TEST_CASE(attributes_keep_every_number_kind_and_escape_as_the_json_parser_gives_them) {
   Span s = varied_spans().front();
-  s.attrs = nlohmann::json::parse(R"({"neg": -7, "zero": 0, "big": 18446744073709551615, "pos": 42,
+  SpanAttrs::from_json(nlohmann::json::parse(R"({"neg": -7, "zero": 0, "big": 18446744073709551615, "pos": 42,
       "f": 0.1, "tiny": 5e-324, "huge": 1e300, "neg_f": -2.5, "t": true, "no": false, "nothing": null,
       "s": "caf\u00e9 \"q\" \\ \n\t\u0001 \ud83d\ude00", "list": [1, -1, 1.5, "x", [], {}],
-      "obj": {"b": 1, "a": {"c": null}}})");
+      "obj": {"b": 1, "a": {"c": null}}})"),
+                       &s.attrs);
   s.events.push_back(SpanEvent{.seq = 9, .ts_us = -5, .name = "x", .attrs = {{"n", -1}, {"u", 3}}});
   const std::string text = span_to_json(s).dump();
   Span ours, before;
@@ -200,6 +201,10 @@ BOOST_AUTO_TEST_CASE(it_refuses_what_span_from_json_refuses_and_names_the_field)
   j = good;
   j["events"] = nlohmann::json::array({{{"seq", 1}, {"ts_us", 2}}});
   refused(j.dump(), "'name'");
+  // An event's attributes, when it has them, are an object.
+  j = good;
+  j["events"] = nlohmann::json::array({{{"seq", 1}, {"ts_us", 2}, {"name", "x"}, {"attrs", {1, 2}}}});
+  refused(j.dump(), "'attrs'");
   // Stricter than before: a negative seq no longer reads as a huge one.
   j = good;
   j["open_seq"] = -1;

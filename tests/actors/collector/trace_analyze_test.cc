@@ -1,7 +1,9 @@
 // analyze_trace on sessions built to show one pattern each, and on a clean one.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <functional>
+#include <sstream>
 
 #include "actors/collector/span_builder.h"
 #include "actors/collector/trace_analyze.h"
@@ -190,6 +192,43 @@ BOOST_AUTO_TEST_CASE(the_skeleton_of_ten_thousand_turns_with_errors_in_half_stil
   BOOST_TEST(middle == 9950u);
   std::string full = render_skeleton(spans, {.full = true});
   BOOST_TEST(static_cast<size_t>(std::count(full.begin(), full.end(), '\n')) > 30'000u);
+}
+
+// A hook on a tool call opens the tool's span and its own at one seq: both
+// handles name their kind. The view finds that out of spans in any order
+// (it reads neighbours when they are in open order, as a builder and the
+// trace store give them, and a table of seqs otherwise).
+BOOST_AUTO_TEST_CASE(handles_name_the_kind_where_spans_share_a_seq_in_any_order) {
+  SessionBuilder b;
+  b.start();
+  b.add(TurnStarted{1});
+  b.add(LlmRequested{.turn = 1, .attempt = 1, .model = "m1"});
+  b.add(LlmResponded{.turn = 1, .attempt = 1, .tool_calls = {{"c1", "shell", JsonText{"{}"}}}});
+  b.add(HookDecided{
+      .hook_event = "PreToolUse", .hook_name = "guard", .decision = "allow", .tool_call_id = "c1"});
+  const uint64_t shared = b.events().back().seq;
+  b.add(ToolRequested{"c1", "shell", JsonText{"{}"}});
+  b.add(ToolCompleted{.call_id = "c1", .tool = "shell", .output = "x"});
+  b.commit();
+  auto spans = build_spans("s1", b.events());
+  auto lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const std::string full = render_skeleton(spans, {.full = true});
+  BOOST_TEST(full.find(std::to_string(shared) + ":hook") != std::string::npos, full);
+  BOOST_TEST(full.find(std::to_string(shared) + ":tool") == std::string::npos, full);  // opened first
+  // The tool's span right after the root: still before the hook's, no longer its neighbour.
+  auto tool = std::find_if(spans.begin(), spans.end(), [](const Span& sp) { return sp.kind == kSpanTool; });
+  BOOST_REQUIRE(tool != spans.end());
+  BOOST_REQUIRE(tool + 1 != spans.end());
+  BOOST_REQUIRE(tool[1].kind == std::string(kSpanHook));
+  std::rotate(spans.begin() + 1, tool, tool + 1);
+  BOOST_TEST(lines(render_skeleton(spans, {.full = true})) == lines(full),
+             render_skeleton(spans, {.full = true}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
