@@ -28,7 +28,20 @@ namespace carapace::cli {
 // What the producer calls with each full batch: false when the consumer has
 // stopped, and the producer should return.
 template <class T>
-using PushBatch = std::function<bool(std::vector<T>&&)>;
+class PushBatch {
+ public:
+  explicit PushBatch(std::function<bool(std::vector<T>&&)> push, std::function<size_t()> waiting = {})
+      : push_(std::move(push)), waiting_(std::move(waiting)) {}
+  bool operator()(std::vector<T>&& batch) const { return push_(std::move(batch)); }
+  // The batches pushed that the consumer has not taken yet (0 when it runs
+  // on the producer's thread). While it is behind, a producer can do part of
+  // the consumer's work on a batch before pushing it.
+  size_t waiting() const { return waiting_ ? waiting_() : 0; }
+
+ private:
+  std::function<bool(std::vector<T>&&)> push_;
+  std::function<size_t()> waiting_;
+};
 
 // produce(push), an exception it throws made its status.
 template <class T>
@@ -56,7 +69,7 @@ Status pipe_batches(const std::string& what, bool own_thread,
   if (!own_thread) {
     bool stopped = false;
     std::exception_ptr consumer_threw;
-    PushBatch<T> push = [&](std::vector<T>&& pushed) {
+    PushBatch<T> push([&](std::vector<T>&& pushed) {
       if (stopped) return false;
       std::vector<T> batch = std::move(pushed);
       try {
@@ -66,7 +79,7 @@ Status pipe_batches(const std::string& what, bool own_thread,
         stopped = true;
       }
       return !stopped;
-    };
+    });
     Status s = produce_caught(what, produce, push);
     if (consumer_threw) std::rethrow_exception(consumer_threw);
     return stopped ? Status() : s;
@@ -78,14 +91,19 @@ Status pipe_batches(const std::string& what, bool own_thread,
   bool done = false, quit = false;
   Status produced;
   std::thread producer([&] {
-    PushBatch<T> push = [&](std::vector<T>&& batch) {
-      std::unique_lock lock(mu);
-      changed.wait(lock, [&] { return ready.size() < kQueued || quit; });
-      if (quit) return false;
-      ready.push_back(std::move(batch));
-      changed.notify_all();
-      return true;
-    };
+    PushBatch<T> push(
+        [&](std::vector<T>&& batch) {
+          std::unique_lock lock(mu);
+          changed.wait(lock, [&] { return ready.size() < kQueued || quit; });
+          if (quit) return false;
+          ready.push_back(std::move(batch));
+          changed.notify_all();
+          return true;
+        },
+        [&] {
+          std::lock_guard lock(mu);
+          return ready.size();
+        });
     Status s = produce_caught(what, produce, push);
     std::lock_guard lock(mu);
     produced = s;

@@ -70,9 +70,19 @@ Status read_in_batches(const EventLog& log, const std::string& session, uint64_t
       });
 }
 
+// A stored span on its way from the scan to the consumer: its text, or the
+// span the scanning thread already read from it.
+struct StoredItem {
+  enum class State { kText, kRead, kBad } state = State::kText;
+  std::string text;
+  Span span;
+};
+
 // The spans the collector stored for `session`, in the order a builder
-// gives them; for a long session, read on a thread of their own while this
-// one parses them.
+// gives them. For a long session they are scanned on a thread of their own
+// while this one reads them; that thread also reads the spans of a batch
+// whenever this one is behind (reading is the larger part: the two cores
+// share it).
 // False when there are none, or one does not read: the caller builds them
 // from the log instead.
 bool read_stored(const TraceStore& store, const std::string& session, uint64_t last, std::vector<Span>* out) {
@@ -80,24 +90,38 @@ bool read_stored(const TraceStore& store, const std::string& session, uint64_t l
   out->reserve(static_cast<size_t>(std::min<uint64_t>(last, 1u << 20)));  // as the builder's
   StoredSpanReader reader;
   bool good = true;
-  Status read = pipe_batches<std::string>(
+  Status read = pipe_batches<StoredItem>(
       "reading the trace store", last >= kReadOnAThreadFrom,
-      [&](const PushBatch<std::string>& push) {
-        std::vector<std::string> batch;
+      [&](const PushBatch<StoredItem>& push) {
+        StoredSpanReader scanner_reader;  // this thread's
+        std::vector<StoredItem> batch;
+        batch.reserve(kBatch);
         bool more = true;
-        Status s = store.scan_spans(session, [&](std::string_view value) {
-          batch.emplace_back(value);
-          if (batch.size() < kBatch) return true;
+        auto hand_over = [&] {
+          if (push.waiting() > 0) {
+            for (auto& item : batch) {
+              item.state = scanner_reader.read(item.text, &item.span).ok() ? StoredItem::State::kRead
+                                                                           : StoredItem::State::kBad;
+            }
+          }
           more = push(std::move(batch));
-          batch.clear();
+          batch = {};
+          batch.reserve(kBatch);
           return more;
+        };
+        Status s = store.scan_spans(session, [&](std::string_view value) {
+          batch.emplace_back().text.assign(value);
+          return batch.size() < kBatch || hand_over();
         });
-        if (s.ok() && more && !batch.empty()) push(std::move(batch));
+        if (s.ok() && more && !batch.empty()) hand_over();
         return s;
       },
-      [&](std::vector<std::string>& batch) {
-        for (const auto& value : batch) {
-          if (!reader.read(value, &out->emplace_back()).ok()) {
+      [&](std::vector<StoredItem>& batch) {
+        for (auto& item : batch) {
+          if (item.state == StoredItem::State::kRead) {
+            out->push_back(std::move(item.span));
+          } else if (item.state == StoredItem::State::kBad ||
+                     !reader.read(item.text, &out->emplace_back()).ok()) {
             good = false;
             return false;
           }

@@ -7,6 +7,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <future>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -112,6 +113,50 @@ BOOST_AUTO_TEST_CASE(a_producers_exception_is_its_status_and_a_consumers_reaches
       BOOST_TEST(!producer_went_on);
     }
   }
+}
+
+// waiting(): what the producer reads to take part of the consumer's work
+// while it is behind (tools/trace_load.cc reads stored spans so).
+BOOST_AUTO_TEST_CASE(the_producer_sees_the_batches_the_consumer_has_not_taken) {
+  // On the caller's thread each batch is consumed as it is pushed: none waits.
+  std::vector<size_t> here;
+  Status s = pipe_batches<int>(
+      "counting", false,
+      [&](const PushBatch<int>& push) {
+        for (int b = 0; b < 3; ++b) {
+          push({b});
+          here.push_back(push.waiting());
+        }
+        return Status();
+      },
+      [&](std::vector<int>&) { return true; });
+  BOOST_TEST(s.ok());
+  BOOST_TEST(here == std::vector<size_t>({0, 0, 0}), boost::test_tools::per_element());
+  // On a thread of its own, with the consumer held on its first batch: the
+  // batches pushed after it wait, and the producer sees them.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::vector<size_t> seen;
+  std::vector<int> consumed;
+  s = pipe_batches<int>(
+      "counting", true,
+      [&](const PushBatch<int>& push) {
+        for (int b = 0; b < 3; ++b) {
+          push({b});
+          seen.push_back(push.waiting());
+        }
+        release.set_value();
+        return Status();
+      },
+      [&](std::vector<int>& batch) {
+        released.wait();
+        consumed.push_back(batch[0]);
+        return true;
+      });
+  BOOST_TEST(s.ok());
+  BOOST_REQUIRE_EQUAL(seen.size(), 3u);
+  BOOST_TEST(seen[2] >= 2u);  // at most the first was taken
+  BOOST_TEST(consumed == std::vector<int>({0, 1, 2}), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

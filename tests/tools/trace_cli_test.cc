@@ -233,9 +233,11 @@ bool wait_gone(pid_t pid) {
 
 // Spans built from the log and spans the collector stored read the same:
 // the skeleton line for line, and a bare seq handle names the same span
-// where one event opened two (a tool call and the hook about it).
+// where one event opened two (a tool call and the hook about it). Long
+// enough (over 4,096 events) that both are read on two threads, and the
+// stored ones partly by the thread that scans them.
 BOOST_AUTO_TEST_CASE(show_and_span_read_the_same_from_the_log_and_from_the_store) {
-  BOOST_REQUIRE(run("log synth --session same --turns 120 --seed 7").code == 0);
+  BOOST_REQUIRE(run("log synth --session same --turns 400 --seed 7").code == 0);
   json built = run_json("trace show same --full --json");
   BOOST_REQUIRE(built["data"]["source"] == "log");
   const std::string from_log = run("trace show same").out;
@@ -261,36 +263,39 @@ BOOST_AUTO_TEST_CASE(show_and_span_read_the_same_from_the_log_and_from_the_store
 
 // A stored span that does not read (a damaged store, or one a stranger
 // wrote) sends the whole trace back to the log: the same output, built from
-// the events. The damaged span sits in the third of three batches the
-// store's reader hands over, so the reading stops part way.
+// the events. The session is long enough (over 4,096 events) that the spans
+// are scanned on a thread of their own, ten batches of them; the damaged
+// span sits in the eighth, so the reading stops part way, or in the last,
+// which the scanning thread mostly reads itself while this one is busy.
 BOOST_AUTO_TEST_CASE(a_stored_span_that_does_not_read_sends_the_trace_back_to_the_log) {
-  BOOST_REQUIRE(run("log synth --session dmg --turns 100").code == 0);
+  BOOST_REQUIRE(run("log synth --session dmg --turns 400").code == 0);
   const std::string from_log = run("trace show dmg").out;
   const std::string full_from_log = run("trace show dmg --full").out;
   const json spans = run_json("trace show dmg --full")["data"]["spans"];
-  BOOST_REQUIRE(spans.size() > 600u);
+  BOOST_REQUIRE(spans.size() > 2304u);
   Result folded = run("collector --once");
   BOOST_REQUIRE_MESSAGE(folded.code == 0, folded.err);
   BOOST_REQUIRE(run_json("trace show dmg")["data"]["source"] == "store");
   BOOST_TEST(run("trace show dmg").out == from_log);
-  const json& victim = spans[spans.size() * 5 / 6];
-  json no_status = victim;
-  no_status.erase("status");
-  for (const std::string& damage : {std::string("{\"trace_id\":"), std::string("[1,2]"), no_status.dump(),
-                                    std::string(100000, '[') + std::string(100000, ']')}) {
-    {
-      std::unique_ptr<TraceStore> store;
-      BOOST_REQUIRE(TraceStore::open(home() + "/traces", TraceStore::Mode::kWriter, &store).ok());
-      StoredSpan replaced{.session = "dmg",
-                          .span_id = victim["span_id"],
-                          .open_seq = victim["open_seq"],
-                          .start_us = victim["start_us"],
-                          .value = damage};
-      BOOST_REQUIRE(store->write({&replaced, 1}, {}).ok());
+  for (const json& victim : {spans[spans.size() * 5 / 6], spans[spans.size() - 1]}) {
+    json no_status = victim;
+    no_status.erase("status");
+    for (const std::string& damage : {std::string("{\"trace_id\":"), std::string("[1,2]"), no_status.dump(),
+                                      std::string(100000, '[') + std::string(100000, ']')}) {
+      {
+        std::unique_ptr<TraceStore> store;
+        BOOST_REQUIRE(TraceStore::open(home() + "/traces", TraceStore::Mode::kWriter, &store).ok());
+        StoredSpan replaced{.session = "dmg",
+                            .span_id = victim["span_id"],
+                            .open_seq = victim["open_seq"],
+                            .start_us = victim["start_us"],
+                            .value = damage};
+        BOOST_REQUIRE(store->write({&replaced, 1}, {}).ok());
+      }
+      BOOST_TEST(run_json("trace show dmg")["data"]["source"] == "log", damage.substr(0, 40));
+      BOOST_TEST(run("trace show dmg").out == from_log, damage.substr(0, 40));
+      BOOST_TEST(run("trace show dmg --full").out == full_from_log, damage.substr(0, 40));
     }
-    BOOST_TEST(run_json("trace show dmg")["data"]["source"] == "log", damage.substr(0, 40));
-    BOOST_TEST(run("trace show dmg").out == from_log, damage.substr(0, 40));
-    BOOST_TEST(run("trace show dmg --full").out == full_from_log, damage.substr(0, 40));
   }
 }
 
