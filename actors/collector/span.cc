@@ -14,13 +14,23 @@ std::string trace_id_of(std::string_view session) {
   return digest128(key).hex();
 }
 
+std::string short_hex(const Digest128& d) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 0; i < 16; ++i) out[15 - i] = kDigits[(d.hi >> (4 * i)) & 0xf];
+  return out;
+}
+
 std::string span_id_of(std::string_view session, uint64_t seq, std::string_view kind) {
-  std::string key(session);
+  std::string key;
+  key.reserve(session.size() + kind.size() + 22);
+  key.append(session);
   key.push_back('\0');
-  key += std::to_string(seq);
+  char digits[20];
+  key.append(digits, std::to_chars(digits, digits + sizeof digits, seq).ptr);
   key.push_back('\0');
   key.append(kind);
-  return digest128(key).hex().substr(0, 16);
+  return short_hex(digest128(key));
 }
 
 nlohmann::json span_to_json(const Span& s) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "actors/collector/span_attrs.h"
+#include "base/digest.h"
 #include "base/status.h"
 
 namespace carapace {
@@ -83,6 +84,10 @@ std::string trace_id_of(std::string_view session);
 // The id of the span of `kind` opened by the event at `seq` of `session`
 // (the high 64 bits of XXH3-128 over the three, as 16 hex digits).
 std::string span_id_of(std::string_view session, uint64_t seq, std::string_view kind);
+
+// The first 16 of d.hex()'s digits (its high half): the short digests a
+// span shows (args_digest, prompt_digest, ...), written without the 32.
+std::string short_hex(const Digest128& d);
 
 nlohmann::json span_to_json(const Span& span);
 // The stored form of a span: byte for byte span_to_json(span).dump() with

@@ -15,7 +15,7 @@ std::string preview(std::string_view text, size_t max_chars) {
   return q.size() >= 2 ? q.substr(1, q.size() - 2) : q;  // without the quotes
 }
 
-std::string short_digest(std::string_view text) { return digest128(text).hex().substr(0, 16); }
+std::string short_digest(std::string_view text) { return short_hex(digest128(text)); }
 
 void add_to(SpanAttrs& attrs, const char* key, const nlohmann::json& value) {
   nlohmann::json* it = attrs.get(key);
@@ -172,7 +172,7 @@ void SpanBuilder::add(const Event& e) {
       auto& a = spans_[turn_].attrs;
       a["prompt_chars"] = ev_prompt_assembled->total_chars;
       a["prompt_segments"] = ev_prompt_assembled->segments.size();
-      a["prompt_digest"] = ev_prompt_assembled->digest.hex().substr(0, 16);
+      a["prompt_digest"] = short_hex(ev_prompt_assembled->digest);
       touch(turn_);
     }
   } else if (const auto* ev_llm_requested = get_if<LlmRequested>(e)) {
@@ -182,7 +182,7 @@ void SpanBuilder::add(const Event& e) {
     a["attempt"] = ev_llm_requested->attempt;
     a["model"] = ev_llm_requested->model;
     a["messages"] = ev_llm_requested->message_count;
-    a["request_digest"] = ev_llm_requested->request_digest.hex().substr(0, 16);
+    a["request_digest"] = short_hex(ev_llm_requested->request_digest);
     if (!ev_llm_requested->body_ref.empty()) a["request_body"] = ev_llm_requested->body_ref;
     llm_[{ev_llm_requested->turn, ev_llm_requested->attempt}] = i;
     if (turn_ != kNone) add_to(spans_[turn_].attrs, "llm_attempts", 1);
