@@ -80,6 +80,29 @@ nlohmann::json SpanAttrs::to_json() const {
   return out;
 }
 
+SpanAttrs SpanAttrs::from_items(std::vector<Item>&& items) {
+  auto less = [](const Item& a, const Item& b) { return key_less(a.first, b.first); };
+  auto equal = [](const Item& a, const Item& b) { return key_equal(a.first, b.first); };
+  SpanAttrs out;
+  out.items_ = std::move(items);
+  auto& v = out.items_;
+  const bool in_order = std::adjacent_find(v.begin(), v.end(), [&](const Item& a, const Item& b) {
+                          return !key_less(a.first, b.first);
+                        }) == v.end();
+  if (in_order) return out;
+  // Sorted, equal keys kept in their order; then the last of each run of equal keys kept.
+  std::stable_sort(v.begin(), v.end(), less);
+  auto kept = v.begin();
+  for (auto it = v.begin(); it != v.end();) {
+    auto run_end = std::find_if_not(it, v.end(), [&](const Item& item) { return equal(item, *it); });
+    if (kept != run_end - 1) *kept = std::move(*(run_end - 1));
+    ++kept;
+    it = run_end;
+  }
+  v.erase(kept, v.end());
+  return out;
+}
+
 bool SpanAttrs::from_json(const nlohmann::json& j, SpanAttrs* out) {
   if (!j.is_object()) return false;
   SpanAttrs attrs;

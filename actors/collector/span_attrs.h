@@ -77,6 +77,10 @@ class SpanAttrs {
   // The JSON object of the attributes, and its text as dump() writes it.
   nlohmann::json to_json() const;
   std::string dump() const { return to_json().dump(); }
+  // The attributes `items` name, in any order; a repeated key keeps its last
+  // value. n log n, whatever the order (a stored span's members arrive in a
+  // stranger's order if a stranger wrote it).
+  static SpanAttrs from_items(std::vector<Item>&& items);
   // The attributes of a JSON object; false (and nothing set) for another value.
   static bool from_json(const nlohmann::json& j, SpanAttrs* out);
   static bool from_json(nlohmann::json&& j, SpanAttrs* out);

@@ -95,11 +95,11 @@ Status attrs_in(element e, const char* name, SpanAttrs* out) {
   object members;
   if (e.get_object().get(members) != simdjson::SUCCESS)
     return Status::corruption(std::string("span: '") + name + "' is not an object");
-  SpanAttrs attrs;
-  attrs.reserve(members.size());
-  // A repeated key keeps its last value, as nlohmann_json's parser does.
-  for (auto member : members) attrs[member.key] = to_nlohmann(member.value);
-  *out = std::move(attrs);
+  std::vector<SpanAttrs::Item> items;
+  items.reserve(members.size());
+  for (auto member : members) items.emplace_back(std::string(member.key), to_nlohmann(member.value));
+  // In any order; a repeated key keeps its last value, as nlohmann_json's parser does.
+  *out = SpanAttrs::from_items(std::move(items));
   return Status();
 }
 

@@ -166,6 +166,29 @@ BOOST_AUTO_TEST_CASE(attributes_keep_every_number_kind_and_escape_as_the_json_pa
   BOOST_TEST(ours.attrs["zzz"] == 3);
 }
 
+// A store a stranger wrote may hold a span's attributes in any order, and
+// many of them: they read as the JSON parser reads them (sorted, a repeated
+// key's last value), in n log n rather than a sorted insert each.
+BOOST_AUTO_TEST_CASE(attributes_in_a_strangers_order_read_as_the_json_parser_reads_them) {
+  Span s = varied_spans().front();
+  std::string text = span_json_text(s);
+  std::string members;
+  constexpr int kKeys = 200'000;
+  for (int i = kKeys; i > 0; --i)
+    members += "\"k" + std::to_string(i % 1000) + "_" + std::to_string(i) + "\":" + std::to_string(i) + ",";
+  members += "\"k5_5\":\"last\",\"a\":1,\"a\":2,";
+  text.replace(text.find("\"attrs\":{") + 9, 0, members);
+  StoredSpanReader reader;
+  Span ours, before;
+  BOOST_REQUIRE(reader.read(text, &ours).ok());
+  BOOST_REQUIRE(read_as_before(text, &before).ok());
+  BOOST_TEST(ours.attrs.size() == before.attrs.size());
+  BOOST_TEST(ours.attrs.size() >= static_cast<size_t>(kKeys));
+  BOOST_TEST((ours.attrs == before.attrs));
+  BOOST_TEST(ours.attrs["k5_5"] == "last");
+  BOOST_TEST(ours.attrs["a"] == 2);
+}
+
 BOOST_AUTO_TEST_CASE(it_refuses_what_span_from_json_refuses_and_names_the_field) {
   const nlohmann::json good = span_to_json(varied_spans()[1]);
   StoredSpanReader reader;
