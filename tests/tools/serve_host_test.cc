@@ -90,8 +90,11 @@ BOOST_AUTO_TEST_CASE(a_session_started_over_the_api_parks_is_approved_once_and_g
   BOOST_TEST(listed.j["data"][0]["args_digest"] == pushed["request"]["args_digest"]);
   BOOST_TEST(!std::filesystem::exists(workspace + "/note.txt"));
 
-  // Its answers stream to a watcher, whatever starts the run.
+  // Its answers stream to a watcher, whatever starts the run. The server
+  // answers a watch with the session's spans: from then on it is watched.
   ws.send(R"({"type": "watch", "session": "a1"})");
+  BOOST_REQUIRE(
+      ws.wait([](const json& m) { return m.value("type", "") == "spans" && m["session"] == "a1"; }));
   auto streamed = [&](const std::string& part) {
     return ws.wait([&](const json& m) {
       return m.value("type", "") == "delta" && m["session"] == "a1" && contains(m.value("text", ""), part);
@@ -151,6 +154,8 @@ BOOST_AUTO_TEST_CASE(what_the_host_pushes_and_lists_is_redacted) {
   json pushed, delta;
   BOOST_REQUIRE(ws.wait([](const json& m) { return m.value("type", "") == "approval"; }, &pushed));
   ws.send(R"({"type": "watch", "session": "k"})");
+  // Watched once the server answers (a delta before that reaches no one).
+  BOOST_REQUIRE(ws.wait([](const json& m) { return m.value("type", "") == "spans" && m["session"] == "k"; }));
   BOOST_REQUIRE(reaches("k", "waiting"));
   Reply listed = get("/api/approvals");
   const std::string call = listed.j["data"][0]["call_id"];
