@@ -103,24 +103,24 @@ SpanAttrs SpanAttrs::from_items(std::vector<Item>&& items) {
   return out;
 }
 
-bool SpanAttrs::from_json(const nlohmann::json& j, SpanAttrs* out) {
-  if (!j.is_object()) return false;
-  SpanAttrs attrs;
-  attrs.items_.reserve(j.size());
-  // An object's keys come sorted and unique: each one is appended.
-  for (auto it = j.begin(); it != j.end(); ++it) attrs[it.key()] = it.value();
-  *out = std::move(attrs);
-  return true;
-}
+namespace {
 
-bool SpanAttrs::from_json(nlohmann::json&& j, SpanAttrs* out) {
+// Both from_json()s: J is const json (copies the values) or json (moves them).
+template <class J>
+bool attrs_of_object(J& j, SpanAttrs* out) {
   if (!j.is_object()) return false;
   SpanAttrs attrs;
-  attrs.items_.reserve(j.size());
+  attrs.reserve(j.size());
+  // An object's keys come sorted and unique: each one is appended.
   for (auto it = j.begin(); it != j.end(); ++it) attrs[it.key()] = std::move(it.value());
   *out = std::move(attrs);
   return true;
 }
+
+}  // namespace
+
+bool SpanAttrs::from_json(const nlohmann::json& j, SpanAttrs* out) { return attrs_of_object(j, out); }
+bool SpanAttrs::from_json(nlohmann::json&& j, SpanAttrs* out) { return attrs_of_object(j, out); }
 
 void to_json(nlohmann::json& j, const SpanAttrs& attrs) { j = attrs.to_json(); }
 

@@ -113,37 +113,28 @@ Status event_attrs(object o, SpanAttrs* out) {
   return attrs_in(e, "attrs", out);
 }
 
-// A span's fields, and their names in the order the collector writes them
-// (span_json_text: sorted).
+// A span's fields, in the order the collector writes them (span_json_text:
+// sorted by name), and their names.
 enum SpanField : size_t {
-  kTraceId,
-  kSpanId,
-  kParentId,
-  kSession,
+  kAttrs,
+  kCloseSeq,
+  kEndUs,
+  kEvents,
   kKind,
+  kLinks,
   kName,
   kOpenSeq,
-  kCloseSeq,
+  kParentId,
+  kSession,
+  kSpanId,
   kStartUs,
-  kEndUs,
   kStatus,
-  kAttrs,
-  kEvents,
-  kLinks,
+  kTraceId,
   kFieldCount
 };
-constexpr const char* kFieldName[kFieldCount] = {"trace_id", "span_id",  "parent_id", "session",  "kind",
-                                                 "name",     "open_seq", "close_seq", "start_us", "end_us",
-                                                 "status",   "attrs",    "events",    "links"};
-struct Named {
-  std::string_view name;
-  SpanField field;
-};
-constexpr Named kByName[kFieldCount] = {
-    {"attrs", kAttrs},        {"close_seq", kCloseSeq}, {"end_us", kEndUs},   {"events", kEvents},
-    {"kind", kKind},          {"links", kLinks},        {"name", kName},      {"open_seq", kOpenSeq},
-    {"parent_id", kParentId}, {"session", kSession},    {"span_id", kSpanId}, {"start_us", kStartUs},
-    {"status", kStatus},      {"trace_id", kTraceId}};
+constexpr std::string_view kFieldName[kFieldCount] = {
+    "attrs",    "close_seq", "end_us",  "events",  "kind",     "links",  "name",
+    "open_seq", "parent_id", "session", "span_id", "start_us", "status", "trace_id"};
 
 // A field of an event or a link.
 template <class T>
@@ -155,8 +146,9 @@ Status field(object o, const char* name, T* out) {
 
 template <class T>
 Status field(const bool* seen, const element* at, SpanField f, T* out) {
-  if (!seen[f]) return missing(kFieldName[f]);
-  return value_of(at[f], kFieldName[f], out);
+  const char* name = kFieldName[f].data();  // literals: NUL-terminated
+  if (!seen[f]) return missing(name);
+  return value_of(at[f], name, out);
 }
 
 }  // namespace
@@ -192,16 +184,16 @@ Status StoredSpanReader::read(std::string_view text, Span* out) {
   // read in a fixed order, so that the first one missing or wrong is named.
   element at[kFieldCount];
   bool seen[kFieldCount] = {};
-  size_t expected = 0;  // kByName's index of the key the collector writes next
+  size_t expected = 0;  // the field the collector writes next
   for (auto member : j) {
-    size_t k = expected < kFieldCount && kByName[expected].name == member.key ? expected : kFieldCount;
+    size_t k = expected < kFieldCount && kFieldName[expected] == member.key ? expected : kFieldCount;
     for (size_t n = 0; k == kFieldCount && n < kFieldCount; ++n) {
-      if (kByName[n].name == member.key) k = n;
+      if (kFieldName[n] == member.key) k = n;
     }
     if (k == kFieldCount) continue;  // a field of a later version
     expected = k + 1;
-    at[kByName[k].field] = member.value;
-    seen[kByName[k].field] = true;
+    at[k] = member.value;
+    seen[k] = true;
   }
   Span& s = *out;  // filled in place: a span is not small to move
   s = Span{};

@@ -266,7 +266,7 @@ BOOST_AUTO_TEST_CASE(show_and_span_read_the_same_from_the_log_and_from_the_store
 // the events. The session is long enough (over 4,096 events) that the spans
 // are scanned on a thread of their own, ten batches of them; the damaged
 // span sits in the eighth, so the reading stops part way, or in the last,
-// which the scanning thread mostly reads itself while this one is busy.
+// which the scanning thread often reads itself while this one is busy.
 BOOST_AUTO_TEST_CASE(a_stored_span_that_does_not_read_sends_the_trace_back_to_the_log) {
   BOOST_REQUIRE(run("log synth --session dmg --turns 400").code == 0);
   const std::string from_log = run("trace show dmg").out;
