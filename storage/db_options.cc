@@ -70,6 +70,13 @@ std::shared_ptr<rocksdb::Logger> process_rocksdb_logger() {
 // The smallest arena block RocksDB takes (its blocks are multiples of 4 KB).
 constexpr size_t kMinArenaBlock = 4 << 10;
 
+void size_levels_to_flushes(rocksdb::ColumnFamilyOptions& family) {
+  constexpr uint64_t kMiB = 1 << 20;
+  const uint64_t l0 = 4 * static_cast<uint64_t>(family.write_buffer_size);
+  family.max_bytes_for_level_base = std::clamp(l0, 4 * kMiB, 64 * kMiB);
+  family.target_file_size_base = std::clamp(l0, 8 * kMiB, 64 * kMiB);
+}
+
 LogDbOptions log_db_options(bool writer, size_t block_cache_bytes, size_t write_buffer_bytes) {
   LogDbOptions o;
   o.db.create_if_missing = false;  // the log creates its database atomically
@@ -117,6 +124,7 @@ LogDbOptions log_db_options(bool writer, size_t block_cache_bytes, size_t write_
     const size_t rocksdb_block = std::min<size_t>(1 << 20, o.family.write_buffer_size / 8);
     o.family.arena_block_size = std::max(kMinArenaBlock, std::min(write_buffer_bytes / 64, rocksdb_block));
   }
+  size_levels_to_flushes(o.family);
   // Snapshots: a value is a whole state (megabytes for a long conversation),
   // so a block is often one snapshot. Finding a session's newest snapshot
   // positions in every table file whose range covers the session, and a file

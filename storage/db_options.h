@@ -29,6 +29,18 @@ struct LogDbOptions {
 // RocksDB's next message, often while the database closes.
 std::shared_ptr<rocksdb::Logger> process_rocksdb_logger();
 
+// Sizes level 1, and the table files of every level, to what level 0 holds
+// when it is compacted (four flushes of `family.write_buffer_size`),
+// instead of RocksDB's 256 MB and 64 MB, which suit 64 MB memtables. Keys
+// that grow at one point per session (the log's, the trace store's) put
+// every level-0 file across most of the key range, so each compaction into
+// level 1 rewrites the level-1 files between its sessions' keys: with small
+// flushes (the runtime's 1 MB cap) nearly all of a level 1 that only grows,
+// until 256 MB, and the bytes compaction writes grow with the square of the
+// log (bench/README.md, `compaction_bench`). A small level 1 passes its
+// bytes down a level each tenfold instead. Write buffers set first.
+void size_levels_to_flushes(rocksdb::ColumnFamilyOptions& family);
+
 // `writer`: a primary (read-write) instance; else a secondary reader.
 // `write_buffer_bytes` caps the memtables of all its families together
 // (a flush frees them past it); 0: each family's own 16 MB only.

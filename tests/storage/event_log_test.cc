@@ -9,6 +9,7 @@
 #include <atomic>
 #include <filesystem>
 #include <future>
+#include <random>
 #include <thread>
 
 #include "events/record.h"
@@ -718,6 +719,98 @@ BOOST_AUTO_TEST_CASE(a_log_under_a_memory_cap_flushes_in_large_files) {
   for (int i = 0; i < kSessions; ++i) BOOST_TEST((read_all("s" + std::to_string(i)) == sessions[i].events()));
 }
 
+// Sessions come and go under one that lives throughout (a service's): every
+// flush spans the keys from the long one's to the newest session's. With
+// RocksDB's level sizes (level 1 up to 256 MB), each compaction of level 0
+// rewrote most of level 1, which only grew, so the bytes written grew with
+// the square of the log: for these 96 MB of events, 8.1-8.2 times what the
+// log stores at the end (438-443 MB for 54), against 5.1-5.4 times with
+// level 1 sized to level 0 (size_levels_to_flushes; bench/README.md,
+// compaction_bench, for the growth).
+BOOST_AUTO_TEST_CASE(a_log_under_a_memory_cap_rewrites_what_it_stores_a_few_times_not_ever_more) {
+  auto counter = std::make_shared<TableFileCounter>();
+  log.reset();
+  CHECK_OK(EventLog::open(EventLog::Options{.path = path(),
+                                            .block_cache_bytes = 2 << 20,
+                                            .write_buffer_bytes = 1 << 20,
+                                            .file_system = counter},
+                          &log));
+  constexpr int kAtOnce = 16;
+  constexpr int kTurnsEach = 30;
+  constexpr uint64_t kEventBytes = 96 << 20;
+  struct Live {
+    std::string id;
+    SessionBuilder b;
+    bool opened = false;  // its opening events are in the log
+  };
+  std::vector<Live> live(kAtOnce);
+  int next_id = 0;
+  auto fresh = [&](Live& l, bool long_lived) {
+    char id[32];
+    std::snprintf(id, sizeof id, long_lived ? "a-long" : "s-%06d", next_id++);
+    l = Live{id, SessionBuilder()};
+    l.b.start();
+  };
+  for (int i = 0; i < kAtOnce; ++i) fresh(live[i], i == 0);
+  std::mt19937 rng(7);
+  uint64_t event_bytes = 0;
+  std::vector<std::string> ids;
+  std::vector<Event> finished;  // the last finished session's
+  for (uint64_t round = 0; event_bytes < kEventBytes; ++round) {
+    for (int i = 0; i < kAtOnce; ++i) {
+      Live& l = live[i];
+      size_t from = 0;
+      if (!l.opened) {
+        l.opened = true;
+      } else {
+        from = l.b.events().size();
+        uint64_t turn = l.b.state().turn + 1;
+        std::string call = "c" + std::to_string(turn);
+        l.b.add(TurnStarted{turn});
+        l.b.add(LlmRequested{.turn = turn, .attempt = 1, .model = "m1"});
+        l.b.add(LlmResponded{.turn = turn,
+                             .attempt = 1,
+                             .text = "calling the tool for turn " + std::to_string(turn),
+                             .tool_calls = {{call, "shell", JsonText{"{\"command\":\"ls\"}"}}}});
+        l.b.add(ToolRequested{call, "shell", JsonText{"{\"command\":\"ls\"}"}});
+        std::string out;
+        while (out.size() < 600) out += "file_" + std::to_string(rng() % 100000) + ".txt\n";
+        l.b.add(ToolCompleted{.call_id = call, .tool = "shell", .output = out});
+        l.b.commit();
+      }
+      const Event& commit = l.b.events().back();
+      CheckpointEntry entry{.seq = commit.seq,
+                            .turn = std::get<TurnCommitted>(commit.body).turn,
+                            .state_hash = std::get<TurnCommitted>(commit.body).state_hash};
+      SessionMeta meta = meta_from_state(l.id, l.b.state(), 1'000'000 * (round + 1), nullptr);
+      CHECK_OK(log->append(AppendRequest{.session = l.id,
+                                         .events = slice(l.b.events(), from, l.b.events().size()),
+                                         .meta = &meta,
+                                         .checkpoints = std::span(&entry, 1),
+                                         .event_bytes = &event_bytes}));
+      if (i != 0 && l.b.state().turn == kTurnsEach) {
+        ids.push_back(l.id);
+        finished = l.b.events();
+        fresh(l, false);
+      }
+    }
+  }
+  log.reset();
+  // What the log holds once compacted, against what compaction and flushes wrote.
+  const uint64_t written = counter->table_bytes;
+  uint64_t stored = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(path())) {
+    if (entry.path().extension() == ".sst") stored += entry.file_size();
+  }
+  BOOST_TEST_MESSAGE(written << " bytes of table files written, " << stored << " stored, for " << event_bytes
+                             << " bytes of events in " << next_id << " sessions");
+  BOOST_TEST(ids.size() > 600u);
+  BOOST_TEST(2 * written <= 13 * stored, written << " bytes written to store " << stored);
+  open(EventLog::Mode::kReader);
+  BOOST_TEST((read_all("a-long") == live[0].b.events()));
+  BOOST_TEST((read_all(ids.back()) == finished));
+}
+
 // The arena blocks follow the cap (1/64 of it), never smaller than RocksDB
 // takes nor larger than its own choice (an eighth of a family's buffer, at
 // most 1 MB); a log without a cap keeps RocksDB's.
@@ -729,6 +822,23 @@ BOOST_AUTO_TEST_CASE(arena_blocks_follow_the_memory_cap_within_rocksdbs_bounds) 
   BOOST_TEST(block(16 << 20) == 262144u);
   BOOST_TEST(block(size_t{1} << 30) == 1048576u);
   BOOST_TEST(log_db_options(true, 2 << 20, 1 << 20).snapshots.arena_block_size == 16384u);
+}
+
+// Level 1 holds what four flushes do (at least 4 MB), in files of at least
+// 8 MB; at most RocksDB's 64 MB files, whatever the buffers. Every family.
+BOOST_AUTO_TEST_CASE(level_sizes_follow_the_write_buffers) {
+  const LogDbOptions capped = log_db_options(true, 2 << 20, 1 << 20);
+  for (const auto* f : {&capped.family, &capped.snapshots}) {
+    BOOST_TEST(f->max_bytes_for_level_base == uint64_t{4} << 20);
+    BOOST_TEST(f->target_file_size_base == uint64_t{8} << 20);
+  }
+  const LogDbOptions uncapped = log_db_options(true, 2 << 20, 0);  // 16 MB buffers
+  BOOST_TEST(uncapped.family.max_bytes_for_level_base == uint64_t{64} << 20);
+  BOOST_TEST(uncapped.family.target_file_size_base == uint64_t{64} << 20);
+  rocksdb::ColumnFamilyOptions big;
+  big.write_buffer_size = size_t{256} << 20;
+  size_levels_to_flushes(big);
+  BOOST_TEST(big.max_bytes_for_level_base == uint64_t{64} << 20);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
