@@ -687,7 +687,7 @@ double raw_turn_ms(const fs::path& root, const std::vector<std::vector<Kv>>& rec
 void bench_e2e(const fs::path& root, uint64_t turns, Results& r) {
   std::vector<std::vector<Kv>> records;
   std::vector<std::vector<Kv>> batches;
-  std::vector<double> ones, raws, ones_caf, ones_copied, sixteens, sixteens_caf, cpus, raw_cpus;
+  std::vector<double> ones, raws, ones_caf, ones_copied, sixteens, sixteens_caf, cpus, raw_cpus, cpus16;
   std::vector<double> raws_batched, raw_cpus_batched;
   uint64_t turns16 = std::max<uint64_t>(turns / 4, 20);
   // Rounds interleaved, so that the variants share the machine's noise.
@@ -702,7 +702,9 @@ void bench_e2e(const fs::path& root, uint64_t turns, Results& r) {
     raw_cpus_batched.push_back(raw_cpu);
     ones_caf.push_back(e2e_turns_per_s(root, 1, turns, nullptr, E2e::kCafClock));
     ones_copied.push_back(e2e_turns_per_s(root, 1, turns, nullptr, E2e::kCopiedConversation));
-    sixteens.push_back(e2e_turns_per_s(root, 16, turns16, nullptr));
+    double cpu16 = 0;
+    sixteens.push_back(e2e_turns_per_s(root, 16, turns16, nullptr, E2e::kRuntime, &cpu16));
+    cpus16.push_back(cpu16);
     sixteens_caf.push_back(e2e_turns_per_s(root, 16, turns16, nullptr, E2e::kCafClock));
   }
   double one_copied = median(ones_copied);
@@ -733,6 +735,12 @@ void bench_e2e(const fs::path& root, uint64_t turns, Results& r) {
   r.json["e2e_events_per_turn"] = events_per_turn;
   r.json["e2e_overhead_us_per_event"] = overhead_us(one);
   r.json["e2e_16_vs_1_session"] = sixteen / one;
+  // CPU a turn, and the cores kept busy (CPU seconds a second), with 1 and
+  // 16 sessions: whether 16 sessions are short of cores or wait on something.
+  const double cpu16 = median(cpus16);
+  r.json["e2e_cpu_us_per_turn_16"] = cpu16;
+  r.json["e2e_cores_busy_1"] = cpu * one / 1e6;
+  r.json["e2e_cores_busy_16"] = cpu16 * sixteen / 1e6;
   r.json["e2e_caf_clock_turns_per_s_1"] = one_caf;
   r.json["e2e_caf_clock_turns_per_s_16"] = sixteen_caf;
   r.json["e2e_caf_clock_overhead_us_per_event"] = overhead_us(one_caf);
@@ -742,6 +750,10 @@ void bench_e2e(const fs::path& root, uint64_t turns, Results& r) {
         fmt("%.0f", one), fmt("%.0f", 1000.0 / raw_ms), fmt("%.2f", one * raw_ms / 1000.0));
   r.row("    end to end, 16 sessions [turns/s]", fmt("%.0f", sixteen), "", "");
   r.row("    16 sessions vs 1 session", fmt("%.2fx", sixteen / one), "", "");
+  r.row("    CPU per turn, every thread: 16 sessions vs 1 [us]", fmt("%.0f", cpu16), fmt("%.0f", cpu),
+        fmt("%.2f", cpu16 / cpu));
+  r.row("    cores busy (CPU seconds a second): 16 sessions vs 1", fmt("%.2f", cpu16 * sixteen / 1e6),
+        fmt("%.2f", cpu * one / 1e6), "");
   r.row("    per turn: carapace vs raw writes, a batch a step, same syncs [ms]", fmt("%.3f", e2e_ms),
         fmt("%.3f", raw_ms), "");
   r.row("    runtime overhead beyond the raw writes [us/event]", fmt("%.1f", overhead_us(one)), "", "");
