@@ -723,10 +723,11 @@ BOOST_AUTO_TEST_CASE(a_log_under_a_memory_cap_flushes_in_large_files) {
 // flush spans the keys from the long one's to the newest session's. With
 // RocksDB's level sizes (level 1 up to 256 MB), each compaction of level 0
 // rewrote most of level 1, which only grew, so the bytes written grew with
-// the square of the log: for these 96 MB of events, 8.1-8.2 times what the
-// log stores at the end (438-443 MB for 54), against 5.1-5.4 times with
-// level 1 sized to level 0 (size_levels_to_flushes; bench/README.md,
-// compaction_bench, for the growth).
+// the square of the log: for these 160 MB of events, 9.9 times what the log
+// stores at the end (891 MB for 90), against 5.9 times with level 1 sized
+// to level 0 (size_levels_to_flushes; bench/README.md, compaction_bench, for
+// the growth). Under the load of the whole suite the sized log wrote a
+// quarter more (6.5 times for 96 MB, against 5.1-5.4 alone): hence 8.
 BOOST_AUTO_TEST_CASE(a_log_under_a_memory_cap_rewrites_what_it_stores_a_few_times_not_ever_more) {
   auto counter = std::make_shared<TableFileCounter>();
   log.reset();
@@ -737,7 +738,7 @@ BOOST_AUTO_TEST_CASE(a_log_under_a_memory_cap_rewrites_what_it_stores_a_few_time
                           &log));
   constexpr int kAtOnce = 16;
   constexpr int kTurnsEach = 30;
-  constexpr uint64_t kEventBytes = 96 << 20;
+  constexpr uint64_t kEventBytes = 160 << 20;
   struct Live {
     std::string id;
     SessionBuilder b;
@@ -795,7 +796,9 @@ BOOST_AUTO_TEST_CASE(a_log_under_a_memory_cap_rewrites_what_it_stores_a_few_time
       }
     }
   }
+  const uint64_t before_close = counter->table_bytes;
   log.reset();
+  BOOST_TEST_MESSAGE(before_close << " bytes of table files written before the close");
   // What the log holds once compacted, against what compaction and flushes wrote.
   const uint64_t written = counter->table_bytes;
   uint64_t stored = 0;
@@ -805,7 +808,7 @@ BOOST_AUTO_TEST_CASE(a_log_under_a_memory_cap_rewrites_what_it_stores_a_few_time
   BOOST_TEST_MESSAGE(written << " bytes of table files written, " << stored << " stored, for " << event_bytes
                              << " bytes of events in " << next_id << " sessions");
   BOOST_TEST(ids.size() > 600u);
-  BOOST_TEST(2 * written <= 13 * stored, written << " bytes written to store " << stored);
+  BOOST_TEST(written <= 8 * stored, written << " bytes written to store " << stored);
   open(EventLog::Mode::kReader);
   BOOST_TEST((read_all("a-long") == live[0].b.events()));
   BOOST_TEST((read_all(ids.back()) == finished));
