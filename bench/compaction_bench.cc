@@ -2,7 +2,7 @@
 // level sizes it uses (storage/db_options.h, size_levels_to_flushes) against
 // RocksDB's own (level 1 up to 256 MB, 64 MB files), in the same run.
 //
-//   build/bench/compaction_bench [--mb N] [--rounds R] [--dir DIR] [--quick]
+//   build/bench/compaction_bench [--store log|traces] [--mb N] [--rounds R] [--dir DIR] [--quick]
 //
 // A service's log: 16 sessions at once under the runtime's 1 MB write-buffer
 // cap; one lives throughout (its id sorts first), the others end after 30
@@ -15,6 +15,12 @@
 // RocksDB's level sizes on every family. After N MB of records, once the
 // compactions are done: bytes written (the process's, /proc/self/io) against
 // the bytes stored, and the time. Rounds alternate the variants.
+//
+// --store traces: the trace store's families and options
+// (trace_store_families) instead, written as the collector writes them: a
+// turn is three spans (about 540 bytes each, keyed by session), each with
+// its entry in the time index and the llm and tool spans in the model and
+// tool indexes, and the session's progress.
 //
 // Prints a table, then one JSON object as the last line.
 #include <rocksdb/db.h>
@@ -62,11 +68,23 @@ struct Result {
   uint64_t files = 0, sessions = 0;
 };
 
-Result run(const fs::path& dir, bool rocksdb_levels, uint64_t bytes) {
+void put_be64(std::string* out, uint64_t v) {
+  for (int i = 7; i >= 0; --i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+Result run(const fs::path& dir, bool traces, bool rocksdb_levels, uint64_t bytes) {
   fs::remove_all(dir);
   LogDbOptions o = log_db_options(true, 2 << 20, 1 << 20);
   o.db.create_if_missing = true;
   auto families = log_families(o);
+  rocksdb::DBOptions db_options(o.db);
+  if (traces) {
+    families = trace_store_families();
+    db_options = rocksdb::DBOptions();  // as TraceStore::open
+    db_options.create_if_missing = true;
+    db_options.create_missing_column_families = true;
+    db_options.max_background_jobs = 1;
+  }
   if (rocksdb_levels) {
     const rocksdb::ColumnFamilyOptions defaults;
     for (auto& f : families) {
@@ -76,7 +94,7 @@ Result run(const fs::path& dir, bool rocksdb_levels, uint64_t bytes) {
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  check(rocksdb::DB::Open(rocksdb::DBOptions(o.db), dir.string(), families, &handles, &raw), "open");
+  check(rocksdb::DB::Open(db_options, dir.string(), families, &handles, &raw), "open");
   std::unique_ptr<rocksdb::DB> db(raw);
   rocksdb::ColumnFamilyHandle* events = handles[1];
   rocksdb::ColumnFamilyHandle* sessions = handles[2];
@@ -104,6 +122,40 @@ Result run(const fs::path& dir, bool rocksdb_levels, uint64_t bytes) {
   for (uint64_t n = 0; put < bytes; ++n) {
     Live& l = live[n % live.size()];
     rocksdb::WriteBatch batch;
+    if (traces) {
+      // handles: default, spans, progress, by_start, by_model, by_tool
+      ++l.turns;
+      for (int k = 0; k < 3; ++k) {
+        char span_id[17];
+        std::snprintf(span_id, sizeof span_id, "%016llx", static_cast<unsigned long long>(rng()) << 20 | n);
+        std::string value = R"({"kind":")" +
+                            std::string(k == 0   ? "turn"
+                                        : k == 1 ? "llm"
+                                                 : "tool") +
+                            R"(","attrs":{"output":")";
+        while (value.size() < 520) value += "file_" + std::to_string(rng() % 100000) + ".txt\\n";
+        value += "\"}}";
+        std::string key = l.id;
+        key.push_back('\0');
+        put_be64(&key, l.seq + 1 + k);
+        key += span_id;
+        std::string tail;
+        put_be64(&tail, (n * 3 + k) * 1000);
+        tail += l.id;
+        tail.push_back('\0');
+        tail += span_id;
+        put += key.size() + value.size() + 2 * tail.size();
+        check(batch.Put(handles[1], key, value), "batch");
+        check(batch.Put(handles[3], tail, ""), "batch");
+        if (k == 1) check(batch.Put(handles[4], std::string("m1", 3) + tail, ""), "batch");
+        if (k == 2) check(batch.Put(handles[5], std::string("shell", 6) + tail, ""), "batch");
+      }
+      l.seq += 7;
+      check(batch.Put(handles[2], l.id, "last_seq " + std::to_string(l.seq)), "batch");
+      check(db->Write(wo, &batch), "write");
+      if (&l != &live[0] && l.turns == 30) l = fresh(false);
+      continue;
+    }
     for (int e = 0; e < 7; ++e) {
       std::string value =
           R"({"type":"tool.completed","call_id":"c)" + std::to_string(l.turns) + R"(","output":")";
@@ -149,8 +201,11 @@ int main(int argc, char** argv) {
   CLI::App app{"The bytes the event log's compactions write: its level sizes against RocksDB's"};
   uint64_t mb = 160;
   int rounds = 2;
-  std::string dir_flag;
+  std::string dir_flag, store = "log";
   bool quick = false;
+  app.add_option("--store", store, "Whose options and records: the event log's or the trace store's")
+      ->check(CLI::IsMember({"log", "traces"}))
+      ->capture_default_str();
   app.add_option("--mb", mb, "Megabytes of records to write")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -170,12 +225,15 @@ int main(int argc, char** argv) {
     for (bool rocksdb_levels : {true, false}) {
       std::fprintf(stderr, "round %d, %s level sizes...\n", round + 1,
                    rocksdb_levels ? "RocksDB's" : "the log's");
-      Result r = run(dir, rocksdb_levels, mb << 20);
-      const char* name = rocksdb_levels ? "RocksDB's (baseline)" : "the log's";
+      Result r = run(dir, store == "traces", rocksdb_levels, mb << 20);
+      const char* name = rocksdb_levels   ? "RocksDB's (baseline)"
+                         : store == "log" ? "the log's"
+                                          : "the store's";
       std::printf("%-22s %8llu %10.1f %10.1f %6.2fx %8.2f %6llu\n", name, static_cast<unsigned long long>(mb),
                   r.written_mb, r.stored_mb, r.written_mb / r.stored_mb, r.seconds,
                   static_cast<unsigned long long>(r.files));
-      rows.push_back({{"levels", rocksdb_levels ? "rocksdb" : "log"},
+      rows.push_back({{"store", store},
+                      {"levels", rocksdb_levels ? "rocksdb" : "ours"},
                       {"mb", mb},
                       {"written_mb", r.written_mb},
                       {"stored_mb", r.stored_mb},

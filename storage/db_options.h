@@ -54,4 +54,9 @@ LogDbOptions log_db_options(bool writer, size_t block_cache_bytes, size_t write_
 std::vector<rocksdb::ColumnFamilyDescriptor> log_families(const LogDbOptions& options,
                                                           bool with_time_index = true);
 
+// The trace store's column families (storage/trace_store.h: default,
+// spans, progress, by_start, by_model, by_tool): 4 MB write buffers, levels
+// sized to them (16 MB level 1, 16 MB files).
+std::vector<rocksdb::ColumnFamilyDescriptor> trace_store_families();
+
 }  // namespace carapace

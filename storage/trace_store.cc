@@ -109,6 +109,15 @@ struct TraceStore::Impl {
 TraceStore::TraceStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TraceStore::~TraceStore() = default;
 
+std::vector<rocksdb::ColumnFamilyDescriptor> trace_store_families() {
+  rocksdb::ColumnFamilyOptions family;
+  family.write_buffer_size = 4 << 20;
+  size_levels_to_flushes(family);
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (const char* name : kFamilies) descriptors.emplace_back(name, family);
+  return descriptors;
+}
+
 const std::string& TraceStore::path() const { return impl_->path; }
 
 Status TraceStore::open(const std::string& path, Mode mode, std::unique_ptr<TraceStore>* out) {
@@ -117,10 +126,7 @@ Status TraceStore::open(const std::string& path, Mode mode, std::unique_ptr<Trac
   options.info_log = process_rocksdb_logger();  // no LOG file: a full disk must not abort (db_options.h)
   options.keep_log_file_num = 2;
   options.max_background_jobs = 1;
-  rocksdb::ColumnFamilyOptions family;
-  family.write_buffer_size = 4 << 20;
-  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
-  for (const char* name : kFamilies) descriptors.emplace_back(name, family);
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = trace_store_families();
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   rocksdb::DB* db = nullptr;

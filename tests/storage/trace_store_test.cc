@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "storage/db_options.h"
 #include "tests/support/printing.h"
 #include "tests/support/temp_dir.h"
 
@@ -101,6 +102,19 @@ BOOST_AUTO_TEST_CASE(spans_progress_and_indexes_round_trip) {
   }
   std::unique_ptr<TraceStore> reader;
   BOOST_TEST(TraceStore::open(dir.sub("nothing"), TraceStore::Mode::kReader, &reader).is_not_found());
+}
+
+// Its spans are keyed by session, as the log's events are: level 1 and the
+// table files sized to four of its 4 MB flushes (bench/README.md,
+// compaction_bench --store traces), in every family the store opens.
+BOOST_AUTO_TEST_CASE(level_sizes_follow_the_write_buffers) {
+  const auto families = trace_store_families();
+  BOOST_TEST(families.size() == 6u);
+  for (const auto& f : families) {
+    BOOST_TEST(f.options.write_buffer_size == size_t{4} << 20);
+    BOOST_TEST(f.options.max_bytes_for_level_base == uint64_t{16} << 20);
+    BOOST_TEST(f.options.target_file_size_base == uint64_t{16} << 20);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
