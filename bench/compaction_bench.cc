@@ -29,7 +29,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -38,11 +37,13 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/process_io.h"
 #include "storage/db_options.h"
 #include "storage/keys.h"
 
 namespace fs = std::filesystem;
 using namespace carapace;
+using carapace::bench::process_write_bytes;
 
 namespace {
 
@@ -51,16 +52,6 @@ void check(const rocksdb::Status& s, const char* what) {
     std::fprintf(stderr, "compaction_bench: %s: %s\n", what, s.ToString().c_str());
     std::exit(1);
   }
-}
-
-uint64_t process_write_bytes() {
-  std::ifstream in("/proc/self/io");
-  std::string key;
-  uint64_t value = 0;
-  while (in >> key >> value) {
-    if (key == "write_bytes:") return value;
-  }
-  return 0;
 }
 
 struct Result {

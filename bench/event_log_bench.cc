@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "actors/provider/scripted_provider.h"
+#include "bench/process_io.h"
 #include "events/event_json.h"
 #include "events/record.h"
 #include "events/synthetic.h"
@@ -49,6 +50,7 @@
 #include "tools/allocator.h"
 
 using namespace carapace;
+using carapace::bench::process_write_bytes;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -62,18 +64,6 @@ double process_cpu_seconds() {
     return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
   };
   return secs(u.ru_utime) + secs(u.ru_stime);
-}
-
-// Bytes this process has had written to storage so far (/proc/self/io's
-// write_bytes): the log's WAL, its flushes and compactions.
-uint64_t process_write_bytes() {
-  std::ifstream in("/proc/self/io");
-  std::string key;
-  uint64_t value = 0;
-  while (in >> key >> value) {
-    if (key == "write_bytes:") return value;
-  }
-  return 0;
 }
 
 double seconds_since(Clock::time_point start) {

@@ -41,6 +41,15 @@ struct LogFixture {
     log.reset();
     CHECK_OK(EventLog::open(EventLog::Options{.path = path(), .mode = mode}, &log));
   }
+  // A writer under a runtime's memory cap (1 MB of write buffers), on `fs`.
+  void open_capped(std::shared_ptr<rocksdb::FileSystem> fs) {
+    log.reset();
+    CHECK_OK(EventLog::open(EventLog::Options{.path = path(),
+                                              .block_cache_bytes = 2 << 20,
+                                              .write_buffer_bytes = 1 << 20,
+                                              .file_system = std::move(fs)},
+                            &log));
+  }
 
   std::vector<Event> read_all(std::string_view session) {
     std::vector<Event> out;
@@ -660,12 +669,7 @@ BOOST_AUTO_TEST_CASE(the_committer_writes_and_syncs_nothing_after_a_write_outsid
 // alone took 5/8 of the cap (storage/db_options.cc).
 BOOST_AUTO_TEST_CASE(a_log_under_a_memory_cap_flushes_in_large_files) {
   auto counter = std::make_shared<TableFileCounter>();
-  log.reset();
-  CHECK_OK(EventLog::open(EventLog::Options{.path = path(),
-                                            .block_cache_bytes = 2 << 20,
-                                            .write_buffer_bytes = 1 << 20,
-                                            .file_system = counter},
-                          &log));
+  open_capped(counter);
   constexpr int kSessions = 16;
   constexpr int kTurns = 400;
   std::vector<SessionBuilder> sessions(kSessions);
@@ -730,12 +734,7 @@ BOOST_AUTO_TEST_CASE(a_log_under_a_memory_cap_flushes_in_large_files) {
 // quarter more (6.5 times for 96 MB, against 5.1-5.4 alone): hence 8.
 BOOST_AUTO_TEST_CASE(a_log_under_a_memory_cap_rewrites_what_it_stores_a_few_times_not_ever_more) {
   auto counter = std::make_shared<TableFileCounter>();
-  log.reset();
-  CHECK_OK(EventLog::open(EventLog::Options{.path = path(),
-                                            .block_cache_bytes = 2 << 20,
-                                            .write_buffer_bytes = 1 << 20,
-                                            .file_system = counter},
-                          &log));
+  open_capped(counter);
   constexpr int kAtOnce = 16;
   constexpr int kTurnsEach = 30;
   constexpr uint64_t kEventBytes = 160 << 20;
