@@ -214,12 +214,11 @@ int main(int argc, char** argv) {
               "ratio", "seconds", "files");
   for (int round = 0; round < rounds; ++round) {
     for (bool rocksdb_levels : {true, false}) {
-      std::fprintf(stderr, "round %d, %s level sizes...\n", round + 1,
-                   rocksdb_levels ? "RocksDB's" : "the log's");
-      Result r = run(dir, store == "traces", rocksdb_levels, mb << 20);
       const char* name = rocksdb_levels   ? "RocksDB's (baseline)"
                          : store == "log" ? "the log's"
                                           : "the store's";
+      std::fprintf(stderr, "round %d, %s level sizes...\n", round + 1, name);
+      Result r = run(dir, store == "traces", rocksdb_levels, mb << 20);
       std::printf("%-22s %8llu %10.1f %10.1f %6.2fx %8.2f %6llu\n", name, static_cast<unsigned long long>(mb),
                   r.written_mb, r.stored_mb, r.written_mb / r.stored_mb, r.seconds,
                   static_cast<unsigned long long>(r.files));
